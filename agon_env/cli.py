@@ -1,0 +1,95 @@
+"""The ``agon`` command line: ``agon envs``, ``agon episode``, ``agon train`` and friends.
+
+Each subcommand lives next to the code it drives and contributes an
+``add_parser(subparsers)`` that sets ``func``; this module only collects them, so a new
+command is one line in ``_COMMANDS`` and heavy imports (torch) happen only when that
+command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+_COMMANDS = (
+    "agon_env.cli:add_envs_parser",
+    "agon_env.cli:add_episode_parser",
+    "agon_env.algorithms.cli_train:add_train_parser",
+)
+
+
+def add_envs_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("envs", help="list the registered env ids")
+    p.set_defaults(func=_run_envs)
+
+
+def _run_envs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    import agon_env
+
+    table = Table(title="registered envs")
+    table.add_column("id")
+    table.add_column("offline")
+    table.add_column("description")
+    for s in agon_env.all_specs():
+        table.add_row(s.id, "yes" if s.offline else "needs path/hub", s.description)
+    Console().print(table)
+    return 0
+
+
+def add_episode_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "episode", help="play one scripted episode (a wrong draft, a right challenge) and print it"
+    )
+    p.add_argument("--env", default="agon/arith-v0")
+    p.add_argument("--mode", default="challenge")
+    p.add_argument("--reward-scheme", default="conversion")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run_episode)
+
+
+def _run_episode(args: argparse.Namespace) -> int:
+    import agon_env
+
+    env = agon_env.make(args.env, mode=args.mode, reward_scheme=args.reward_scheme, render_mode="ansi")
+    env.reset(seed=args.seed)
+    gold = env.problem.answer if isinstance(env.problem.answer, str) else "?"
+    wrong = f"I guess quickly. <summary>Guessed without working it out.</summary><answer>{gold}1</answer>"
+    right = f"Re-deriving step by step. <summary>Recomputed each step.</summary><answer>{gold}</answer>"
+    for _agent in env.agent_iter():
+        _obs, _r, term, trunc, _info = env.last()
+        env.step(None if term or trunc else (wrong if not env.turns else right))
+    print(env.render())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agon", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for target in _COMMANDS:
+        module, _, attr = target.partition(":")
+        try:
+            add = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:  # an optional layer is not installed
+            sub.add_parser(
+                target.split(":")[1].removeprefix("add_").removesuffix("_parser"), help=f"unavailable: {exc}"
+            )
+            continue
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not hasattr(args, "func"):
+        print(f"agon {args.command}: not available in this installation", file=sys.stderr)
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Conformance checks for registered envs: PettingZoo's ``api_test`` and ``seed_test``
+plus the draft-and-challenge contract.
+
+Call :func:`check_env` on your own registered id (or a zero-argument constructor) from a
+test::
+
+    from agon_env.conformance import check_env
+
+    def test_my_task():
+        check_env("me/primes-v0")
+
+It raises ``AssertionError`` (PettingZoo's, or one of ours with a message saying what
+broke) and returns a small report otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pettingzoo.test import api_test, seed_test
+
+from agon_env.registry import make
+
+EnvFactory = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class ConformanceReport:
+    env: str
+    problems_checked: int
+    api_cycles: int
+    seed_cycles: int
+
+
+def _factory(env: str | EnvFactory, **kwargs: Any) -> tuple[str, EnvFactory]:
+    if isinstance(env, str):
+        return env, lambda: make(env, **kwargs)
+    return getattr(env, "__name__", "env"), env
+
+
+def check_problems_fit(env: Any, limit: int = 200) -> int:
+    """Every one of the first ``limit`` problems yields observations inside the space."""
+    n = min(limit, len(env.task))
+    for i in range(n):
+        for drafter in env.possible_agents:
+            env.reset(seed=i, options={"problem_index": i, "drafter": drafter})
+            for agent in env.agents:
+                obs = env.observe(agent)
+                assert env.observation_space(agent).contains(obs), (
+                    f"problem {i} ({env.task[i].id}) gives an observation outside the space for {agent}"
+                )
+    return n
+
+
+def check_episode_contract(env: Any) -> None:
+    """The drafter acts first; the challenger never sees the drafter's answer or reasoning."""
+    env.reset(seed=0, options={"drafter": "agent_b"})
+    assert env.agent_selection == "agent_b", "the drafter named in reset options must act first"
+    secret_reasoning, secret_answer = "SECRET-REASONING-7731", "SECRET-ANSWER-9944"
+    draft = f"{secret_reasoning} <summary>plan SUMMARY-OK</summary><answer>{secret_answer}</answer>"
+    env.step(draft)
+    if env.agents and not all(env.terminations.values()):
+        obs = env.observe(env.agent_selection)
+        text = " ".join(str(v) for v in obs.values())
+        assert secret_answer not in text, "the challenger's observation leaks the drafter's answer block"
+        assert secret_reasoning not in text, "the challenger's observation leaks the drafter's reasoning"
+        if obs["draft"]:
+            assert "SUMMARY-OK" in obs["draft"], "the challenger's observation lacks the drafter's summary"
+
+
+def check_env(
+    env: str | EnvFactory,
+    num_cycles: int = 50,
+    seed_cycles: int = 50,
+    problems: int = 200,
+    **kwargs: Any,
+) -> ConformanceReport:
+    """Run PettingZoo's ``api_test`` and ``seed_test`` and the contract checks on ``env``."""
+    name, factory = _factory(env, **kwargs)
+    api_test(factory(), num_cycles=num_cycles)
+    seed_test(factory, num_cycles=seed_cycles)
+    checked = check_problems_fit(factory(), limit=problems)
+    check_episode_contract(factory())
+    return ConformanceReport(name, checked, num_cycles, seed_cycles)

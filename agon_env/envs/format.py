@@ -1,0 +1,90 @@
+"""Parsing the paper's completion format: reasoning, then ``<summary>`` and ``<answer>``.
+
+Everything here is a pure function of the completion text. The parser never raises:
+malformed text (missing, unbalanced, nested or repeated tags) parses with
+``format_ok == False`` and whatever could still be recovered, so the env can score
+anything a policy writes.
+
+Well-formed means: exactly one ``<summary>…</summary>`` followed by exactly one
+``<answer>…</answer>``, neither nested in the other, neither empty, and nothing but
+whitespace after ``</answer>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TAG = re.compile(r"</?(summary|answer)>", re.IGNORECASE)
+# A bounded scan: a 1 MB completion is parsed in linear time with one regex pass.
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What the env reads out of one completion."""
+
+    reasoning: str
+    """Text before the first tag: never shown to the rival."""
+    summary: str | None
+    """Content of the (last complete) summary block, stripped; ``None`` when absent."""
+    answer: str | None
+    """Content of the last complete answer block, stripped; ``None`` when absent."""
+    format_ok: bool
+
+
+def _blocks(text: str) -> tuple[dict[str, list[tuple[int, int, int, int]]], bool]:
+    """Complete blocks per tag as (open_start, content_start, content_end, close_end).
+
+    Returns ``(blocks, balanced)``: ``balanced`` is False for stray closers, unclosed or
+    nested tags -- any of which breaks the format.
+    """
+    blocks: dict[str, list[tuple[int, int, int, int]]] = {"summary": [], "answer": []}
+    balanced = True
+    open_tag: tuple[str, int, int] | None = None
+    for m in _TAG.finditer(text):
+        name = m.group(1).lower()
+        closing = m.group(0)[1] == "/"
+        if not closing:
+            if open_tag is not None:
+                balanced = False  # nested or unclosed: restart the block at the newer opener
+            open_tag = (name, m.start(), m.end())
+        elif open_tag is not None and open_tag[0] == name:
+            blocks[name].append((open_tag[1], open_tag[2], m.start(), m.end()))
+            open_tag = None
+        else:
+            balanced = False
+    if open_tag is not None:
+        balanced = False
+    return blocks, balanced
+
+
+def parse_completion(text: str) -> Parsed:
+    """Split a completion into reasoning, summary and answer, and judge its format."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    blocks, balanced = _blocks(text)
+    summaries, answers = blocks["summary"], blocks["answer"]
+    summary = text[summaries[-1][1] : summaries[-1][2]].strip() if summaries else None
+    answer = text[answers[-1][1] : answers[-1][2]].strip() if answers else None
+    first = _TAG.search(text)
+    reasoning = text[: first.start()] if first else text
+    format_ok = (
+        balanced
+        and len(summaries) == 1
+        and len(answers) == 1
+        and summaries[0][3] <= answers[0][0]
+        and bool(summary)
+        and bool(answer)
+        and not text[answers[0][3] :].strip()
+    )
+    return Parsed(reasoning=reasoning, summary=summary, answer=answer, format_ok=format_ok)
+
+
+def strip_answer_blocks(text: str) -> str:
+    """Remove every ``<answer>`` block (and stray answer tags) from ``text``.
+
+    Summaries are user text too: a policy can paste its answer tags inside a summary,
+    and the rival must still never see an answer block.
+    """
+    text = re.sub(r"<answer>.*?</answer>", "", text, flags=re.IGNORECASE | re.DOTALL)
+    return re.sub(r"</?answer>", "", text, flags=re.IGNORECASE)

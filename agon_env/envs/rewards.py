@@ -1,0 +1,87 @@
+"""Reward schemes: pure functions from (correctness, format, length) to rewards.
+
+With ``c`` correctness (0/1), ``φ`` format (0/1) and ``λ`` the format weight (0.5):
+
+==============  ===========================  ==========================================
+scheme          drafter ``R(a)``             challenger ``R(b)``
+==============  ===========================  ==========================================
+``conversion``  ``2c(a) + λφ(a)``            ``2c(b) + c(b)(1−c(a)) + λφ(b)``  (paper)
+``coop``        ``2c(a) + λφ(a)``            ``2c(b) + λφ(b)``
+``margin``      ``2c(a) + λφ(a)``            ``3c(b) − c(a) + λφ(b)``
+==============  ===========================  ==========================================
+
+The drafter always trains with plain GRPO rewards; only the challenger's term changes,
+so a scheme is one function of ``(c_a, c_b)``. The optional length tiebreak adds ``γ``
+to the shorter of two correct traces (nothing on an exact tie). Add a scheme with
+:func:`register_scheme`; the env looks schemes up by name, so no caller branches on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+ChallengerTerm = Callable[[int, int], float]
+"""``(c_a, c_b) -> correctness part of R(b)`` (the format term is added separately)."""
+
+_SCHEMES: dict[str, ChallengerTerm] = {}
+
+
+def register_scheme(name: str, term: ChallengerTerm) -> None:
+    if name in _SCHEMES:
+        raise ValueError(f"reward scheme {name!r} is already registered")
+    _SCHEMES[name] = term
+
+
+def scheme_names() -> list[str]:
+    return sorted(_SCHEMES)
+
+
+def get_scheme(name: str) -> ChallengerTerm:
+    try:
+        return _SCHEMES[name]
+    except KeyError:
+        raise ValueError(f"unknown reward_scheme {name!r}; choose one of {scheme_names()}") from None
+
+
+register_scheme("conversion", lambda ca, cb: 2 * cb + cb * (1 - ca))
+register_scheme("coop", lambda ca, cb: 2 * cb)
+register_scheme("margin", lambda ca, cb: 3 * cb - ca)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the env measured of one completion."""
+
+    correct: bool
+    format_ok: bool
+    length: int
+    """Trace length used by the tiebreak (tokens when known, else characters)."""
+
+
+def drafter_reward(a: Outcome, lam: float = 0.5) -> float:
+    """``R(a) = 2c(a) + λφ(a)``: plain GRPO reward, also used in solo mode."""
+    return 2.0 * int(a.correct) + lam * int(a.format_ok)
+
+
+def challenger_reward(a: Outcome, b: Outcome, scheme: str = "conversion", lam: float = 0.5) -> float:
+    """``R(b)`` under ``scheme``, where ``a`` is b's own paired draft."""
+    return float(get_scheme(scheme)(int(a.correct), int(b.correct))) + lam * int(b.format_ok)
+
+
+def length_tiebreak(a: Outcome, b: Outcome, gamma: float) -> tuple[float, float]:
+    """Bonuses ``(to a, to b)``: ``γ`` to the shorter trace when both are correct."""
+    if not (a.correct and b.correct) or a.length == b.length or gamma == 0:
+        return 0.0, 0.0
+    return (gamma, 0.0) if a.length < b.length else (0.0, gamma)
+
+
+def episode_rewards(
+    a: Outcome, b: Outcome, scheme: str = "conversion", lam: float = 0.5, gamma: float | None = None
+) -> tuple[float, float]:
+    """``(R(a), R(b))`` for one drafter/challenger pair, tiebreak included when ``gamma`` is set."""
+    ra, rb = drafter_reward(a, lam), challenger_reward(a, b, scheme, lam)
+    if gamma:
+        ba, bb = length_tiebreak(a, b, gamma)
+        ra, rb = ra + ba, rb + bb
+    return ra, rb

@@ -1,0 +1,98 @@
+"""``agon/arith-v0``: procedural multi-step integer arithmetic, seeded and fully offline.
+
+The embedded default task. Problem ``i`` of a task is generated from
+``(seed, split, difficulty, i)`` alone, so any index is reproducible without storing
+data and the ``train``/``test`` splits never share a generator stream.
+
+Difficulty levels (calibrated on SmolLM2-135M-Instruct with two worked few-shot turns,
+T=0.7: single-digit sums 9/16, single-digit ``+``/``×`` 13/16, two-digit sums 1/16):
+
+=====  ===========================================  ===============================
+level  shape                                        example
+=====  ===========================================  ===============================
+1      ``a + b``, single digits                     ``What is 3 + 5?``
+2      ``a op b``, single digits, ``+ − ×``         ``What is 7 × 6?``
+3      ``a op b op c``, single digits               ``What is 4 + 3 × 2?``
+4      ``a op b op c``, up to two digits            ``What is 12 × 3 − 17?``
+5      four terms, up to two digits, parentheses    ``What is (14 + 9) × 3 − 25?``
+=====  ===========================================  ===============================
+
+Levels 3–5 put a 135M model in the paper's "hard regime"; ``×`` binds tighter than
+``+``/``−`` as usual and results may be negative.
+"""
+
+from __future__ import annotations
+
+import random
+
+from agon_env.envs.tasks.base import Problem
+from agon_env.envs.tasks.verify import answers_match
+
+_OPS = {"+": lambda a, b: a + b, "−": lambda a, b: a - b, "×": lambda a, b: a * b}
+_PY = {"+": "+", "−": "-", "×": "*"}
+_SPLIT_SALT = {"train": 0, "test": 1, "validation": 2}
+
+
+def _expression(rng: random.Random, difficulty: int) -> str:
+    if difficulty == 1:
+        return f"{rng.randint(0, 9)} + {rng.randint(0, 9)}"
+    if difficulty == 2:
+        return f"{rng.randint(0, 9)} {rng.choice('+−×')} {rng.randint(0, 9)}"
+    hi = 9 if difficulty == 3 else 30
+    terms = 3 if difficulty <= 4 else 4
+    nums = [rng.randint(1 if difficulty > 3 else 0, hi) for _ in range(terms)]
+    ops = [rng.choice("+−×") for _ in range(terms - 1)]
+    parts = [str(nums[0])]
+    for op, n in zip(ops, nums[1:], strict=True):
+        parts += [op, str(n)]
+    if difficulty == 5:
+        # Parenthesise the first pair so order of operations matters beyond precedence.
+        parts[0], parts[2] = "(" + parts[0], parts[2] + ")"
+    return " ".join(parts)
+
+
+def evaluate(expression: str) -> int:
+    """Exact value of an expression produced by this module (``−``/``×`` as Unicode)."""
+    py = "".join(_PY.get(ch, ch) for ch in expression)
+    if not set(py) <= set("0123456789+-*() "):
+        raise ValueError(f"not an arith-v0 expression: {expression!r}")
+    return int(eval(py, {"__builtins__": {}}, {}))  # safe: the charset check above admits only arithmetic
+
+
+class ArithTask:
+    """Procedural arithmetic problems at one difficulty level."""
+
+    def __init__(
+        self,
+        difficulty: int = 3,
+        size: int = 10_000,
+        seed: int = 0,
+        split: str = "train",
+        name: str | None = None,
+    ) -> None:
+        if difficulty not in range(1, 6):
+            raise ValueError(f"difficulty must be 1..5, got {difficulty}")
+        if split not in _SPLIT_SALT:
+            raise ValueError(f"split must be one of {sorted(_SPLIT_SALT)}, got {split!r}")
+        if size < 1:
+            raise ValueError(f"size must be positive, got {size}")
+        self.difficulty, self.size, self.seed, self.split = difficulty, size, seed, split
+        self.name = name or f"arith-d{difficulty}"
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> Problem:
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        rng = random.Random(f"arith/{self.seed}/{self.split}/{self.difficulty}/{index}")
+        expr = _expression(rng, self.difficulty)
+        return Problem(
+            id=f"{self.split}-{index}",
+            prompt=f"What is {expr}?",
+            answer=str(evaluate(expr)),
+            meta={"difficulty": self.difficulty, "expression": expr},
+        )
+
+    def score(self, problem: Problem, answer: str) -> bool:
+        return answers_match(problem.answer, answer)

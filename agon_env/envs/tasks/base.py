@@ -1,0 +1,92 @@
+"""The task protocol: what the draft-and-challenge env needs to know about a problem set.
+
+A *task* is an indexable collection of :class:`Problem` objects plus a pure-ish
+``score(problem, answer) -> bool`` that decides correctness of the text found inside
+an ``<answer>`` block. The env knows nothing else about tasks, so math, code and any
+user task plug in the same way (see ``docs/envs.md``).
+
+Tasks never import a model. Only code tasks touch the sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem as the env shows it.
+
+    ``prompt`` is the exact text an agent reads; ``answer`` is whatever ``Task.score``
+    needs (a gold string for math, a test bundle for code). ``answer`` never reaches
+    an observation.
+    """
+
+    id: str
+    prompt: str
+    answer: Any
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What every task provides. ``name`` is shown in infos and logs."""
+
+    name: str
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> Problem: ...
+
+    def score(self, problem: Problem, answer: str) -> bool:
+        """True when ``answer`` (the text inside ``<answer>``) solves ``problem``.
+
+        Must never raise on arbitrary model text and must return in bounded time.
+        """
+        ...
+
+
+class ListTask:
+    """A task over an in-memory list of problems with a pluggable scorer.
+
+    Subclasses (or callers) supply ``score``; this class only owns storage and indexing.
+    """
+
+    name: str = "list"
+
+    def __init__(self, problems: Sequence[Problem], name: str | None = None) -> None:
+        if len(problems) == 0:
+            raise ValueError("a task needs at least one problem; got an empty list")
+        self.problems = list(problems)
+        if name is not None:
+            self.name = name
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+    def __getitem__(self, index: int) -> Problem:
+        return self.problems[index]
+
+    def score(self, problem: Problem, answer: str) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def split(self, fraction: float, seed: int = 0) -> tuple[ListTask, ListTask]:
+        """Deterministic (train, held-out) split; used by eval to pick directions on validation."""
+        import random
+
+        idx = list(range(len(self.problems)))
+        random.Random(seed).shuffle(idx)
+        cut = max(1, min(len(idx) - 1, round(len(idx) * fraction)))
+        first, second = (
+            self._subset([self.problems[i] for i in sorted(part)]) for part in (idx[:cut], idx[cut:])
+        )
+        return first, second
+
+    def _subset(self, problems: list[Problem]) -> ListTask:
+        import copy
+
+        clone = copy.copy(self)
+        clone.problems = problems
+        return clone

@@ -1,0 +1,61 @@
+"""Locating and loading task data: local files first, the Hugging Face hub when online.
+
+Data is read by path (JSONL / JSON / parquet through ``datasets``) or by hub id. Nothing
+is copied into the package. ``local_data_dir()`` finds the project's offline copies:
+``$AGON_DATA_DIR`` when set, else ``../shared/data`` next to the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+_SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def local_data_dir() -> Path | None:
+    """The folder of offline datasets, or ``None`` when there is none."""
+    env = os.environ.get("AGON_DATA_DIR")
+    candidates = [Path(env)] if env else []
+    candidates += [Path.cwd() / ".." / "shared" / "data", Path.cwd() / "shared" / "data"]
+    for c in candidates:
+        if c.is_dir():
+            return c.resolve()
+    return None
+
+
+def local_file(name: str) -> Path | None:
+    """``name`` inside :func:`local_data_dir`, if both exist."""
+    root = local_data_dir()
+    if root is None:
+        return None
+    p = root / name
+    return p if p.exists() else None
+
+
+def load_rows(
+    source: str | os.PathLike[str], split: str = "train", **hub_kwargs: Any
+) -> list[dict[str, Any]]:
+    """Rows of a local file (by suffix) or a hub dataset id, as plain dicts.
+
+    A path that looks local but does not exist fails with the path, rather than being
+    sent to the hub (which would fail offline with a confusing network error).
+    """
+    from datasets import load_dataset
+
+    path = Path(source)
+    suffix = "".join(path.suffixes[-1:]).lower()
+    if suffix in _SUFFIX_BUILDERS or path.exists():
+        if not path.exists():
+            raise FileNotFoundError(f"dataset file not found: {path}")
+        if path.is_dir():
+            ds = load_dataset(str(path), split=split)
+        else:
+            builder = _SUFFIX_BUILDERS.get(suffix)
+            if builder is None:
+                raise ValueError(f"unsupported data file {path}: use one of {sorted(_SUFFIX_BUILDERS)}")
+            ds = load_dataset(builder, data_files=str(path), split="train")
+    else:
+        ds = load_dataset(str(source), split=split, **hub_kwargs)
+    return [dict(r) for r in ds]

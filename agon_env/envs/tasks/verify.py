@@ -1,0 +1,140 @@
+"""Math answer checking: cheap normalisation first, then ``math-verify`` with a hard timeout.
+
+``answers_match(gold, pred)`` is the one entry point. It never raises and returns within
+about ``timeout`` seconds from any thread:
+
+1. Normalise both sides: unwrap ``\\boxed{…}``, strip ``$`` and trailing periods, drop
+   thousands separators (``1,000`` → ``1000`` but not ``1,-2``), lower-case words.
+2. ``yes``/``no``/``true``/``false`` gold answers compare as strings (the paper drops them
+   from DeepMath, but GSM-style tasks and user tasks may still have them).
+3. Plain numbers compare exactly as fractions (``0.5`` = ``1/2`` = ``\\frac{1}{2}`` goes to 4).
+4. Everything else goes to math-verify (gold first) in a persistent child process that
+   is killed and restarted when it overruns ``timeout`` -- the only timeout that works
+   outside the main thread and survives sympy hanging in C code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import re
+import subprocess
+import sys
+import threading
+from fractions import Fraction
+
+BINARY = frozenset({"yes", "no", "true", "false"})
+MAX_ANSWER_CHARS = 4000
+"""Longer "answers" are not final answers; refusing them bounds the verifier's work."""
+
+_THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:/\d+)?")
+
+
+def unbox(text: str) -> str:
+    """Content of the last ``\\boxed{…}`` (brace-matched), or ``text`` unchanged."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return text
+    depth, i = 0, start + len("\\boxed{") - 1
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j]
+    return text
+
+
+def normalize(text: str) -> str:
+    text = unbox(text.strip()).strip()
+    text = text.strip("$").strip()
+    text = re.sub(r"^\\text\{(.*)\}$", r"\1", text)
+    text = text.rstrip(".").strip()
+    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    if text.lower() in BINARY:
+        return text.lower()
+    return text
+
+
+def _as_fraction(text: str) -> Fraction | None:
+    if not _NUMBER.fullmatch(text):
+        return None
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+class _Worker:
+    """One math-verify child process shared by all threads, restarted after a timeout."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[str] | None = None
+        atexit.register(self.close)
+
+    def _start(self) -> subprocess.Popen[str]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "agon_env.envs.tasks._verify_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
+            )
+        return self._proc
+
+    def check(self, gold: str, pred: str, timeout: float) -> bool:
+        with self._lock:
+            proc = self._start()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(json.dumps({"gold": gold, "pred": pred}) + "\n")
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.close()
+                return False
+            reply: list[str] = []
+            reader = threading.Thread(target=lambda: reply.append(proc.stdout.readline()), daemon=True)
+            reader.start()
+            reader.join(timeout)
+            if not reply:
+                self.close()  # overran: the child may be stuck in sympy; kill it, start afresh next call
+                return False
+            try:
+                return bool(json.loads(reply[0])["ok"])
+            except (ValueError, KeyError):
+                self.close()
+                return False
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+
+_WORKER = _Worker()
+
+
+def answers_match(gold: str, pred: str | None, timeout: float = 5.0) -> bool:
+    """True when ``pred`` is mathematically equal to ``gold``; bounded by ``timeout`` seconds."""
+    if pred is None:
+        return False
+    gold, pred = str(gold), str(pred)
+    if len(pred) > MAX_ANSWER_CHARS:
+        return False
+    g, p = normalize(gold), normalize(pred)
+    if not p:
+        return False
+    if g == p:
+        return True
+    if g in BINARY or p in BINARY:
+        return False
+    fg, fp = _as_fraction(g), _as_fraction(p)
+    if fg is not None and fp is not None:
+        return fg == fp
+    return _WORKER.check(g, p, timeout)

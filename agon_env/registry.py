@@ -1,0 +1,115 @@
+"""Env registry in the spirit of Gymnasium's ``register`` / ``make`` / ``EnvSpec``.
+
+An id maps to a string entry point plus default kwargs. The entry point builds either
+
+* a **task** (anything with ``__len__``, ``__getitem__`` and ``score``): ``make`` wraps it
+  in :class:`~agon_env.envs.draft_challenge.DraftChallengeEnv`, routing env keywords
+  (``mode``, ``reward_scheme``, ``lam``, ``gamma``, ``max_text_length``, ``render_mode``)
+  to the env and everything else to the task; or
+* a whole ``pettingzoo.AECEnv`` (a class or a factory returning one), which gets every kwarg.
+
+Registering a task takes one call::
+
+    agon_env.register("me/primes-v0", entry_point="my_pkg.tasks:PrimeTask", kwargs={"n": 100})
+    env = agon_env.make("me/primes-v0", mode="hidden")
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ENV_KWARGS = frozenset({"mode", "reward_scheme", "lam", "gamma", "max_text_length", "render_mode"})
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One registered id."""
+
+    id: str
+    entry_point: str | Callable[..., Any]
+    """``"module.path:attr"`` (imported on ``make``) or a callable."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Defaults; ``make(id, **overrides)`` overrides them key by key."""
+    description: str = ""
+    offline: bool = True
+    """Whether ``make(id)`` works without network (used by the conformance suite)."""
+
+    def load(self) -> Callable[..., Any]:
+        if callable(self.entry_point):
+            return self.entry_point
+        module, _, attr = self.entry_point.partition(":")
+        if not attr:
+            raise ValueError(f"entry point {self.entry_point!r} of {self.id!r} must look like 'module:attr'")
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+
+_REGISTRY: dict[str, EnvSpec] = {}
+
+
+def register(
+    id: str,
+    entry_point: str | Callable[..., Any],
+    kwargs: dict[str, Any] | None = None,
+    description: str = "",
+    offline: bool = True,
+) -> EnvSpec:
+    """Add an id; re-registering an existing id is an error (ids are versioned instead)."""
+    if id in _REGISTRY:
+        raise ValueError(f"env id {id!r} is already registered; bump its version (e.g. -v1) instead")
+    spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline)
+    _REGISTRY[id] = spec
+    return spec
+
+
+def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"
+
+
+def spec(id: str) -> EnvSpec:
+    try:
+        return _REGISTRY[id]
+    except KeyError:
+        raise KeyError(unknown_id_message("env id", id, sorted(_REGISTRY))) from None
+
+
+def registered_ids() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def all_specs() -> list[EnvSpec]:
+    return [_REGISTRY[i] for i in registered_ids()]
+
+
+def make(id: str, **overrides: Any) -> Any:
+    """Build the env registered as ``id``; ``overrides`` replace its default kwargs."""
+    from pettingzoo import AECEnv
+
+    from agon_env.envs.draft_challenge import DraftChallengeEnv
+
+    s = spec(id)
+    entry = s.load()
+    kwargs = {**s.kwargs, **overrides}
+    if inspect.isclass(entry) and issubclass(entry, AECEnv):
+        return entry(**kwargs)
+    task = kwargs.pop("task", None)
+    env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
+    if task is None:
+        built = entry(**kwargs)
+        if isinstance(built, AECEnv):
+            return built
+        task = built
+    elif kwargs:
+        raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
+    env = DraftChallengeEnv(task, **env_kwargs)
+    env.spec_id = id
+    return env

@@ -1,0 +1,416 @@
+"""Run untrusted Python source: the one and only way model-written code executes in agon-env.
+
+``run_python(code, stdin, limits)`` runs ``code`` with ``/usr/bin/python3 -I`` and returns a
+:class:`RunResult`. :class:`SandboxPool` runs many such calls with bounded concurrency.
+
+What a run gets, in mode ``"bwrap"`` (the default whenever bubblewrap can start here):
+
+* an unprivileged uid: as root we drop to a dedicated uid (65534 ``nobody``, and 65533, 65532, ...
+  for concurrent slots; each slot is leased machine-wide through an abstract unix socket) *before*
+  bubblewrap starts, so bubblewrap runs unprivileged inside a user namespace. Model code never
+  runs as root: root ignores RLIMIT_NPROC and a root-started bwrap can still read ``/etc/shadow``;
+* ``bwrap --unshare-all --die-with-parent --new-session --clearenv``: fresh user, pid, net (no
+  interfaces but a downed loopback), ipc, uts and cgroup namespaces, no environment variables;
+* a filesystem of only ``/usr`` (read-only) with the ``/lib``, ``/lib64``, ``/bin`` symlinks, a
+  fresh ``/proc`` and ``/dev``, and a size-capped tmpfs ``/work`` (the cwd). The program is copied
+  into ``/work/main.py`` from a memfd; nothing from the project, the dataset or the caller's cwd
+  is bound, so hidden tests (which the caller compares on the host, or sends through stdin) are
+  not on disk;
+* rlimits set by ``prlimit`` before bwrap execs: CPU seconds, address space, NPROC, FSIZE, NOFILE,
+  no core files (they are inherited by every process in the sandbox);
+* its own session (``setsid``); a wall-clock deadline after which the whole process group is
+  SIGKILLed (bwrap's pid namespace then takes every descendant with it); stdout/stderr read
+  incrementally and the run killed once they exceed ``Limits.output_bytes``;
+* afterwards a sweep that SIGKILLs anything still running under the slot uid (orphans).
+
+Not covered: kernel exploits and side channels (the host kernel is shared; no seccomp filter is
+installed), CPU/memory interference between concurrent runs beyond the rlimits, and code that
+tampers with an in-process test harness (assert-style tests run in the same interpreter as the
+code under test; see ``agon_env.envs.tasks.code_checks``). Interpreter packages are whatever
+``/usr/bin/python3`` has (stdlib only on these machines).
+
+Mode ``"fallback"`` (bubblewrap missing or unable to create namespaces) warns loudly and keeps the
+uid drop, rlimits, ``unshare --net``, the timeout, the output cap and the uid sweep, but NOT the
+filesystem view: the program sees the host filesystem with the permissions of the slot uid
+(world-readable files are readable; world-writable folders such as ``/tmp`` are writable and files
+left there survive), its work folder is a 0700 temp folder without a size cap, and there is no pid
+namespace (the uid sweep is the only guard against orphans). When not root there is no uid drop
+and no network namespace in fallback: rlimits and the timeout only. See ``docs/sandbox.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+PYTHON = "/usr/bin/python3"
+BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
+SLOT_UIDS = tuple(range(65534, 65534 - 16, -1))
+_STDERR_TAIL = 2048
+
+Status = Literal["ok", "error", "timeout", "killed", "output_limit"]
+Mode = Literal["bwrap", "fallback"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run."""
+
+    cpu_s: int = 4
+    """CPU seconds per process (RLIMIT_CPU soft limit: SIGXCPU, then SIGKILL one second later)."""
+    wall_s: float = 8.0
+    """Wall-clock seconds for the whole run, bwrap start-up included; then the group is SIGKILLed."""
+    memory_bytes: int = 2 << 30
+    """Address space per process (RLIMIT_AS); a bigger allocation raises MemoryError."""
+    nproc: int = 64
+    """Processes plus threads of the sandbox uid (RLIMIT_NPROC); stops fork bombs."""
+    fsize_bytes: int = 16 << 20
+    """Largest file the program may write (RLIMIT_FSIZE)."""
+    nofile: int = 64
+    """Open file descriptors per process (RLIMIT_NOFILE)."""
+    output_bytes: int = 1 << 20
+    """Captured stdout plus stderr; past this the run is killed with status ``output_limit``."""
+    tmpfs_bytes: int = 64 << 20
+    """Size of the ``/work`` tmpfs (bwrap mode only)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outcome of one run. ``stdout`` is complete unless ``status == "output_limit"``."""
+
+    status: Status
+    returncode: int | None
+    stdout: str
+    stderr_tail: str
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@lru_cache(maxsize=1)
+def sandbox_mode() -> Mode:
+    """``"bwrap"`` when a bubblewrap probe run succeeds here, else ``"fallback"`` (with a warning)."""
+    reason = ""
+    if not os.path.exists(BWRAP):
+        reason = f"{BWRAP} not found (apt-get install bubblewrap)"
+    else:
+        with _UidLease() as uid:
+            cmd = [BWRAP, *_bwrap_args(Limits(), None), "/usr/bin/true"]
+            probe = subprocess.run(cmd, capture_output=True, timeout=30, **_spawn_kwargs(uid))
+        if probe.returncode == 0:
+            return "bwrap"
+        reason = f"bwrap probe failed: {probe.stderr.decode(errors='replace').strip()[:300]}"
+    msg = f"SANDBOX FALLBACK: {reason}. Model code runs WITHOUT filesystem isolation; see docs/sandbox.md"
+    warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    log.warning(msg)
+    return "fallback"
+
+
+def run_python(
+    code: str, stdin: str = "", limits: Limits | None = None, mode: Mode | None = None
+) -> RunResult:
+    """Run ``code`` as ``main.py`` under the sandbox, feeding ``stdin``. Never raises on program behaviour."""
+    limits = limits or Limits()
+    mode = mode or sandbox_mode()
+    if not os.path.exists(PYTHON):
+        raise FileNotFoundError(f"{PYTHON} is missing: the sandbox needs a system Python outside /root")
+    with _UidLease() as uid:
+        if mode == "bwrap":
+            return _run_bwrap(code, stdin, limits, uid)
+        return _run_fallback(code, stdin, limits, uid)
+
+
+class SandboxPool:
+    """Bounded concurrency for sandboxed runs. Threads only wait on subprocesses, so the GIL is idle."""
+
+    def __init__(self, max_workers: int = 2, limits: Limits | None = None, mode: Mode | None = None) -> None:
+        if not 1 <= max_workers <= len(SLOT_UIDS):
+            raise ValueError(f"max_workers must be in 1..{len(SLOT_UIDS)}, got {max_workers}")
+        self.max_workers = max_workers
+        self.limits = limits or Limits()
+        self.mode = mode
+        self._executor = ThreadPoolExecutor(max_workers, thread_name_prefix="agon-sandbox")
+
+    def submit(self, code: str, stdin: str = "", limits: Limits | None = None) -> Future[RunResult]:
+        return self._executor.submit(run_python, code, stdin, limits or self.limits, self.mode)
+
+    def map(self, jobs: Iterable[tuple[str, str]], limits: Limits | None = None) -> list[RunResult]:
+        """Run ``(code, stdin)`` pairs concurrently; results in input order."""
+        futures = [self.submit(code, stdin, limits) for code, stdin in jobs]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- uid handling ----------------------------------------------------------------------------
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+class _UidLease:
+    """Hold one slot uid exclusively, machine-wide, so the post-run sweep only hits our own run.
+
+    The lock is an abstract unix socket: no file to leave behind, released when the process dies.
+    """
+
+    _local_lock = threading.Lock()
+
+    def __enter__(self) -> int:
+        self.sock: socket.socket | None = None
+        if not _is_root():
+            return os.getuid()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for uid in SLOT_UIDS:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.bind(f"\0agon-sandbox-uid-{uid}")
+                except OSError:
+                    sock.close()
+                    continue
+                self.sock = sock
+                return uid
+            time.sleep(0.01)
+        raise RuntimeError(f"no free sandbox uid among {SLOT_UIDS} after 120 s")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.sock is not None:
+            self.sock.close()
+
+
+def _live_pids(uid: int) -> dict[int, int]:
+    """Non-zombie processes whose real uid is ``uid``, mapped to their thread counts."""
+    pids: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        zombie = fields.get("State", "").strip().startswith("Z")
+        if int(fields.get("Uid", "-1").split()[0]) == uid and not zombie:
+            pids[int(name)] = int(fields.get("Threads", "1"))
+    return pids
+
+
+def _sweep(uid: int) -> None:
+    """SIGKILL everything left under a dedicated slot uid; loop because a fork bomb races us."""
+    if not _is_root():
+        return  # the uid is the caller's own: never kill it wholesale
+    for _ in range(200):
+        pids = _live_pids(uid)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+    log.error("sandbox uid %d still has processes after the sweep", uid)
+
+
+def _spawn_kwargs(uid: int) -> dict:
+    kw: dict = {"start_new_session": True, "cwd": "/", "env": {}, "close_fds": True}
+    if _is_root() and uid != 0:
+        kw.update(user=uid, group=uid, extra_groups=[])
+    return kw
+
+
+def _prlimit_args(limits: Limits, uid: int) -> list[str]:
+    nproc = limits.nproc
+    if not _is_root():
+        # NPROC counts every task of the uid machine-wide; leave room for the caller's own.
+        nproc += sum(_live_pids(uid).values())
+    return [
+        "/usr/bin/prlimit",
+        f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",
+        f"--as={limits.memory_bytes}",
+        f"--nproc={nproc}",
+        f"--fsize={limits.fsize_bytes}",
+        f"--nofile={limits.nofile}",
+        "--core=0",
+        "--",
+    ]
+
+
+# --- the two modes ---------------------------------------------------------------------------
+
+
+def _bwrap_args(limits: Limits, program_fd: int | None) -> list[str]:
+    args = [
+        "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+        "--uid", "65534", "--gid", "65534",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+        "--proc", "/proc", "--dev", "/dev",
+        "--size", str(limits.tmpfs_bytes), "--tmpfs", "/work", "--chdir", "/work",
+        "--setenv", "PATH", "/usr/bin", "--setenv", "HOME", "/work",
+    ]  # fmt: skip
+    if program_fd is not None:
+        args += ["--file", str(program_fd), "/work/main.py"]
+    return [*args, "--"]
+
+
+def _run_bwrap(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
+    fd = os.memfd_create("agon-program")
+    try:
+        os.write(fd, code.encode("utf-8", errors="surrogatepass"))
+        os.lseek(fd, 0, os.SEEK_SET)
+        cmd = [*_prlimit_args(limits, uid), BWRAP, *_bwrap_args(limits, fd), PYTHON, "-I", "main.py"]
+        kwargs = _spawn_kwargs(uid)
+        kwargs["pass_fds"] = (fd,)
+        # bwrap reports the program's death by signal N as exit status 128 + N.
+        return _execute(cmd, kwargs, stdin, limits, uid, signal_base=128)
+    finally:
+        os.close(fd)
+
+
+def _run_fallback(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
+    workdir = tempfile.mkdtemp(prefix="agon-sandbox-")
+    try:
+        with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(code)
+        cmd = [*_prlimit_args(limits, uid), PYTHON, "-I", "main.py"]
+        if _is_root():
+            os.chown(workdir, uid, uid)
+            drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
+            cmd = ["/usr/bin/unshare", "--net", "--", "/usr/bin/setpriv", *drop, "--", *cmd]
+        kwargs = _spawn_kwargs(0)  # root stays root until unshare has made the net namespace
+        kwargs.update(cwd=workdir, env={"PATH": "/usr/bin", "HOME": workdir})
+        return _execute(cmd, kwargs, stdin, limits, uid, signal_base=None)
+    finally:
+        _sweep(uid)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _execute(
+    cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int, signal_base: int | None
+) -> RunResult:
+    start = time.monotonic()
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=pipe, **kwargs)
+    try:
+        out, err, total, stop = _pump(proc, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        _sweep(uid)
+    rc = proc.returncode
+    sig = -rc if rc < 0 else (rc - signal_base if signal_base is not None and rc > signal_base else 0)
+    status: Status
+    if stop is not None:
+        status = stop
+    elif sig == signal.SIGXCPU:
+        status = "timeout"
+    elif sig:
+        status = "killed"
+    else:
+        status = "ok" if rc == 0 else "error"
+    tail = err[-_STDERR_TAIL:].decode("utf-8", errors="replace")
+    if total > limits.output_bytes:
+        out = out[: limits.output_bytes]
+    return RunResult(status, rc, out.decode("utf-8", errors="replace"), tail, time.monotonic() - start)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _pump(
+    proc: subprocess.Popen, data: bytes, limits: Limits, start: float
+) -> tuple[bytes, bytes, int, Status | None]:
+    """Feed stdin and drain stdout/stderr until exit, deadline or output cap; kill on the latter two."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    sel = selectors.DefaultSelector()
+    out, err = bytearray(), bytearray()
+    total, view = 0, memoryview(data)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        os.set_blocking(pipe.fileno(), False)
+    if data:
+        sel.register(proc.stdin, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    deadline = start + limits.wall_s
+    try:
+        while len(sel.get_map()) > 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                _kill_group(proc)
+                return bytes(out), bytes(err), total, "timeout"
+            # An orphan (fallback mode) can hold the pipes open after the program exits, so once
+            # it has exited we only drain what is already buffered.
+            exited = proc.poll() is not None
+            events = sel.select(0 if exited else min(remaining, 0.1))
+            if exited and not events:
+                break
+            for key, _ in events:
+                if key.fileobj is proc.stdin:
+                    try:
+                        view = view[os.write(proc.stdin.fileno(), view[:65536]) :]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # the program stopped reading; the rest is moot
+                        view = view[:0]
+                    if not view:
+                        sel.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                total += len(chunk)
+                key.data.extend(chunk)
+                if key.data is err and len(err) > 2 * _STDERR_TAIL:
+                    del err[:-_STDERR_TAIL]
+                if total > limits.output_bytes:
+                    _kill_group(proc)
+                    return bytes(out), bytes(err), total, "output_limit"
+        remaining = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(remaining, 0))
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return bytes(out), bytes(err), total, "timeout"
+        return bytes(out), bytes(err), total, None
+    finally:
+        sel.close()
