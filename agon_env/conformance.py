@@ -74,13 +74,13 @@ def check_env(
     env: str | EnvFactory,
     num_cycles: int = 50,
     seed_cycles: int = 50,
-    problems: int = 200,
+    max_problems: int = 200,
     **kwargs: Any,
 ) -> ConformanceReport:
     """Run PettingZoo's ``api_test`` and ``seed_test`` and the contract checks on ``env``."""
     name, factory = _factory(env, **kwargs)
     api_test(factory(), num_cycles=num_cycles)
     seed_test(factory, num_cycles=seed_cycles)
-    checked = check_problems_fit(factory(), limit=problems)
+    checked = check_problems_fit(factory(), limit=max_problems)
     check_episode_contract(factory())
     return ConformanceReport(name, checked, num_cycles, seed_cycles)

@@ -98,9 +98,10 @@ def make(id: str, **overrides: Any) -> Any:
 
     s = spec(id)
     entry = s.load()
-    kwargs = {**s.kwargs, **overrides}
     if inspect.isclass(entry) and issubclass(entry, AECEnv):
-        return entry(**kwargs)
+        return entry(**{**s.kwargs, **overrides})
+    # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
+    kwargs = dict(overrides) if "task" in overrides else {**s.kwargs, **overrides}
     task = kwargs.pop("task", None)
     env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
     if task is None:

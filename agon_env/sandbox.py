@@ -1,41 +1,38 @@
 """Run untrusted Python source: the one and only way model-written code executes in agon-env.
 
-``run_python(code, stdin, limits)`` runs ``code`` with ``/usr/bin/python3 -I`` and returns a
-:class:`RunResult`. :class:`SandboxPool` runs many such calls with bounded concurrency.
+``run_python(code, stdin, limits)`` runs ``code`` as ``main.py`` under ``/usr/bin/python3 -I`` and
+returns a :class:`RunResult`; :class:`SandboxPool` runs many with bounded concurrency.
 
-What a run gets, in mode ``"bwrap"`` (the default whenever bubblewrap can start here):
+Mode ``"bwrap"`` (used whenever a bubblewrap probe succeeds) gives each run:
 
-* an unprivileged uid: as root we drop to a dedicated uid (65534 ``nobody``, and 65533, 65532, ...
-  for concurrent slots; each slot is leased machine-wide through an abstract unix socket) *before*
-  bubblewrap starts, so bubblewrap runs unprivileged inside a user namespace. Model code never
-  runs as root: root ignores RLIMIT_NPROC and a root-started bwrap can still read ``/etc/shadow``;
-* ``bwrap --unshare-all --die-with-parent --new-session --clearenv``: fresh user, pid, net (no
-  interfaces but a downed loopback), ipc, uts and cgroup namespaces, no environment variables;
-* a filesystem of only ``/usr`` (read-only) with the ``/lib``, ``/lib64``, ``/bin`` symlinks, a
-  fresh ``/proc`` and ``/dev``, and a size-capped tmpfs ``/work`` (the cwd). The program is copied
-  into ``/work/main.py`` from a memfd; nothing from the project, the dataset or the caller's cwd
-  is bound, so hidden tests (which the caller compares on the host, or sends through stdin) are
-  not on disk;
-* rlimits set by ``prlimit`` before bwrap execs: CPU seconds, address space, NPROC, FSIZE, NOFILE,
-  no core files (they are inherited by every process in the sandbox);
-* its own session (``setsid``); a wall-clock deadline after which the whole process group is
-  SIGKILLed (bwrap's pid namespace then takes every descendant with it); stdout/stderr read
-  incrementally and the run killed once they exceed ``Limits.output_bytes``;
-* afterwards a sweep that SIGKILLs anything still running under the slot uid (orphans).
+* an unprivileged uid. As root we drop to a slot uid (65534, then 65533, ... for concurrent runs,
+  each leased machine-wide) *before* bwrap starts, so bwrap itself runs unprivileged in a user
+  namespace. Model code never runs as root: root ignores RLIMIT_NPROC, and a bwrap started as
+  root can still read ``/etc/shadow``;
+* ``bwrap --unshare-all --die-with-parent --new-session --clearenv``: new user, pid, net (only a
+  downed loopback), ipc, uts and cgroup namespaces and an empty environment;
+* a filesystem of ``/usr`` read-only, the ``/lib``, ``/lib64``, ``/bin`` symlinks, fresh ``/proc``
+  and ``/dev``, and a size-capped tmpfs ``/work`` as cwd. The program is copied in from a memfd.
+  Nothing of the project, the dataset or the caller's cwd is bound, so hidden tests are not
+  there: expected outputs are compared on the host, inputs arrive through stdin;
+* rlimits set by ``prlimit`` before bwrap execs, inherited by everything inside: CPU seconds,
+  address space, NPROC, FSIZE, NOFILE, no core files;
+* a session of its own, a wall-clock deadline, and stdout/stderr read incrementally with a cap;
+  on deadline or cap the run is SIGKILLed (the pid namespace takes every descendant with it);
+* a final sweep that SIGKILLs anything left under the slot uid.
 
-Not covered: kernel exploits and side channels (the host kernel is shared; no seccomp filter is
-installed), CPU/memory interference between concurrent runs beyond the rlimits, and code that
-tampers with an in-process test harness (assert-style tests run in the same interpreter as the
-code under test; see ``agon_env.envs.tasks.code_checks``). Interpreter packages are whatever
-``/usr/bin/python3`` has (stdlib only on these machines).
+Not covered: kernel exploits and side channels (the kernel is shared, no seccomp filter), CPU and
+memory contention between concurrent runs beyond the rlimits, packages in ``/usr/bin/python3``'s
+dist-packages (importable), and code that tampers with an in-process test harness (assert-style
+tests share the interpreter with the code under test; see ``agon_env.envs.tasks.code_checks``).
 
-Mode ``"fallback"`` (bubblewrap missing or unable to create namespaces) warns loudly and keeps the
-uid drop, rlimits, ``unshare --net``, the timeout, the output cap and the uid sweep, but NOT the
-filesystem view: the program sees the host filesystem with the permissions of the slot uid
-(world-readable files are readable; world-writable folders such as ``/tmp`` are writable and files
-left there survive), its work folder is a 0700 temp folder without a size cap, and there is no pid
-namespace (the uid sweep is the only guard against orphans). When not root there is no uid drop
-and no network namespace in fallback: rlimits and the timeout only. See ``docs/sandbox.md``.
+Mode ``"fallback"`` (bubblewrap missing or unable to make namespaces) warns loudly. As root it keeps
+the uid drop, rlimits, ``unshare --net --pid``, the deadline, the output cap and the sweep, but NOT
+the filesystem view: the program sees the host filesystem with the slot uid's permissions (world-
+readable files are readable, world-writable folders like ``/tmp`` writable, and files left there
+stay), and its cwd is a 0700 temp folder with no size cap. Not root, fallback is rlimits, deadline
+and output cap only. In bwrap mode without root the caller's own uid is used (no sweep). See
+``docs/sandbox.md``.
 """
 
 from __future__ import annotations
@@ -49,7 +46,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Iterable
@@ -168,9 +164,6 @@ class SandboxPool:
         self.close()
 
 
-# --- uid handling ----------------------------------------------------------------------------
-
-
 def _is_root() -> bool:
     return os.geteuid() == 0
 
@@ -180,8 +173,6 @@ class _UidLease:
 
     The lock is an abstract unix socket: no file to leave behind, released when the process dies.
     """
-
-    _local_lock = threading.Lock()
 
     def __enter__(self) -> int:
         self.sock: socket.socket | None = None
@@ -223,12 +214,12 @@ def _live_pids(uid: int) -> dict[int, int]:
     return pids
 
 
-def _sweep(uid: int) -> None:
-    """SIGKILL everything left under a dedicated slot uid; loop because a fork bomb races us."""
+def _sweep(uid: int, spare: int | None = None) -> None:
+    """SIGKILL everything under a dedicated slot uid but ``spare``; loop because a fork bomb races us."""
     if not _is_root():
         return  # the uid is the caller's own: never kill it wholesale
     for _ in range(200):
-        pids = _live_pids(uid)
+        pids = [p for p in _live_pids(uid) if p != spare]
         if not pids:
             return
         for pid in pids:
@@ -250,19 +241,11 @@ def _prlimit_args(limits: Limits, uid: int) -> list[str]:
     if not _is_root():
         # NPROC counts every task of the uid machine-wide; leave room for the caller's own.
         nproc += sum(_live_pids(uid).values())
+    # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first.
     return [
-        "/usr/bin/prlimit",
-        f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}",
-        f"--as={limits.memory_bytes}",
-        f"--nproc={nproc}",
-        f"--fsize={limits.fsize_bytes}",
-        f"--nofile={limits.nofile}",
-        "--core=0",
-        "--",
-    ]
-
-
-# --- the two modes ---------------------------------------------------------------------------
+        "/usr/bin/prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_bytes}",
+        f"--nproc={nproc}", f"--fsize={limits.fsize_bytes}", f"--nofile={limits.nofile}", "--core=0", "--",
+    ]  # fmt: skip
 
 
 def _bwrap_args(limits: Limits, program_fd: int | None) -> list[str]:
@@ -288,8 +271,7 @@ def _run_bwrap(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
         cmd = [*_prlimit_args(limits, uid), BWRAP, *_bwrap_args(limits, fd), PYTHON, "-I", "main.py"]
         kwargs = _spawn_kwargs(uid)
         kwargs["pass_fds"] = (fd,)
-        # bwrap reports the program's death by signal N as exit status 128 + N.
-        return _execute(cmd, kwargs, stdin, limits, uid, signal_base=128)
+        return _execute(cmd, kwargs, stdin, limits, uid)
     finally:
         os.close(fd)
 
@@ -299,22 +281,24 @@ def _run_fallback(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
     try:
         with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(code)
-        cmd = [*_prlimit_args(limits, uid), PYTHON, "-I", "main.py"]
+        # sh stays as the namespace's pid 1 (which the kernel shields from SIGXCPU) and reports a
+        # death by signal N as 128 + N, like bwrap; "; exit" stops it from exec-ing python in place.
+        cmd = [*_prlimit_args(limits, uid), "/bin/sh", "-c", f"{PYTHON} -I main.py; exit $?"]
         if _is_root():
             os.chown(workdir, uid, uid)
             drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
-            cmd = ["/usr/bin/unshare", "--net", "--", "/usr/bin/setpriv", *drop, "--", *cmd]
-        kwargs = _spawn_kwargs(0)  # root stays root until unshare has made the net namespace
+            # A pid namespace too: orphans die with the program and the kernel reaps them, instead of
+            # piling up as zombies (which NPROC counts) under an init that may never reap them.
+            unshare = ["/usr/bin/unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc"]
+            cmd = [*unshare, "--", "/usr/bin/setpriv", *drop, "--", *cmd]
+        kwargs = _spawn_kwargs(0)  # root stays root until unshare has made the namespaces
         kwargs.update(cwd=workdir, env={"PATH": "/usr/bin", "HOME": workdir})
-        return _execute(cmd, kwargs, stdin, limits, uid, signal_base=None)
+        return _execute(cmd, kwargs, stdin, limits, uid)
     finally:
-        _sweep(uid)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _execute(
-    cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int, signal_base: int | None
-) -> RunResult:
+def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int) -> RunResult:
     start = time.monotonic()
     pipe = subprocess.PIPE
     proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=pipe, **kwargs)
@@ -322,38 +306,39 @@ def _execute(
         out, err, total, stop = _pump(proc, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
     finally:
         if proc.poll() is None:
-            _kill_group(proc)
+            _stop(proc, uid)
         proc.wait()
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
         _sweep(uid)
     rc = proc.returncode
-    sig = -rc if rc < 0 else (rc - signal_base if signal_base is not None and rc > signal_base else 0)
-    status: Status
-    if stop is not None:
-        status = stop
-    elif sig == signal.SIGXCPU:
-        status = "timeout"
-    elif sig:
-        status = "killed"
-    else:
-        status = "ok" if rc == 0 else "error"
+    # bwrap and the fallback's sh both report a death by signal N as exit status 128 + N.
+    sig = -rc if rc < 0 else max(rc - 128, 0)
+    if stop is None:
+        stop = "timeout" if sig == signal.SIGXCPU else "killed" if sig else "ok" if rc == 0 else "error"
     tail = err[-_STDERR_TAIL:].decode("utf-8", errors="replace")
-    if total > limits.output_bytes:
-        out = out[: limits.output_bytes]
-    return RunResult(status, rc, out.decode("utf-8", errors="replace"), tail, time.monotonic() - start)
+    text = out[: limits.output_bytes].decode("utf-8", errors="replace")
+    return RunResult(stop, rc, text, tail, time.monotonic() - start)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+def _stop(proc: subprocess.Popen, uid: int) -> None:
+    """Kill a run still going. As root, kill the slot uid's processes but our direct child first, so
+    each namespace's parent reaps its pid 1 and no zombie is handed to an init that may not reap it.
+    """
+    if _is_root():
+        _sweep(uid, spare=proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _pump(
     proc: subprocess.Popen, data: bytes, limits: Limits, start: float
 ) -> tuple[bytes, bytes, int, Status | None]:
-    """Feed stdin and drain stdout/stderr until exit, deadline or output cap; kill on the latter two."""
+    """Feed stdin and drain stdout/stderr until exit, deadline or output cap (the caller then kills)."""
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
     out, err = bytearray(), bytearray()
@@ -371,7 +356,6 @@ def _pump(
         while len(sel.get_map()) > 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                _kill_group(proc)
                 return bytes(out), bytes(err), total, "timeout"
             # An orphan (fallback mode) can hold the pipes open after the program exits, so once
             # it has exited we only drain what is already buffered.
@@ -403,13 +387,11 @@ def _pump(
                 if key.data is err and len(err) > 2 * _STDERR_TAIL:
                     del err[:-_STDERR_TAIL]
                 if total > limits.output_bytes:
-                    _kill_group(proc)
                     return bytes(out), bytes(err), total, "output_limit"
         remaining = deadline - time.monotonic()
         try:
             proc.wait(timeout=max(remaining, 0))
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
             return bytes(out), bytes(err), total, "timeout"
         return bytes(out), bytes(err), total, None
     finally:

@@ -115,6 +115,7 @@ def ensure_smollm2_folder() -> Path:
         model.hf_quantizer.remove_quantization_config(model)
         # The GGUF config carries no architectures list; vLLM needs one to load the folder.
         model.config.architectures = ["LlamaForCausalLM"]
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         try:

@@ -48,10 +48,11 @@ def unbox(text: str) -> str:
 
 
 def normalize(text: str) -> str:
-    text = unbox(text.strip()).strip()
-    text = text.strip("$").strip()
+    text = unbox(text.strip())
+    previous = None
+    while previous != text:  # "$1,000$." and "1,000.$" both reduce to the bare number
+        previous, text = text, text.strip().strip("$").rstrip(".")
     text = re.sub(r"^\\text\{(.*)\}$", r"\1", text)
-    text = text.rstrip(".").strip()
     text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
     if text.lower() in BINARY:
         return text.lower()

@@ -1,0 +1,103 @@
+"""Algorithm plugins: what each training recipe declares, and a registry to find them.
+
+An algorithm is data, not code paths: the env mode and reward scheme it asks the env
+for, how many adapters it trains, who drafts at step ``t`` (a role schedule), and which
+role's stream is trained. The trainer reads these fields and never branches on a name,
+so a new recipe is one small file calling :func:`register_algorithm`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SEATS = ("agent_a", "agent_b")
+ROLES = ("drafter", "challenger")
+
+
+def _alternate(step: int) -> str:
+    # The paper swaps roles every step so neither adapter only ever drafts or challenges.
+    return SEATS[step % 2]
+
+
+def _fixed(step: int) -> str:
+    return SEATS[0]
+
+
+ROLE_SCHEDULES: dict[str, Callable[[int], str]] = {"alternate": _alternate, "fixed": _fixed}
+"""Role schedules by name: step -> the seat that drafts at that step."""
+
+
+@dataclass(frozen=True)
+class AlgorithmPlugin:
+    name: str
+    summary: str
+    """One line for ``agon train --help`` and the docs."""
+    env_mode: str
+    """``challenge``, ``solo``, ``self`` or ``hidden`` (see the env's modes)."""
+    reward_scheme: str = "conversion"
+    """``conversion``, ``coop`` or ``margin`` (the challenger's reward; drafters always get 2c + λφ)."""
+    adapters: tuple[str, ...] = SEATS
+    """Adapter names; one adapter means a single seat plays every role."""
+    role_schedule: str = "alternate"
+    """Key of :data:`ROLE_SCHEDULES`."""
+    trained_roles: tuple[str, ...] = ROLES
+    """Streams that produce updates; each updates the adapter of the seat that played that role."""
+
+    def __post_init__(self) -> None:
+        if self.role_schedule not in ROLE_SCHEDULES:
+            known = sorted(ROLE_SCHEDULES)
+            raise ValueError(f"role_schedule must be one of {known}; got {self.role_schedule!r}")
+        if not 1 <= len(self.adapters) <= 2 or not set(self.adapters) <= set(SEATS):
+            raise ValueError(f"adapters must be one or two of {SEATS}, got {self.adapters}")
+        if not self.trained_roles or not set(self.trained_roles) <= set(ROLES):
+            raise ValueError(f"trained_roles must be a non-empty subset of {ROLES}, got {self.trained_roles}")
+
+    def drafter(self, step: int) -> str:
+        """The seat that drafts at ``step`` (a single-adapter algo always uses its seat)."""
+        seat = ROLE_SCHEDULES[self.role_schedule](step)
+        return seat if seat in self.adapters else self.adapters[0]
+
+    def seats(self, step: int) -> dict[str, str]:
+        """``{role: seat}`` at ``step``; with one adapter the same seat plays both roles."""
+        d = self.drafter(step)
+        other = next((s for s in self.adapters if s != d), d)
+        return {"drafter": d, "challenger": other}
+
+    def updates(self, step: int) -> dict[str, str]:
+        """``{role: adapter}`` for every trained stream at ``step``."""
+        seats = self.seats(step)
+        return {role: seats[role] for role in self.trained_roles}
+
+
+_ALGORITHMS: dict[str, AlgorithmPlugin] = {}
+
+
+def register_algorithm(name: str, plugin: AlgorithmPlugin) -> AlgorithmPlugin:
+    if name in _ALGORITHMS:
+        raise ValueError(f"algorithm {name!r} is already registered")
+    if plugin.name != name:
+        raise ValueError(f"plugin name {plugin.name!r} does not match the registered name {name!r}")
+    _ALGORITHMS[name] = plugin
+    return plugin
+
+
+def _load_builtins() -> None:
+    from agon_env.algorithms import plugins  # noqa: F401  (each module registers itself)
+
+
+def algorithm_names() -> list[str]:
+    _load_builtins()
+    return sorted(_ALGORITHMS)
+
+
+def get_algorithm(name: str) -> AlgorithmPlugin:
+    _load_builtins()
+    try:
+        return _ALGORITHMS[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(_ALGORITHMS), n=3, cutoff=0.4)
+        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        known = ", ".join(sorted(_ALGORITHMS))
+        raise ValueError(f"unknown algorithm {name!r}; {hint}known: {known}") from None

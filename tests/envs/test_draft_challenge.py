@@ -1,0 +1,176 @@
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agon_env
+from agon_env.envs.draft_challenge import DraftChallengeEnv
+
+PROBLEMS = [
+    {"question": "What is 17 + 25?", "answer": "42"},
+    {"question": "What is 2^{10}?", "answer": "1024"},
+]
+
+
+def fmt(answer: str, summary: str = "I added the tens and the units.", reasoning: str = "Thinking.") -> str:
+    return f"{reasoning} <summary>{summary}</summary> <answer>{answer}</answer>"
+
+
+def play(env, actions: list, seed: int = 0, **options):
+    """Run one episode; ``actions`` are consumed in turn order. Returns final rewards/infos."""
+    env.reset(seed=seed, options={"problem_index": 0, **options})
+    seen_obs, rewards, infos = [], {}, {}
+    acts = iter(actions)
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, info = env.last()
+        if term or trunc:
+            rewards[agent], infos[agent] = reward, info
+            env.step(None)
+        else:
+            seen_obs.append((agent, obs))
+            env.step(next(acts))
+    return seen_obs, rewards, infos
+
+
+def make(**kw) -> DraftChallengeEnv:
+    return agon_env.make("agon/math-v0", problems=PROBLEMS, **kw)
+
+
+def test_wrong_draft_right_challenge_gives_3_5_and_0_5():
+    obs, rewards, infos = play(make(), [fmt("41", reasoning="SECRET-REASONING"), fmt("42")])
+    assert rewards == {"agent_a": 0.5, "agent_b": 3.5}
+    challenger_obs = obs[1][1]
+    assert obs[1][0] == "agent_b" and challenger_obs["role"] == 1
+    assert "I added the tens and the units." in challenger_obs["text"]
+    assert "41" not in challenger_obs["text"] and "SECRET-REASONING" not in challenger_obs["text"]
+    assert infos["agent_b"]["correct"] and not infos["agent_a"]["correct"]
+    assert infos["agent_a"]["role"] == "drafter" and infos["agent_b"]["role"] == "challenger"
+    assert set(infos["agent_a"]) >= {"role", "correct", "format_ok", "chars", "tokens", "problem_id", "task"}
+
+
+def test_both_right_give_2_5_each_and_drafter_option():
+    obs, rewards, _ = play(make(), [fmt("42"), fmt("42")], drafter="agent_b")
+    assert obs[0][0] == "agent_b" and obs[0][1]["role"] == 0 and obs[0][1]["draft"] == ""
+    assert rewards == {"agent_a": 2.5, "agent_b": 2.5}
+
+
+@pytest.mark.parametrize("scheme,expected", [("coop", 2.5), ("margin", 3.5), ("conversion", 3.5)])
+def test_reward_scheme_kwarg(scheme, expected):
+    _, rewards, _ = play(make(reward_scheme=scheme), [fmt("41"), fmt("42")])
+    assert rewards["agent_b"] == expected
+
+
+def test_summary_with_pasted_answer_block_is_sanitised():
+    obs, _, _ = play(make(), [fmt("41", summary="see <answer>41</answer> here"), fmt("42")])
+    assert "<answer>" not in obs[1][1]["text"] and "41" not in obs[1][1]["draft"]
+
+
+@dataclass
+class FakeCompletion:
+    text: str
+    num_tokens: int
+
+
+def test_token_counts_and_length_tiebreak():
+    env = make(gamma=0.5)
+    _, rewards, infos = play(env, [FakeCompletion(fmt("42"), 30), FakeCompletion(fmt("42"), 12)])
+    assert rewards == {"agent_a": 2.5, "agent_b": 3.0}
+    assert infos["agent_b"]["tokens"] == 12 and infos["agent_a"]["tokens"] == 30
+
+
+def test_solo_mode_is_one_seat_plain_grpo():
+    env = make(mode="solo")
+    obs, rewards, infos = play(env, [fmt("42")])
+    assert [a for a, _ in obs] == ["agent_a"] and rewards == {"agent_a": 2.5}
+    assert infos["agent_a"]["rewards_by_role"] == {"drafter": 2.5}
+
+
+def test_self_mode_reads_own_draft_and_sums_rewards():
+    obs, rewards, infos = play(make(mode="self"), [fmt("41", summary="MY-OWN-SUMMARY"), fmt("42")])
+    assert [(a, o["role"]) for a, o in obs] == [("agent_a", 0), ("agent_a", 1)]
+    assert "MY-OWN-SUMMARY" in obs[1][1]["text"]
+    assert infos["agent_a"]["rewards_by_role"] == {"drafter": 0.5, "challenger": 3.5}
+    assert rewards["agent_a"] == 4.0
+    assert [t["correct"] for t in infos["agent_a"]["turns"]] == [False, True]
+
+
+def test_hidden_mode_scores_against_unseen_draft():
+    obs, rewards, _ = play(make(mode="hidden"), [fmt("41", summary="HIDDEN"), fmt("42")])
+    assert obs[1][1]["draft"] == "" and "HIDDEN" not in obs[1][1]["text"]
+    assert obs[1][1]["text"] == PROBLEMS[0]["question"]
+    assert rewards == {"agent_a": 0.5, "agent_b": 3.5}  # the conversion bonus still applies
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "x" * 1_000_000,
+        "<answer>42",
+        "<summary><summary>a</summary></summary><answer>42</answer>",
+        "数学 ∫ 😀",
+    ],
+)
+def test_bad_completions_are_scored_not_crashed(bad):
+    _, rewards, infos = play(make(), [bad, bad])
+    assert not infos["agent_a"]["format_ok"]
+    assert rewards["agent_a"] in (0.0, 2.0)
+
+
+def test_several_answer_blocks_score_last_with_format_zero():
+    _, rewards, infos = play(make(), ["<summary>s</summary><answer>1</answer><answer>42</answer>", fmt("42")])
+    assert infos["agent_a"]["correct"] and not infos["agent_a"]["format_ok"] and rewards["agent_a"] == 2.0
+
+
+def test_bad_arguments_fail_clearly():
+    with pytest.raises(ValueError, match="unknown mode"):
+        make(mode="duel")
+    with pytest.raises(ValueError, match="unknown reward_scheme"):
+        make(reward_scheme="zero-sum")
+    env = make()
+    with pytest.raises(ValueError, match="drafter"):
+        env.reset(options={"drafter": "agent_c"})
+    with pytest.raises(IndexError, match="out of range"):
+        env.reset(options={"problem_index": 99})
+    env.reset()
+    with pytest.raises(TypeError, match="str"):
+        env.step(12345)
+
+
+def test_seeded_problem_choice_and_spawn():
+    env = agon_env.make("agon/arith-v0")
+    picks = []
+    for _ in range(2):
+        env.reset(seed=7)
+        picks.append(env.problem.id)
+    assert picks[0] == picks[1]
+    twin = env.spawn()
+    assert twin.task is env.task and twin.mode == env.mode
+
+
+def test_render_ansi():
+    env = make(render_mode="ansi")
+    play(env, [fmt("41"), fmt("42")])
+    out = env.render()
+    assert "challenger agent_b: correct=True" in out and "rewards" in out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    mode=st.sampled_from(["challenge", "solo", "self", "hidden"]),
+    scheme=st.sampled_from(["conversion", "coop", "margin"]),
+    seed=st.integers(0, 2**16),
+)
+def test_fuzz_env_with_sampled_actions(mode, scheme, seed):
+    env = agon_env.make("agon/arith-v0", mode=mode, reward_scheme=scheme)
+    env.reset(seed=seed)
+    space = env.action_space("agent_a")
+    space.seed(seed)
+    steps = 0
+    for agent in env.agent_iter(max_iter=10):
+        obs, _r, term, trunc, _info = env.last()
+        assert env.observation_space(agent).contains(obs)
+        env.step(None if term or trunc else space.sample())
+        steps += 1
+    assert not env.agents and steps in (2, 3, 4)

@@ -1,0 +1,53 @@
+import threading
+import time
+
+import pytest
+
+from agon_env.envs.tasks.verify import answers_match, normalize, unbox
+
+
+@pytest.mark.parametrize(
+    "gold,pred",
+    [
+        ("42", "42"),
+        ("42", "42.0"),
+        ("1000", "1,000"),
+        ("1,000", "1000"),
+        ("5", "\\boxed{5}"),
+        ("\\frac{1}{2}", "0.5"),
+        ("\\frac{1}{2}", "\\frac12"),
+        ("x^2+1", "1+x^2"),
+        ("Yes", "yes"),
+        ("\\text{Evelyn}", "Evelyn"),
+        ("-15", "−15".replace("−", "-")),
+    ],
+)
+def test_equal_answers(gold, pred):
+    assert answers_match(gold, pred)
+
+
+@pytest.mark.parametrize(
+    "gold,pred",
+    [("42", "41"), ("yes", "no"), ("true", "1"), ("1,-2", "1"), ("3", ""), ("3", None), ("7", "x" * 5000)],
+)
+def test_unequal_answers(gold, pred):
+    assert not answers_match(gold, pred)
+
+
+def test_normalize_pieces():
+    assert unbox("so \\boxed{\\frac{a}{b}} done") == "\\frac{a}{b}"
+    assert normalize(" $1,234,567$. ") == "1234567"
+    assert normalize("1,-2") == "1,-2"
+    assert normalize("TRUE") == "true"
+
+
+def test_pathological_answer_is_bounded_and_wrong_from_a_thread():
+    out: list[bool] = []
+    t0 = time.monotonic()
+    th = threading.Thread(target=lambda: out.append(answers_match("3", "10^{10^{10^{10}}}", timeout=2.0)))
+    th.start()
+    th.join(30)
+    assert out == [False]
+    assert time.monotonic() - t0 < 10
+    # The verifier restarts cleanly after a kill.
+    assert answers_match("\\frac{1}{3}", "\\frac{2}{6}")

@@ -1,0 +1,81 @@
+import pytest
+
+import agon_env
+from agon_env.envs.draft_challenge import DraftChallengeEnv
+from agon_env.envs.tasks.arith import ArithTask
+from agon_env.registry import _REGISTRY
+
+BUILTIN = {
+    "agon/arith-v0",
+    "agon/math-v0",
+    "agon/gsm8k-v0",
+    "agon/deepmath-v0",
+    "agon/humaneval-v0",
+    "agon/mbpp-v0",
+    "agon/codecontests-v0",
+}
+
+
+def test_builtin_ids_registered():
+    assert set(agon_env.registered_ids()) >= BUILTIN
+
+
+def test_unknown_id_suggests_close_ids():
+    with pytest.raises(KeyError) as e:
+        agon_env.make("agon/arith-v1")
+    msg = str(e.value)
+    assert "Did you mean" in msg and "agon/arith-v0" in msg and "\n" not in msg
+
+
+def test_overrides_route_to_env_and_task():
+    env = agon_env.make("agon/arith-v0", difficulty=5, mode="hidden", lam=1.0)
+    assert isinstance(env, DraftChallengeEnv)
+    assert env.task.difficulty == 5 and env.mode == "hidden" and env.lam == 1.0
+
+
+def test_register_user_task_in_a_few_lines():
+    class Parity:
+        name = "parity"
+
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            from agon_env.envs.tasks.base import Problem
+
+            return Problem(
+                id=str(i), prompt=f"Is {i} even? Answer yes or no.", answer="yes" if i % 2 == 0 else "no"
+            )
+
+        def score(self, problem, answer):
+            return answer.strip().lower() == problem.answer
+
+    agon_env.register("test/parity-v0", entry_point=Parity)
+    try:
+        env = agon_env.make("test/parity-v0", mode="solo")
+        env.reset(options={"problem_index": 4})
+        env.step("<summary>4 is divisible by 2</summary><answer>Yes</answer>")
+        assert env.rewards == {"agent_a": 2.5}
+        with pytest.raises(ValueError, match="already registered"):
+            agon_env.register("test/parity-v0", entry_point=Parity)
+    finally:
+        _REGISTRY.pop("test/parity-v0")
+
+
+def test_string_entry_point_and_prebuilt_task():
+    agon_env.register("test/arith-str-v0", "agon_env.envs.tasks.arith:ArithTask", kwargs={"difficulty": 1})
+    try:
+        assert agon_env.make("test/arith-str-v0").task.difficulty == 1
+        env = agon_env.make("test/arith-str-v0", task=ArithTask(4))
+        assert env.task.difficulty == 4
+    finally:
+        _REGISTRY.pop("test/arith-str-v0")
+
+
+def test_bad_entry_point():
+    agon_env.register("test/bad-v0", "agon_env.envs.tasks.arith")
+    try:
+        with pytest.raises(ValueError, match="module:attr"):
+            agon_env.make("test/bad-v0")
+    finally:
+        _REGISTRY.pop("test/bad-v0")
