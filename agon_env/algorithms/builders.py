@@ -1,0 +1,111 @@
+"""Turning a config into the objects a run needs: the env, the shared base, the agents.
+
+Generation backends are a registry (``BACKENDS``), so ``--backend vllm`` is a lookup,
+not a branch. A backend may expose ``sync(adapter)``; the trainer calls it after every
+update so a backend that keeps its own copy of the adapters (vLLM) serves new weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from agon_env.algorithms.config import TrainConfig
+from agon_env.algorithms.registry import AlgorithmPlugin
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_device(cfg: TrainConfig) -> str:
+    if cfg.model.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return cfg.model.device
+
+
+def resolve_dtype(cfg: TrainConfig) -> torch.dtype:
+    # fp32 on CPU: bf16 matmuls run ~300x slower than fp32 on the cores we target.
+    if cfg.model.dtype == "auto":
+        return torch.bfloat16 if resolve_device(cfg) == "cuda" else torch.float32
+    return DTYPES[cfg.model.dtype]
+
+
+def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
+    import agon_env
+
+    return agon_env.make(
+        cfg.env.id,
+        mode=plugin.env_mode,
+        reward_scheme=plugin.reward_scheme,
+        lam=cfg.env.lam,
+        gamma=cfg.env.gamma,
+        **cfg.env.kwargs,
+    )
+
+
+def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
+    """One frozen base with one LoRA adapter per seat of the plugin."""
+    from agon_env.agents import LoraSpec, SharedBase
+
+    base = SharedBase.from_source(
+        cfg.model.name, dtype=resolve_dtype(cfg), device=resolve_device(cfg), seed=cfg.seed
+    )
+    for i, name in enumerate(plugin.adapters):
+        # Different seeds per adapter: the rivals' A matrices differ from the start.
+        spec = LoraSpec(
+            r=cfg.model.lora_r,
+            alpha=cfg.model.lora_alpha,
+            init_seed=cfg.seed * 1000 + i,
+            init_b_std=cfg.model.lora_b_init_std,
+        )
+        base.add_adapter(name, spec)
+    return base
+
+
+def _hf(cfg: TrainConfig, base: Any) -> Any:
+    from agon_env.agents import HFBackend
+
+    return HFBackend(base)
+
+
+def _vllm(cfg: TrainConfig, base: Any) -> Any:
+    from agon_env.agents import VLLMBackend
+
+    dtype = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[
+        resolve_dtype(cfg)
+    ]
+    return VLLMBackend(
+        base,
+        gpu_memory_utilization=cfg.model.gpu_memory_utilization,
+        dtype=dtype,
+        seed=cfg.seed,
+        max_model_len=cfg.model.max_seq_len,
+    )
+
+
+BACKENDS: dict[str, Callable[[TrainConfig, Any], Any]] = {"hf": _hf, "vllm": _vllm}
+"""Generation backends by name: ``(config, shared base) -> backend``."""
+
+
+def build_agents(cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any) -> dict[str, Any]:
+    """One LLM agent per seat, all sharing ``backend``; per-seat temperatures apply here."""
+    from agon_env.agents import LLMAgent, SamplingParams
+
+    s = cfg.sampling
+    agents = {}
+    for i, name in enumerate(plugin.adapters):
+        params = SamplingParams(
+            temperature=float(s.temperatures.get(name, s.temperature)),
+            top_p=s.top_p,
+            max_new_tokens=s.max_new_tokens,
+            # Distinct per agent: rivals with equal weights must not draw identical noise.
+            seed=cfg.seed * 7919 + i,
+        )
+        agents[name] = LLMAgent(name=name, base=base, adapter=name, backend=backend, sampling=params)
+    return agents
+
+
+def agent_state(agent: Any) -> dict[str, Any]:
+    """What a resumed run needs back: LLMAgent mixes its call count into its sampling seed."""
+    return {"calls": agent.calls} if hasattr(agent, "calls") else {}

@@ -1,0 +1,362 @@
+"""The training loop: sample problems, roll out B×N episodes, update each trained stream.
+
+One step, for any algorithm plugin:
+
+1. the plugin says who drafts (role schedule) -> B problems from the sampler;
+2. :func:`~agon_env.algorithms.rollout.rollout` plays B×N episodes in lockstep;
+3. per role stream: ``[B, N]`` rewards -> group-relative advantages, σ = 0 groups dropped;
+4. per adapter: the GRPO loss of every stream that trains it, micro-batched, μ inner
+   iterations, its own AdamW + linear schedule; a non-finite loss skips the update;
+5. metrics to JSONL / TensorBoard / the progress bar; a checkpoint every ``save_every``.
+
+Nothing here branches on the algorithm's name: the plugin's fields decide.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from agon_env.algorithms.builders import BACKENDS, agent_state, build_agents, build_base, build_env
+from agon_env.algorithms.checkpoint import (
+    RunFolderError,
+    RunIdentity,
+    load_checkpoint,
+    prepare_run_dir,
+    save_checkpoint,
+    set_rng_state,
+)
+from agon_env.algorithms.config import TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
+from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
+from agon_env.algorithms.metrics import MetricsLogger, plot, print_summary, rollout_metrics
+from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
+from agon_env.algorithms.rollout import RolloutBatch, Turn, rollout
+from agon_env.algorithms.sampler import ProblemSampler
+
+__all__ = ["RunFolderError", "Trainer", "train"]
+
+log = logging.getLogger(__name__)
+
+
+def lr_lambda(total: int, warmup_ratio: float, schedule: str) -> Any:
+    """Multiplier of the base lr at optimiser step ``s`` (0-based)."""
+    warm = round(warmup_ratio * total)
+
+    def f(s: int) -> float:
+        if s < warm:
+            return (s + 1) / (warm + 1)  # never exactly 0: step 0 would be a wasted rollout
+        return max(0.0, (total - s) / max(1, total - warm)) if schedule == "linear" else 1.0
+
+    return f
+
+
+@dataclass
+class StreamBatch:
+    """The kept sequences of one role stream, ready for the loss."""
+
+    role: str
+    turns: list[Turn]
+    advantages: torch.Tensor
+    weights: torch.Tensor
+    """``[S, T]`` aggregation weights computed over the whole stream (micro-batch safe)."""
+    temperature: float
+
+
+@dataclass
+class Trainer:
+    cfg: TrainConfig
+    plugin: AlgorithmPlugin
+    env: Any
+    base: Any
+    backend: Any
+    agents: dict[str, Any]
+    optimizers: dict[str, torch.optim.Optimizer]
+    schedulers: dict[str, Any]
+    sampler: ProblemSampler
+    step: int = 0
+    counters: dict[str, float] = field(default_factory=lambda: {"nan_skipped": 0, "updates": 0})
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, cfg: TrainConfig) -> Trainer:
+        validate(cfg)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        plugin = get_algorithm(cfg.algo)
+        env = build_env(cfg, plugin)
+        base = build_base(cfg, plugin)
+        backend = BACKENDS[cfg.model.backend](cfg, base)
+        agents = build_agents(cfg, plugin, base, backend)
+        optimizers: dict[str, torch.optim.Optimizer] = {}
+        schedulers = {}
+        for name in plugin.adapters:
+            opt = torch.optim.AdamW(
+                base.parameters(name), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+            )
+            optimizers[name] = opt
+            schedulers[name] = torch.optim.lr_scheduler.LambdaLR(
+                opt, lr_lambda(cfg.steps, cfg.optim.warmup_ratio, cfg.optim.schedule)
+            )
+        sampler = ProblemSampler(len(env.task), seed=cfg.seed)
+        return cls(cfg, plugin, env, base, backend, agents, optimizers, schedulers, sampler)
+
+    @property
+    def identity(self) -> RunIdentity:
+        m = self.cfg.model
+        return RunIdentity(m.name, tuple(self.plugin.adapters), m.lora_r, m.lora_alpha)
+
+    # -- checkpoints ---------------------------------------------------------------------
+
+    def save(self, run_dir: Path) -> None:
+        save_checkpoint(
+            run_dir,
+            step=self.step,
+            identity=self.identity,
+            adapters={n: self.base.adapter_state_dict(n) for n in self.plugin.adapters},
+            optimizers=self.optimizers,
+            schedulers=self.schedulers,
+            sampler=self.sampler.state_dict(),
+            counters=dict(self.counters),
+            agents={n: agent_state(a) for n, a in self.agents.items()},
+        )
+
+    def restore(self, run_dir: Path) -> None:
+        state = load_checkpoint(run_dir, self.identity)
+        for name in self.plugin.adapters:
+            self.base.load_adapter_state_dict(name, state["adapters"][name])
+            self.optimizers[name].load_state_dict(state["optimizers"][name])
+            self.schedulers[name].load_state_dict(state["schedulers"][name])
+        self.sampler.load_state_dict(state["sampler"])
+        self.counters.update(state["counters"])
+        for name, saved in state["agents"].items():
+            for key, value in saved.items():
+                setattr(self.agents[name], key, value)
+        self.step = int(state["step"])
+        set_rng_state(state["rng"])
+        self._sync(self.plugin.adapters)
+
+    def _sync(self, adapters: Any) -> None:
+        """Publish new adapter weights to a backend that keeps its own copy (vLLM)."""
+        sync = getattr(self.backend, "sync", None)
+        if callable(sync):
+            for name in adapters:
+                sync(name)
+
+    # -- one step ------------------------------------------------------------------------
+
+    def train_step(self) -> dict[str, float]:
+        cfg, step = self.cfg, self.step
+        # A per-step seed for anything drawing from torch's global RNG; the agents' own
+        # sampling seeds advance with their call counts, which the checkpoint keeps.
+        torch.manual_seed(cfg.seed * 1_000_003 + step)
+        t0 = time.perf_counter()
+        seats = self.plugin.seats(step)
+        problems = self.sampler.take(cfg.batch_problems)
+        batch = rollout(
+            self.env,
+            self.agents,
+            problems,
+            cfg.grpo.num_generations,
+            drafter=seats["drafter"],
+            seed=cfg.seed * 1_000_003 + step * 10_007,
+        )
+        metrics = rollout_metrics(batch)
+        metrics.update(self._divergence_kl(batch, seats))
+        streams: dict[str, list[StreamBatch]] = defaultdict(list)
+        kept = total = 0
+        for role, adapter in self.plugin.updates(step).items():
+            sb, keep = self._stream(batch, role, adapter)
+            metrics[f"groups_dropped/{role}"] = 1.0 - float(keep.float().mean())
+            kept, total = kept + int(keep.sum()), total + keep.numel()
+            if sb is not None:
+                streams[adapter].append(sb)
+        metrics["groups_dropped"] = 1.0 - kept / max(1, total)
+        t2 = time.perf_counter()
+        for name in self.plugin.adapters:
+            metrics.update(self._update(name, streams.get(name, [])))
+            if name in streams:
+                self._sync([name])
+            metrics[f"lr/{name}"] = self.schedulers[name].get_last_lr()[0]
+            with warnings.catch_warnings():
+                # The schedule follows training steps, also those whose groups were all dropped.
+                warnings.filterwarnings(
+                    "ignore", message="Detected call of `lr_scheduler.step", category=UserWarning
+                )
+                self.schedulers[name].step()
+        t3 = time.perf_counter()
+        metrics.update(
+            {
+                "time/rollout": batch.gen_seconds,
+                "time/scoring": batch.score_seconds,
+                "time/update": t3 - t2,
+                "time/step": t3 - t0,
+                "tokens_per_s": metrics.get("tokens", 0.0) / max(batch.gen_seconds, 1e-9),
+                "nan_skipped": float(self.counters["nan_skipped"]),
+                "epoch": float(self.sampler.epoch),
+            }
+        )
+        self.step += 1
+        return metrics
+
+    def _stream(
+        self, batch: RolloutBatch, role: str, adapter: str
+    ) -> tuple[StreamBatch | None, torch.Tensor]:
+        adv, keep = group_advantages(batch.rewards(role), self.cfg.grpo.advantage)
+        n = batch.num_generations
+        turns = batch.stream(role)
+        idx = [i for i in range(len(turns)) if keep[i // n]]
+        if not idx:
+            return None, keep
+        chosen = [turns[i] for i in idx]
+        for t in chosen:
+            if not t.completion.completion_ids or len(t.completion.logprobs) != len(
+                t.completion.completion_ids
+            ):
+                raise ValueError(
+                    f"agent {t.seat!r} gave a completion without token ids/log-probs; GRPO needs both"
+                )
+        mask = completion_mask([t.completion.completion_ids for t in chosen])
+        weights = token_weights(mask, self.cfg.grpo.aggregation, self.cfg.sampling.max_new_tokens)
+        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, self._temperature(adapter))
+        return sb, keep
+
+    def _temperature(self, adapter: str) -> float:
+        return float(self.cfg.sampling.temperatures.get(adapter, self.cfg.sampling.temperature))
+
+    def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
+        return completion_logprobs(
+            self.base.model,
+            [t.completion.prompt_ids for t in turns],
+            [t.completion.completion_ids for t in turns],
+            temperature=temperature,
+            pad_id=self.base.tokenizer.pad_token_id or 0,
+        )
+
+    def _update(self, adapter: str, streams: list[StreamBatch]) -> dict[str, float]:
+        """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``."""
+        if not streams:
+            return {}
+        g = self.cfg.grpo
+        opt = self.optimizers[adapter]
+        params = self.base.parameters(adapter)
+        stats: dict[str, list[float]] = defaultdict(list)
+        self.base.model.train()
+        try:
+            with self.base.use(adapter):
+                for _ in range(g.inner_iters):
+                    opt.zero_grad(set_to_none=True)
+                    total = 0.0
+                    for sb in streams:
+                        total += self._accumulate(sb, stats)
+                    norm = torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm or float("inf"))
+                    if not (math.isfinite(total) and math.isfinite(float(norm))):
+                        self.counters["nan_skipped"] += 1
+                        warnings.warn(
+                            f"step {self.step}: non-finite loss/grad for {adapter} (loss={total}); "
+                            "update skipped",
+                            RuntimeWarning,
+                            stacklevel=2,
+                        )
+                        opt.zero_grad(set_to_none=True)
+                        continue
+                    opt.step()
+                    self.counters["updates"] += 1
+                    stats["loss"].append(total)
+                    stats["grad_norm"].append(float(norm))
+        finally:
+            self.base.model.eval()
+        return {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
+
+    def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]]) -> float:
+        """Backward the stream's loss micro-batch by micro-batch; return its value."""
+        g, total = self.cfg.grpo, 0.0
+        mb = self.cfg.sampling.micro_batch
+        for lo in range(0, len(sb.turns), mb):
+            turns = sb.turns[lo : lo + mb]
+            w = sb.weights[lo : lo + mb]
+            width = w.shape[1]
+            logp = self._logprobs(turns, sb.temperature)
+            logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
+            old = pad_right([t.completion.logprobs for t in turns], width)
+            ref = None
+            if g.beta:
+                with torch.no_grad(), self.base.reference():
+                    ref = self._logprobs(turns, sb.temperature)
+                    ref = torch.nn.functional.pad(ref, (0, width - ref.shape[1]))
+            loss, st = grpo_loss(
+                logp,
+                old,
+                sb.advantages[lo : lo + mb],
+                w,
+                eps=g.eps,
+                eps_high=g.eps_high,
+                beta=g.beta,
+                ref_logp=ref,
+            )
+            if torch.isfinite(loss):
+                loss.backward()
+            total += float(loss.detach())
+            for k in ("clip_frac", "kl", "ratio_mean"):
+                stats[k].append(st[k])
+        return total
+
+    @torch.no_grad()
+    def _divergence_kl(self, batch: RolloutBatch, seats: dict[str, str]) -> dict[str, float]:
+        """Mean per-token KL(π_drafter ‖ π_rival) on the step's first drafts (shared rollouts)."""
+        k = self.cfg.divergence_kl_rollouts
+        if k == 0 or len(self.plugin.adapters) < 2:
+            return {}
+        turns = [t for t in batch.stream("drafter")[:k] if t.completion.completion_ids]
+        if not turns:
+            return {}
+        temperature = self._temperature(seats["drafter"])
+        with self.base.use(seats["drafter"]):
+            own = self._logprobs(turns, temperature)
+        with self.base.use(seats["challenger"]):
+            rival = self._logprobs(turns, temperature)
+        mask = completion_mask([t.completion.completion_ids for t in turns])
+        kl = k3_kl(own, rival)  # k3: unbiased and never negative, unlike the plain log-ratio
+        return {"divergence/kl": float((kl * mask).sum() / mask.sum().clamp(min=1))}
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def train(cfg: TrainConfig) -> Path:
+    """Run (or resume) a training run; return its folder."""
+    import_modules(cfg)
+    validate(cfg)
+    run_dir = cfg.run_dir
+    prepare_run_dir(run_dir, cfg.resume)
+    trainer = Trainer.build(cfg)
+    if cfg.resume:
+        trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
+    else:
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    logger = MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+    try:
+        while trainer.step < cfg.steps:
+            step = trainer.step
+            metrics = trainer.train_step()
+            logger.log(step, metrics)
+            if trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps:
+                trainer.save(run_dir)
+    finally:
+        logger.close()
+    for name in trainer.plugin.adapters:
+        trainer.base.save(name, run_dir / "adapters" / name)
+    plot(run_dir)
+    if cfg.progress:
+        print_summary(run_dir)
+    return run_dir

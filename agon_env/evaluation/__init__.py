@@ -1,0 +1,20 @@
+"""Evaluation: ``agon eval`` (methods, baselines, intervals, blind spots) and ``agon plot``.
+
+==================  ==============================================================
+module              concept
+==================  ==============================================================
+``stats``           pure statistics: Clopper–Pearson, pass@k, spreads, overlap
+``selection``       the cascade direction, chosen on validation only
+``splits``          disjoint test / validation problems from any registered task
+``episodes``        lockstep episodes through env copies, outcomes from ``infos``
+``cache``           samples cached by (model, prompt, seed); an agent wrapper
+``evaluate``        the methods and the :class:`~agon_env.evaluation.evaluate.Evaluator`
+``runs``            run folders (or the untrained base) -> agents
+``report``          ``eval.json`` and the Table-1-style ``eval.md``
+``plots``           the four figures of ``agon plot``
+``metrics/``        Hugging Face ``evaluate`` modules loadable from a local path
+``cli``             ``agon eval`` / ``agon plot`` parsers
+==================  ==============================================================
+
+See ``docs/evaluation.md``.
+"""

@@ -1,0 +1,143 @@
+"""A sample cache keyed by (model, prompt, seed), and an agent wrapper that uses it.
+
+Why: an evaluation asks the same policy the same question many times. The base's
+zero-shot sample of a problem is also the first draft of the untrained MoA, and the
+same base is evaluated again next to every run folder; a drafter's standalone sample
+is also its draft in both the cascade and the self-cascade. Answering those from a
+cache makes each extra mode cost only its new turns, and pairs the modes on the very
+same drafts (a paired comparison rather than two independent noisy ones).
+
+The key is ``(agent identity, observation, seed, occurrence)``. ``occurrence`` counts
+identical observations within one batch, so two problems that happen to read the
+same (arithmetic at low difficulty repeats prompts) still get independent samples.
+The agent identity is the caller's string: model source, adapter fingerprint and
+sampling settings, so a changed temperature or adapter never hits a stale entry.
+
+On disk a cache is one append-only JSONL file per agent identity (a half-written last
+line from a killed process is skipped on load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agon_env.agents.protocol import Agent, Completion
+
+_OBS_FIELDS = ("text", "problem", "draft", "role")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def observation_key(identity: str, obs: Mapping[str, Any], seed: int, occurrence: int) -> str:
+    payload = {f: obs.get(f) for f in _OBS_FIELDS}
+    payload["role"] = int(payload["role"] or 0)
+    return _digest(json.dumps([identity, payload, int(seed), int(occurrence)], sort_keys=True, default=str))
+
+
+class SampleCache:
+    """Completions by key, in memory and optionally persisted under ``folder``."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        self.folder = Path(folder) if folder is not None else None
+        self._mem: dict[str, dict[str, Completion]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def _file(self, identity: str) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / f"{_digest(identity)[:24]}.jsonl"
+
+    def _table(self, identity: str, persistent: bool) -> dict[str, Completion]:
+        if identity in self._mem:
+            return self._mem[identity]
+        table: dict[str, Completion] = {}
+        path = self._file(identity) if persistent else None
+        if path is not None and path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # torn final line of a killed writer
+                if isinstance(row, dict) and "key" in row:
+                    table[row["key"]] = Completion(
+                        text=row["text"],
+                        completion_ids=list(row.get("completion_ids") or []),
+                        finish_reason=row.get("finish_reason", "stop"),
+                        agent=row.get("agent", ""),
+                    )
+        self._mem[identity] = table
+        return table
+
+    def get(self, identity: str, key: str, persistent: bool = False) -> Completion | None:
+        return self._table(identity, persistent).get(key)
+
+    def put(self, identity: str, items: Mapping[str, Completion], persistent: bool = False) -> None:
+        table = self._table(identity, persistent)
+        table.update(items)
+        path = self._file(identity) if persistent else None
+        if path is None or not items:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new = not path.exists()
+        with path.open("a", encoding="utf-8") as f:
+            if new:
+                f.write(json.dumps({"identity": identity}) + "\n")
+            for key, c in items.items():
+                row = {
+                    "key": key,
+                    "text": c.text,
+                    "completion_ids": list(c.completion_ids),
+                    "finish_reason": c.finish_reason,
+                    "agent": c.agent,
+                }
+                f.write(json.dumps(row) + "\n")
+
+
+class CachedAgent:
+    """An :class:`Agent` that answers from a :class:`SampleCache` and samples only the misses.
+
+    ``seed`` is part of every key: the evaluator makes one wrapper per sampling seed.
+    Cached completions carry text and token ids but no log-probs (evaluation needs none).
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        identity: str,
+        cache: SampleCache,
+        seed: int,
+        persistent: bool = False,
+    ) -> None:
+        self.agent, self.identity, self.cache = agent, identity, cache
+        self.seed, self.persistent = seed, persistent
+        self.name = getattr(agent, "name", identity)
+
+    def act(self, observations: Sequence[Mapping[str, Any]]) -> list[Completion]:
+        seen: Counter[str] = Counter()
+        keys = []
+        for obs in observations:
+            base = observation_key(self.identity, obs, self.seed, 0)
+            keys.append(observation_key(self.identity, obs, self.seed, seen[base]) if seen[base] else base)
+            seen[base] += 1
+        out: list[Completion | None] = [self.cache.get(self.identity, k, self.persistent) for k in keys]
+        todo = [i for i, c in enumerate(out) if c is None]
+        self.cache.hits += len(keys) - len(todo)
+        self.cache.misses += len(todo)
+        if todo:
+            fresh = self.agent.act([observations[i] for i in todo])
+            if len(fresh) != len(todo):
+                raise ValueError(f"agent {self.name!r} returned {len(fresh)} completions for {len(todo)}")
+            for i, c in zip(todo, fresh, strict=True):
+                out[i] = c
+            self.cache.put(
+                self.identity, {keys[i]: c for i, c in zip(todo, fresh, strict=True)}, self.persistent
+            )
+        return [c for c in out if c is not None]

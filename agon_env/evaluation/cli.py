@@ -1,0 +1,204 @@
+"""``agon eval`` and ``agon plot``.
+
+    agon eval runs/default-agon-seed0                  # all five modes on the run's task
+    agon eval                                          # the untrained base (zero-shot, MoA)
+    agon eval runs/a runs/b --seeds 0 1 2              # two runs, three sampling seeds each
+    agon eval --data my.jsonl --question-field q --answer-field a   # any local dataset
+    agon plot runs/agon-seed0 runs/grpo-seed0 --out plots
+
+Heavy imports (torch, transformers, matplotlib) happen only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agon_env.evaluation.evaluate import MODES
+
+
+def default_cache_dir() -> Path:
+    """``$AGON_EVAL_CACHE_DIR`` or ``~/.cache/agon_env/eval-samples``."""
+    env = os.environ.get("AGON_EVAL_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "agon_env" / "eval-samples"
+
+
+def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate run folders or the untrained base: pass@1 with intervals, baselines, blind spots",
+        description=(
+            "Evaluate trained adapters (run folders) or the untrained base on a task's test split: "
+            "standalone, cascade (direction chosen on validation), MoA, self-cascade and zero-shot. "
+            "Writes eval.json and eval.md (a Table-1-style report)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("runs", nargs="*", help="run folders from `agon train`; none = the untrained base")
+    p.add_argument("--model", default=None, help="base model (default: the run's, else smollm2-135m)")
+    p.add_argument("--env", default=None, help="registered env id (default: the run's, else agon/arith-v0)")
+    p.add_argument(
+        "--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="task kwarg, repeatable"
+    )
+    p.add_argument(
+        "--data", default=None, help="a local JSONL/JSON/parquet file: evaluates agon/math-v0 on it"
+    )
+    p.add_argument("--question-field", default="question", help="with --data: the question column")
+    p.add_argument("--answer-field", default="answer", help="with --data: the answer column")
+    p.add_argument("--split", default="test", help="task split to report on, when the task has splits")
+    p.add_argument("--problems", type=int, default=100, help="test problems")
+    p.add_argument("--val-problems", type=int, default=50, help="validation problems (cascade direction)")
+    p.add_argument("--problem-seed", type=int, default=0, help="seed of the test/validation problem sample")
+    p.add_argument(
+        "--seeds", type=int, nargs="+", default=[0], help="sampling seeds (several: mean ± std, pass@k)"
+    )
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES, help="methods to run")
+    p.add_argument("--temperature", type=float, default=None, help="default: the run's sampling temperature")
+    p.add_argument("--top-p", type=float, default=None)
+    p.add_argument("--max-new-tokens", type=int, default=None, help="default: the run's")
+    p.add_argument("--batch-size", type=int, default=32, help="prompts per forward batch (memory bound)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval coverage")
+    p.add_argument("--out", default=None, help="output folder (default: RUN/eval for one run, else ./eval)")
+    p.add_argument("--cache-dir", default=None, help=f"base sample cache (default {default_cache_dir()})")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk sample cache")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=run_eval)
+    return p
+
+
+def _kwargs(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--env-kwarg {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def _task_choice(args: argparse.Namespace, cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    if args.data:
+        kwargs = {"path": args.data, "question_field": args.question_field, "answer_field": args.answer_field}
+        return "agon/math-v0", {**kwargs, **_kwargs(args.env_kwarg)}
+    env_cfg = cfg.get("env") or {}
+    env_id = args.env or env_cfg.get("id") or "agon/arith-v0"
+    # The run's task kwargs (e.g. difficulty) only apply when evaluating on the run's own env.
+    inherited = dict(env_cfg.get("kwargs") or {}) if env_id == env_cfg.get("id") else {}
+    return env_id, {**inherited, **_kwargs(args.env_kwarg)}
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from agon_env.evaluation.cache import SampleCache
+    from agon_env.evaluation.evaluate import Evaluator
+    from agon_env.evaluation.report import across_runs, write_report
+    from agon_env.evaluation.runs import (
+        DEFAULT_MODEL,
+        PolicyLoader,
+        RunFolderError,
+        default_preset,
+        read_run_config,
+        sampling_from_config,
+    )
+    from agon_env.evaluation.splits import load_eval_data
+
+    def log(msg: str) -> None:
+        if not args.quiet:
+            print(f"agon eval: {msg}", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    try:
+        configs = [read_run_config(r) for r in args.runs]
+        cfg = configs[0] if configs else default_preset()
+        env_id, task_kwargs = _task_choice(args, cfg)
+        sampling = sampling_from_config(
+            cfg,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            max_new_tokens=args.max_new_tokens,
+            max_batch_size=args.batch_size,
+        )
+        data = load_eval_data(
+            env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
+        )
+    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
+        print(f"agon eval: {exc}", file=sys.stderr)
+        return 2
+    log(
+        f"{env_id} {task_kwargs}: {len(data.test_indices)} test / {len(data.val_indices)} validation problems"
+    )
+    loader = PolicyLoader(sampling, device=args.device)
+    cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    evaluator = Evaluator(
+        data, seeds=args.seeds, modes=args.modes, confidence=args.confidence, cache=cache, log=log
+    )
+    results = []
+    try:
+        if args.runs:
+            for i, run in enumerate(args.runs):
+                results.append(evaluator.evaluate(loader.run_policies(run, index=i, model=args.model)))
+        else:
+            model = args.model or (cfg.get("model") or {}).get("name") or DEFAULT_MODEL
+            results.append(evaluator.evaluate(loader.base_policies(model)))
+    except (RunFolderError, ValueError) as exc:
+        print(f"agon eval: {exc}", file=sys.stderr)
+        return 2
+    report = {
+        "data": data.describe(),
+        "seeds": list(args.seeds),
+        "modes": list(args.modes),
+        "confidence": args.confidence,
+        "sampling": sampling.describe(),
+        "runs": results,
+        "across_runs": across_runs(results, args.confidence),
+        "seconds": time.perf_counter() - start,
+        "command": "agon eval " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["eval"] else sys.argv[1:]),
+    }
+    out = (
+        Path(args.out) if args.out else (Path(args.runs[0]) / "eval" if len(args.runs) == 1 else Path("eval"))
+    )
+    jpath, mpath = write_report(report, out)
+    if not args.quiet:
+        print(mpath.read_text())
+    log(f"wrote {jpath} and {mpath} in {report['seconds']:.0f} s")
+    return 0
+
+
+def add_plot_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "plot",
+        help="figures from run folders and eval reports (PNG)",
+        description=(
+            "Training curves per adapter, win and conversion rates, trace length over steps (from each "
+            "run's metrics.jsonl), and accuracy vs. trace length per method (from eval reports; "
+            "RUN/eval/eval.json is picked up automatically). Several runs are overlaid."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("runs", nargs="*", help="run folders with metrics.jsonl")
+    p.add_argument(
+        "--eval", action="append", default=[], metavar="REPORT", help="an eval.json (or its folder)"
+    )
+    p.add_argument("--out", default="plots", help="output folder for the PNGs")
+    p.add_argument("--smooth", type=int, default=None, help="moving-average window (default: steps / 10)")
+    p.set_defaults(func=run_plot)
+    return p
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from agon_env.evaluation.plots import NoMetricsError, plot_all
+
+    try:
+        paths = plot_all(args.runs, args.out, args.eval, args.smooth)
+    except (NoMetricsError, FileNotFoundError, ValueError) as exc:
+        print(f"agon plot: {exc}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    return 0

@@ -1,0 +1,310 @@
+"""The evaluator: every method on the same test problems, with the paper's baselines.
+
+Methods (``--modes``), each a way to seat policies in the env:
+
+================  ===========  =========================================================
+method            env mode     seats
+================  ===========  =========================================================
+``zero-shot``     solo         the base (all adapters disabled) on the bare prompt
+``moa``           challenge    base drafts, a second base sample refines after reading it
+                               (untrained Mixture-of-Agents)
+``standalone``    solo         each adapter alone on the bare prompt
+``self-cascade``  self         each adapter reads its own draft (the GRPO two-pass control)
+``cascade``       challenge    X drafts, Y answers after reading the summary, both orders;
+                               the reported order is chosen on validation
+================  ===========  =========================================================
+
+Every agent is wrapped in a :class:`~agon_env.evaluation.cache.CachedAgent`, so the
+first turns that several methods share (a drafter's standalone sample is its cascade
+draft; a zero-shot sample is the MoA draft) are generated once, and the base's samples
+persist on disk across evaluations.
+
+The result is a plain dict (JSON-ready): per method, per-seed and pooled pass@1 with
+Clopper–Pearson intervals, pass@k over seeds, trace lengths, conversion rates, and every
+episode's outcome so any figure can be recomputed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agon_env.agents.protocol import Agent
+from agon_env.evaluation.cache import CachedAgent, SampleCache
+from agon_env.evaluation.episodes import Episode, play
+from agon_env.evaluation.selection import Candidate, select_then_report
+from agon_env.evaluation.splits import EvalData
+from agon_env.evaluation.stats import (
+    complementarity,
+    conversion,
+    length_stats,
+    pass_at_k_table,
+    pooled,
+    rate,
+    spread,
+)
+
+MODES = ("zero-shot", "moa", "standalone", "self-cascade", "cascade")
+BASE = "base"
+PAIR_SEED_OFFSET = 7_919
+"""The base's second independent sample (for its complementarity baseline) uses seed + this."""
+
+
+@dataclass
+class Policies:
+    """What can be evaluated: the adapter-disabled base and zero or more adapters, as agents.
+
+    ``identities`` names each agent for the sample cache (model, adapter fingerprint,
+    sampling settings); only the base's samples are written to disk.
+    """
+
+    label: str
+    base: Agent | None
+    adapters: dict[str, Agent] = field(default_factory=dict)
+    identities: dict[str, str] = field(default_factory=dict)
+
+    def agent(self, name: str) -> Agent:
+        if name == BASE:
+            if self.base is None:
+                raise KeyError("this evaluation has no base policy")
+            return self.base
+        return self.adapters[name]
+
+    def identity(self, name: str) -> str:
+        return self.identities.get(name, f"{self.label}:{name}")
+
+
+@dataclass(frozen=True)
+class Method:
+    id: str
+    family: str
+    env_mode: str
+    seats: tuple[tuple[str, str], ...]
+    """``(env seat, policy name)``; ``agent_a`` always drafts."""
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return tuple(p for _, p in self.seats)
+
+
+def plan_methods(policies: Policies, modes: Sequence[str]) -> list[Method]:
+    """The methods ``modes`` ask for that these policies can run (base-only runs skip adapter modes)."""
+    unknown = set(modes) - set(MODES)
+    if unknown:
+        raise ValueError(f"unknown eval mode(s) {sorted(unknown)}; choose from {list(MODES)}")
+    names = list(policies.adapters)
+    out: list[Method] = []
+    if policies.base is not None:
+        if "zero-shot" in modes:
+            out.append(Method("zero-shot", "zero-shot", "solo", (("agent_a", BASE),)))
+        if "moa" in modes:
+            out.append(Method("moa", "moa", "challenge", (("agent_a", BASE), ("agent_b", BASE))))
+    if "standalone" in modes:
+        out += [Method(f"standalone:{n}", "standalone", "solo", (("agent_a", n),)) for n in names]
+    if "self-cascade" in modes:
+        out += [Method(f"self-cascade:{n}", "self-cascade", "self", (("agent_a", n),)) for n in names]
+    if "cascade" in modes:
+        out += [
+            Method(f"cascade:{x}>{y}", "cascade", "challenge", (("agent_a", x), ("agent_b", y)))
+            for x, y in itertools.permutations(names, 2)
+        ]
+    return out
+
+
+# -- summaries ---------------------------------------------------------------------------
+
+
+def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.95) -> dict[str, Any]:
+    """Per-seed and pooled figures of one method; ``episodes`` maps seed -> its episodes."""
+    all_eps = [e for eps in episodes.values() for e in eps]
+    unit = "tokens" if all_eps and all(e.tokens is not None for e in all_eps) else "chars"
+
+    def length(e: Episode) -> int | None:
+        return e.tokens if unit == "tokens" else e.chars
+
+    def final_length(e: Episode) -> int | None:
+        return e.turns[-1].tokens if unit == "tokens" else e.turns[-1].chars
+
+    per_seed = {}
+    for seed, eps in episodes.items():
+        r = rate([e.correct for e in eps], confidence)
+        ls = length_stats([length(e) for e in eps])
+        per_seed[str(seed)] = {"pass@1": r.to_dict(), "mean_length": ls.mean, "median_length": ls.median}
+    seed_rates = [rate([e.correct for e in eps], confidence) for eps in episodes.values()]
+    by_problem: dict[int, list[bool]] = defaultdict(list)
+    for e in all_eps:
+        by_problem[e.problem_index].append(e.correct)
+    ls_all = length_stats([length(e) for e in all_eps])
+    out: dict[str, Any] = {
+        "pass@1": pooled(seed_rates, confidence).to_dict(),
+        "pass@1_across_seeds": spread([r.rate for r in seed_rates]).__dict__,
+        "pass@k": {
+            str(k): v for k, v in pass_at_k_table([(len(v), sum(v)) for v in by_problem.values()]).items()
+        },
+        "length_unit": unit,
+        "mean_length": ls_all.mean,
+        "median_length": ls_all.median,
+        "mean_final_length": length_stats([final_length(e) for e in all_eps]).mean,
+        "format_rate": rate([e.format_ok for e in all_eps], confidence).rate,
+        "per_seed": per_seed,
+    }
+    if all_eps and len(all_eps[0].turns) > 1:
+        out["first_turn_pass@1"] = rate([e.first_correct for e in all_eps], confidence).to_dict()
+        out["conversion"] = conversion(
+            [e.first_correct for e in all_eps], [e.correct for e in all_eps], confidence
+        ).to_dict()
+    return out
+
+
+def _paired(
+    a: Mapping[int, Sequence[Episode]], b: Mapping[int, Sequence[Episode]]
+) -> tuple[list[bool], list[bool]]:
+    """Outcomes of two methods matched on (seed, problem), in a fixed order."""
+    xs, ys = [], []
+    for seed in sorted(set(a) & set(b)):
+        bmap = {e.problem_index: e for e in b[seed]}
+        for e in a[seed]:
+            if e.problem_index in bmap:
+                xs.append(e.correct)
+                ys.append(bmap[e.problem_index].correct)
+    return xs, ys
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluator:
+    data: EvalData
+    seeds: Sequence[int] = (0,)
+    modes: Sequence[str] = MODES
+    confidence: float = 0.95
+    cache: SampleCache = field(default_factory=SampleCache)
+    log: Callable[[str], None] = lambda _msg: None
+
+    def _agents(self, policies: Policies, seed: int) -> dict[str, CachedAgent]:
+        names = ([BASE] if policies.base is not None else []) + list(policies.adapters)
+        return {
+            n: CachedAgent(policies.agent(n), policies.identity(n), self.cache, seed, persistent=n == BASE)
+            for n in names
+        }
+
+    def _run(
+        self, method: Method, policies: Policies, indices: list[int], seeds: Sequence[int]
+    ) -> dict[int, list[Episode]]:
+        env = self.data.env(method.env_mode)
+        out = {}
+        for seed in seeds:
+            agents = self._agents(policies, seed)
+            seats = {seat: agents[name] for seat, name in method.seats}
+            out[seed] = play(env, seats, indices, seed)
+        return out
+
+    def evaluate(self, policies: Policies) -> dict[str, Any]:
+        """All planned methods on the test problems, plus direction selection and complementarity."""
+        start = time.perf_counter()
+        hits0, misses0 = self.cache.hits, self.cache.misses
+        methods = plan_methods(policies, self.modes)
+        test = self.data.test_indices
+        results: dict[str, Any] = {}
+        episodes: dict[str, dict[int, list[Episode]]] = {}
+        for m in methods:
+            t0 = time.perf_counter()
+            episodes[m.id] = self._run(m, policies, test, self.seeds)
+            results[m.id] = {
+                "family": m.family,
+                "env_mode": m.env_mode,
+                "policies": list(m.policies),
+                **summarize(episodes[m.id], self.confidence),
+                "seconds": time.perf_counter() - t0,
+                "episodes": [e.to_dict() for s in self.seeds for e in episodes[m.id][s]],
+            }
+            acc = results[m.id]["pass@1"]["rate"]
+            self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")
+        out: dict[str, Any] = {"label": policies.label, "methods": results}
+        cascades = [m for m in methods if m.family == "cascade"]
+        if cascades:
+            out["selection"] = self._select(cascades, policies, results)
+        out["complementarity"] = self._complementarity(policies, methods, episodes)
+        out["seconds"] = time.perf_counter() - start
+        out["cache"] = {"hits": self.cache.hits - hits0, "misses": self.cache.misses - misses0}
+        return out
+
+    def _select(self, cascades: list[Method], policies: Policies, results: dict[str, Any]) -> dict[str, Any]:
+        """Choose the cascade direction on validation; the choice never reads test results."""
+        val = self.data.val_indices
+        if not val:
+            raise ValueError(
+                "cascade needs validation problems to choose its direction; set --val-problems > 0"
+            )
+        candidates: dict[str, Candidate] = {}
+        for m in cascades:
+            t0 = time.perf_counter()
+            eps = self._run(m, policies, val, self.seeds)
+            flat = [e for s in self.seeds for e in eps[s]]
+            lengths = length_stats([e.tokens if e.tokens is not None else e.chars for e in flat])
+            candidates[m.id] = Candidate(rate([e.correct for e in flat], self.confidence), lengths.mean)
+            self.log(
+                f"{policies.label} {m.id} on validation: {candidates[m.id].accuracy.rate:.3f} "
+                f"({time.perf_counter() - t0:.1f}s)"
+            )
+        test_candidates = {
+            m.id: Candidate(
+                rate([e["correct"] for e in results[m.id]["episodes"]], self.confidence),
+                results[m.id]["mean_length"],
+            )
+            for m in cascades
+        }
+        choice, _ = select_then_report(
+            candidates,
+            {m.id: results[m.id] for m in cascades},
+            self.data.problem_ids(val),
+            self.data.problem_ids(self.data.test_indices),
+            test_candidates=test_candidates,
+        )
+        for m in cascades:
+            results[m.id]["selected"] = m.id == choice.chosen
+        return choice.to_dict()
+
+    def _complementarity(
+        self, policies: Policies, methods: list[Method], episodes: dict[str, dict[int, list[Episode]]]
+    ) -> dict[str, Any]:
+        """Error overlap of the two adapters standalone, and of two independent base samples."""
+        out: dict[str, Any] = {}
+        standalone = [m for m in methods if m.family == "standalone"]
+        if len(standalone) >= 2:
+            a, b = standalone[0], standalone[1]
+            xs, ys = _paired(episodes[a.id], episodes[b.id])
+            conv = {}
+            for m in methods:
+                if m.family == "cascade":
+                    flat = [e for eps in episodes[m.id].values() for e in eps]
+                    conv[m.id] = conversion(
+                        [e.first_correct for e in flat], [e.correct for e in flat]
+                    ).to_dict()
+            out["adapters"] = {
+                "pair": [a.policies[0], b.policies[0]],
+                **complementarity(xs, ys).to_dict(),
+                "conversion": conv,
+            }
+        if policies.base is not None and "zero-shot" in episodes:
+            pair = Method("zero-shot#pair", "zero-shot", "solo", (("agent_a", BASE),))
+            second = self._run(
+                pair, policies, self.data.test_indices, [s + PAIR_SEED_OFFSET for s in self.seeds]
+            )
+            second = {s - PAIR_SEED_OFFSET: eps for s, eps in second.items()}
+            xs, ys = _paired(episodes["zero-shot"], second)
+            conv = {}
+            if "moa" in episodes:
+                flat = [e for eps in episodes["moa"].values() for e in eps]
+                conv["moa"] = conversion([e.first_correct for e in flat], [e.correct for e in flat]).to_dict()
+            out["base"] = {
+                "pair": ["base sample 1", "base sample 2"],
+                **complementarity(xs, ys).to_dict(),
+                "conversion": conv,
+            }
+        return out

@@ -1,0 +1,413 @@
+"""``agon plot``: figures from run folders and eval reports (matplotlib, Agg backend, PNG).
+
+Four figures, each overlaying any number of runs (e.g. ``agon``, ``coop``, ``grpo``):
+
+``accuracy_vs_length.png``
+    pass@1 (with its interval) against mean trace length per method, from eval reports
+    (the paper's Figure 7a): what each method buys per generated token.
+``training_curves.png``
+    accuracy per adapter over training steps, per role.
+``win_conversion.png``
+    each model's win rate and the conversion rate over steps (does either dominate?).
+``trace_length.png``
+    mean completion length in tokens over steps, per role.
+
+Training metrics come from the run folder's ``metrics.jsonl``. Keys are looked up
+through :data:`KEYS`, a list of accepted spellings per quantity, so a renamed metric
+in the trainer needs one line here rather than a broken figure; a figure with no
+matching key says so on its panel instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SEATS = ("agent_a", "agent_b")
+ROLES = ("drafter", "challenger")
+
+KEYS: dict[str, tuple[str, ...]] = {
+    "acc": ("acc/{seat}/{role}", "accuracy/{seat}/{role}", "{seat}/acc/{role}"),
+    "win": ("win_rate/{seat}", "win/{seat}", "{seat}/win_rate"),
+    "conversion": ("conversion_rate", "conversion", "conversion/rate"),
+    "length": ("len_tokens/{role}", "length/{role}", "trace_tokens/{role}", "len/{role}"),
+    "length_seat": ("len_tokens/{seat}/{role}",),
+}
+"""Accepted metric names per quantity, first match wins."""
+
+
+class NoMetricsError(FileNotFoundError):
+    """A folder given as a run has no training metrics."""
+
+
+@dataclass
+class Run:
+    label: str
+    folder: Path
+    records: list[dict[str, Any]]
+
+    def keys(self) -> set[str]:
+        return {k for r in self.records for k in r}
+
+    def find(self, quantity: str, **fields: str) -> str | None:
+        """The first accepted spelling of ``quantity`` (formatted with ``fields``) this run logged."""
+        present = self.keys()
+        for pattern in KEYS[quantity]:
+            key = pattern.format(**fields)
+            if key in present:
+                return key
+        return None
+
+    def series(self, key: str) -> tuple[list[float], list[float]]:
+        xs, ys = [], []
+        for i, r in enumerate(self.records):
+            v = r.get(key)
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                xs.append(float(r.get("step", i)))
+                ys.append(float(v))
+        return xs, ys
+
+
+def load_run(folder: str | Path, label: str | None = None) -> Run:
+    """Read ``metrics.jsonl`` of a run folder; fail with one line when there is none."""
+    folder = Path(folder)
+    path = folder / "metrics.jsonl"
+    if not folder.is_dir():
+        raise NoMetricsError(f"{folder}: no such run folder")
+    if not path.is_file():
+        raise NoMetricsError(
+            f"{folder} has no metrics.jsonl: not a training run folder (agon train writes one per step), "
+            "or the run has not finished its first step"
+        )
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # torn last line of a killed run
+        if isinstance(row, dict):
+            records.append(row)
+    if not records:
+        raise NoMetricsError(f"{path} is empty: the run has no completed step yet")
+    return Run(label or _run_label(folder), folder, records)
+
+
+def _run_label(folder: Path) -> str:
+    cfg = folder / "config.yaml"
+    if cfg.is_file():
+        try:
+            import yaml
+
+            algo = (yaml.safe_load(cfg.read_text()) or {}).get("algo")
+        except Exception:  # a label is cosmetic; never fail a plot over it
+            algo = None
+        if algo and algo not in folder.name:
+            return f"{folder.name} ({algo})"
+    return folder.name
+
+
+def smooth(ys: Sequence[float], window: int) -> list[float]:
+    """Trailing moving average (window 1 = raw); short noisy RL curves need it to be readable."""
+    if window <= 1:
+        return list(ys)
+    out, acc = [], 0.0
+    for i, y in enumerate(ys):
+        acc += y
+        if i >= window:
+            acc -= ys[i - window]
+        out.append(acc / min(i + 1, window))
+    return out
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "legend.fontsize": 8})
+    return plt
+
+
+_LINESTYLES = {"drafter": "-", "challenger": "--"}
+
+
+def _colors(n: int) -> list[Any]:
+    plt = _pyplot()
+    cmap = plt.get_cmap("tab10")
+    return [cmap(i % 10) for i in range(n)]
+
+
+def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls: str = "-") -> None:
+    xs, ys = run.series(key)
+    if not xs:
+        return
+    if window > 1:
+        ax.plot(xs, ys, color=color, alpha=0.2, lw=1, ls=ls)
+    ax.plot(xs, smooth(ys, window), color=color, lw=2, ls=ls, label=label)
+
+
+def _finish(ax: Any, title: str, ylabel: str, empty_note: str, unit_interval: bool = True) -> None:
+    ax.set_title(title)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if ax.get_lines():
+        if unit_interval:
+            ax.set_ylim(-0.03, 1.03)
+        ax.legend(loc="best")
+    else:
+        ax.text(0.5, 0.5, empty_note, ha="center", va="center", transform=ax.transAxes, color="0.4")
+
+
+def _window(runs: Sequence[Run], smoothing: int | None) -> int:
+    if smoothing is not None:
+        return max(1, smoothing)
+    longest = max(len(r.records) for r in runs)
+    return max(1, longest // 10)
+
+
+def plot_training_curves(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
+    plt = _pyplot()
+    w = _window(runs, smoothing)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    colors = _colors(len(runs))
+    for ax, seat in zip(axes, SEATS, strict=True):
+        for run, color in zip(runs, colors, strict=True):
+            for role in ROLES:
+                key = run.find("acc", seat=seat, role=role)
+                if key:
+                    _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
+        _finish(ax, f"{seat}: accuracy per role", "accuracy", f"no accuracy logged for {seat}")
+    fig.suptitle(_suptitle("Training accuracy per adapter", w))
+    return _save(fig, out / "training_curves.png")
+
+
+def plot_win_conversion(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
+    plt = _pyplot()
+    w = _window(runs, smoothing)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = _colors(len(runs))
+    for run, color in zip(runs, colors, strict=True):
+        for seat, ls in zip(SEATS, ("-", "--"), strict=True):
+            key = run.find("win", seat=seat)
+            if key:
+                _curve(axes[0], run, key, color, f"{run.label}: {seat}", w, ls)
+        key = run.find("conversion")
+        if key:
+            _curve(axes[1], run, key, color, run.label, w)
+    _finish(axes[0], "Win rate (right while the rival is wrong)", "win rate", "no two-model runs to show")
+    _finish(
+        axes[1], "Conversion: P(challenger right | draft wrong)", "conversion rate", "no conversion logged"
+    )
+    fig.suptitle(_suptitle("Who wins, and how often the challenger fixes a wrong draft", w))
+    return _save(fig, out / "win_conversion.png")
+
+
+def plot_trace_length(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
+    plt = _pyplot()
+    w = _window(runs, smoothing)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    colors = _colors(len(runs))
+    for run, color in zip(runs, colors, strict=True):
+        for role in ROLES:
+            key = run.find("length", role=role)
+            if key:
+                _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
+    _finish(ax, _suptitle("Mean completion length", w), "tokens", "no lengths logged", unit_interval=False)
+    return _save(fig, out / "trace_length.png")
+
+
+_FAMILY_MARKERS = {
+    "zero-shot": "o",
+    "moa": "s",
+    "standalone": "^",
+    "self-cascade": "D",
+    "cascade": "*",
+}
+
+
+def _short(method_id: str) -> str:
+    family, _, rest = method_id.partition(":")
+    rest = rest.replace(">", "→").replace("agent_", "")
+    return f"{family} {rest}".strip()
+
+
+def _place_labels(ax: Any, points: Sequence[tuple[float, float, str, Any]]) -> None:
+    """Annotate points in their colour, merging labels of coincident points, nudging close ones apart."""
+    merged: dict[tuple[float, float, Any], list[str]] = {}
+    for x, y, text, color in points:
+        key = (round(x, 3), round(y, 4), color)
+        if text not in merged.setdefault(key, []):
+            merged[key].append(text)
+    ax.figure.canvas.draw()  # fixes the data -> pixel transform for the nudging below
+    px_per_char = 0.62 * 8 * ax.figure.dpi / 72  # fontsize 8
+    line = 1.5 * 8 * ax.figure.dpi / 72
+    box = ax.get_window_extent()
+    placed: list[tuple[float, float, float]] = []  # (x0, x1, y) of labels in pixels
+    for (x, y, color), texts in sorted(merged.items(), key=lambda kv: -kv[0][1]):
+        text = ", ".join(texts)
+        width = px_per_char * len(text)
+        px, py = ax.transData.transform((x, y))
+        # Right of the point, unless that runs out of the axes: then left of it.
+        left = px + 7 + width > box.x1
+        x0, x1 = (px - 7 - width, px - 7) if left else (px + 7, px + 7 + width)
+
+        def clash(dy: float, x0: float = x0, x1: float = x1, py: float = py) -> bool:
+            return any(x0 < qx1 and qx0 < x1 and abs(py + dy - qy) < line for qx0, qx1, qy in placed)
+
+        dy = 4.0
+        while clash(dy) and py + dy - line > box.y0:
+            dy -= line  # step down past labels already placed...
+        if clash(dy) or py + dy < box.y0 + 2:
+            dy = 4.0
+            while clash(dy):
+                dy += line  # ...or up, when the bottom of the axes is in the way
+        placed.append((x0, x1, py + dy))
+        ax.annotate(
+            text,
+            (x, y),
+            textcoords="offset pixels",
+            xytext=(-7 if left else 7, dy),
+            ha="right" if left else "left",
+            fontsize=8,
+            color=color,
+        )
+
+
+def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: Path) -> Path:
+    """pass@1 with its interval against mean trace length, per method and report (Figure 7a).
+
+    The untrained base's methods are the same in every report, so they are drawn once, in black.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(11, 6))
+    entries = [(label, run) for label, rep in reports for run in rep["runs"]]
+    colors = _colors(len(entries))
+    many = len(entries) > len(reports)  # a report with several runs: name each one
+    seen_families: set[str] = set()
+    base_done: set[str] = set()
+    labels: list[tuple[float, float, str, Any]] = []
+    for (label, run), color in zip(entries, colors, strict=True):
+        name = f"{label}: {run['label']}" if many else label
+        first = True
+        for mid, m in run["methods"].items():
+            x, r = m.get("mean_length"), m["pass@1"]
+            if x is None or r.get("rate") is None:
+                continue
+            family = m.get("family", mid.split(":")[0])
+            is_base = family in ("zero-shot", "moa")
+            if is_base and mid in base_done:
+                continue
+            seen_families.add(family)
+            y = r["rate"]
+            c = "black" if is_base else color
+            # The direction validation did not choose is drawn hollow.
+            face = "none" if family == "cascade" and m.get("selected") is False else c
+            legend = (
+                "untrained base" if is_base and not base_done else (name if first and not is_base else None)
+            )
+            ax.errorbar(
+                [x],
+                [y],
+                yerr=[[y - r["low"]], [r["high"] - y]],
+                fmt=_FAMILY_MARKERS.get(family, "o"),
+                color=c,
+                mfc=face,
+                ms=12 if family == "cascade" else 8,
+                capsize=3,
+                lw=1,
+                alpha=0.9,
+                label=legend,
+            )
+            if is_base:
+                base_done.add(mid)
+            else:
+                first = False
+            labels.append((x, y, _short(mid), c))
+    unit = next((m.get("length_unit") for _, run in entries for m in run["methods"].values()), "tokens")
+    ax.set_xlabel(f"mean trace length ({unit}, all turns)")
+    ax.set_ylabel("pass@1 (95% Clopper–Pearson interval)")
+    ax.set_ylim(-0.03, 1.03)
+    xs = [x for x, *_ in labels]
+    if xs:
+        span = max(xs) - min(xs) or max(xs) or 1.0
+        ax.set_xlim(min(xs) - 0.08 * span, max(xs) + 0.25 * span)  # room for labels on the right
+    ax.grid(alpha=0.3)
+    _place_labels(ax, labels)
+    from matplotlib.lines import Line2D
+
+    family_handles = [
+        Line2D([], [], marker=_FAMILY_MARKERS[f], ls="", color="0.3", label=f)
+        for f in _FAMILY_MARKERS
+        if f in seen_families
+    ]
+    if entries:
+        runs_legend = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="run")
+        ax.add_artist(runs_legend)
+        ax.legend(
+            handles=family_handles,
+            loc="lower left",
+            bbox_to_anchor=(1.01, 0.0),
+            title="method\n(hollow: cascade direction\nnot chosen on validation)",
+        )
+    ax.set_title("Accuracy vs. trace length per method (test split)")
+    return _save(fig, out / "accuracy_vs_length.png")
+
+
+def _suptitle(text: str, window: int) -> str:
+    return text + (f" (moving average over {window} steps; raw faint)" if window > 1 else "")
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def load_report(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "eval.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no eval report (agon eval writes eval.json)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def plot_all(
+    run_dirs: Sequence[str | Path],
+    out: str | Path,
+    reports: Sequence[str | Path] = (),
+    smoothing: int | None = None,
+) -> list[Path]:
+    """Every figure the inputs allow; eval reports found in ``<run>/eval/`` are used too."""
+    out = Path(out)
+    runs = [load_run(d) for d in run_dirs]
+    written = []
+    if runs:
+        written += [
+            plot_training_curves(runs, out, smoothing),
+            plot_win_conversion(runs, out, smoothing),
+            plot_trace_length(runs, out, smoothing),
+        ]
+    report_paths = [Path(p) for p in reports]
+    report_paths += [
+        r.folder / "eval" / "eval.json" for r in runs if (r.folder / "eval" / "eval.json").is_file()
+    ]
+    loaded = []
+    for p in dict.fromkeys(report_paths):
+        label = p.parent.parent.name if p.name == "eval.json" and p.parent.name == "eval" else p.stem
+        loaded.append((label, load_report(p)))
+    if loaded:
+        written.append(plot_accuracy_vs_length(loaded, out))
+    if not written:
+        raise ValueError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
+    return written

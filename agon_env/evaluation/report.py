@@ -1,0 +1,249 @@
+"""Writing an evaluation: one JSON file and a Markdown report shaped like the paper's Table 1.
+
+The JSON is the record (per-episode outcomes included); the Markdown is rendered from
+it alone, so ``render_markdown(json.load(f))`` reproduces a report from a saved file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agon_env.evaluation.stats import Rate, pooled, spread
+
+REPORT_VERSION = 1
+BASE_FAMILIES = ("zero-shot", "moa")
+
+
+def method_label(method_id: str, result: dict[str, Any] | None = None) -> str:
+    family, _, rest = method_id.partition(":")
+    if family == "zero-shot":
+        label = "Zero-shot (base)"
+    elif family == "moa":
+        label = "MoA (untrained base → base)"
+    elif family == "standalone":
+        label = f"Standalone {rest}"
+    elif family == "self-cascade":
+        label = f"Self-cascade {rest} → {rest}"
+    elif family == "cascade":
+        x, _, y = rest.partition(">")
+        label = f"Cascade {x} → {y}"
+        if result is not None and "selected" in result:
+            label += " (chosen on validation)" if result["selected"] else " (not chosen; diagnostic)"
+    else:
+        label = method_id
+    return label
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+
+
+def _ci(r: dict[str, Any]) -> str:
+    return f"[{_pct(r['low'])}, {_pct(r['high'])}]"
+
+
+def _pass1(m: dict[str, Any]) -> str:
+    seeds = m.get("pass@1_across_seeds") or {}
+    if len(seeds.get("values") or ()) > 1:
+        return f"{_pct(seeds['mean'])} ± {_pct(seeds['std'])}"
+    return _pct(m["pass@1"]["rate"])
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    methods = run["methods"]
+    unit = next((m["length_unit"] for m in methods.values()), "tokens")
+    many = len(report.get("seeds", [])) > 1
+    lines = [f"## {run['label']}", ""]
+    header = [
+        "Method",
+        "pass@1 (%)" + (" mean ± std over seeds" if many else ""),
+        "95% CI (%)",
+        f"mean trace length ({unit})",
+        f"median ({unit})",
+        "n",
+    ]
+    rows = [
+        [
+            method_label(mid, m),
+            _pass1(m),
+            _ci(m["pass@1"]),
+            _num(m["mean_length"]),
+            _num(m["median_length"]),
+            str(m["pass@1"]["trials"]),
+        ]
+        for mid, m in methods.items()
+    ]
+    lines += _table(header, rows)
+    lines.append("")
+    lines.append(
+        "pass@1 is the pooled fraction of correct final answers; the interval is Clopper–Pearson"
+        + (" over all seeds' trials pooled." if many else ".")
+        + " Cascade lengths count both turns (the draft and the answer that read it)."
+    )
+    lines.append("")
+    if many:
+        ks = sorted({k for m in methods.values() for k in m.get("pass@k", {})}, key=int)
+        lines += ["### pass@k over seeds (unbiased estimator)", ""]
+        lines += _table(
+            ["Method", *[f"pass@{k} (%)" for k in ks]],
+            [
+                [method_label(mid, m), *[_pct(m.get("pass@k", {}).get(k)) for k in ks]]
+                for mid, m in methods.items()
+            ],
+        )
+        lines.append("")
+    sel = run.get("selection")
+    if sel:
+        val = sel["validation"]
+        parts = ", ".join(f"{method_label(d)}: {_pct(v['rate'])}%" for d, v in val.items())
+        lines += [
+            "### Cascade direction",
+            "",
+            f"Chosen on {sel.get('validation_problems', '?')} validation problems (disjoint from test): "
+            f"**{method_label(sel['chosen'])}**. Validation pass@1 — {parts}. Rule: {sel['rule']}.",
+        ]
+        if sel.get("test_oracle") is not None:
+            verdict = "would have picked the other direction" if sel["post_hoc_differs"] else "agrees"
+            lines.append(f"Picking on test instead (the post-hoc choice) {verdict}.")
+        lines.append("")
+    lines += _complementarity_section(run.get("complementarity") or {})
+    return lines
+
+
+def _complementarity_section(comp: dict[str, Any]) -> list[str]:
+    if not comp:
+        return []
+    rows = []
+    for key, title in (
+        ("adapters", "trained {0} vs {1}, standalone"),
+        ("base", "untrained base, two samples"),
+    ):
+        c = comp.get(key)
+        if not c:
+            continue
+        conv = (
+            "; ".join(
+                f"{method_label(d).removeprefix('Cascade ').removesuffix(' (untrained base → base)')}: "
+                f"{_pct(r['rate'])}% of {r['trials']}"
+                for d, r in c.get("conversion", {}).items()
+            )
+            or "–"
+        )
+        rows.append(
+            [
+                title.format(*c["pair"]),
+                f"{c['both_wrong']} ({_pct(c['both_wrong_rate'])}%)",
+                f"{c['exactly_one_wrong']} ({_pct(c['exactly_one_wrong_rate'])}%)",
+                _num(c["jaccard"], 2),
+                conv,
+            ]
+        )
+    lines = ["### Blind-spot complementarity (test)", ""]
+    lines += _table(
+        [
+            "Pair",
+            "both wrong",
+            "exactly one wrong",
+            "Jaccard of failure sets",
+            "conversion P(reader right ∣ draft wrong)",
+        ],
+        rows,
+    )
+    lines += [
+        "",
+        "A lower Jaccard index means more different blind spots; conversion is measured in the "
+        "cascade (trained pair, per direction) and in MoA (base).",
+        "",
+    ]
+    return lines
+
+
+def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """Mean ± std over runs of each method's pass@1, and the pooled interval, for methods in every run."""
+    if len(runs) < 2:
+        return {}
+    # The base's methods do not change from run to run (same base, same cached samples).
+    shared = [
+        m
+        for m in runs[0]["methods"]
+        if all(m in r["methods"] for r in runs[1:]) and runs[0]["methods"][m]["family"] not in BASE_FAMILIES
+    ]
+    out = {}
+    for mid in shared:
+        rates = [r["methods"][mid]["pass@1"] for r in runs]
+        pooled_rate = pooled(
+            [Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence
+        )
+        out[mid] = {
+            "pass@1_across_runs": spread([x["rate"] for x in rates]).__dict__,
+            "pass@1_pooled": pooled_rate.to_dict(),
+            "mean_length_across_runs": spread([r["methods"][mid]["mean_length"] for r in runs]).__dict__,
+        }
+    return out
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    data = report["data"]
+    lines = [
+        f"# agon eval: {data['env']} ({data['task']})",
+        "",
+        f"{data['test_problems']} test problems, {data['validation_problems']} validation problems "
+        f"(disjoint), seeds {report['seeds']}, {int(100 * report['confidence'])}% intervals. "
+        f"Sampling: {json.dumps(report.get('sampling', {}))}. Wall time {_num(report.get('seconds'), 0)} s.",
+        "",
+    ]
+    for run in report["runs"]:
+        lines += _run_section(run, report)
+    across = report.get("across_runs") or {}
+    if across:
+        lines += ["## Across runs", ""]
+        rows = [
+            [
+                method_label(mid),
+                f"{_pct(v['pass@1_across_runs']['mean'])} ± {_pct(v['pass@1_across_runs']['std'])}",
+                _ci(v["pass@1_pooled"]),
+                _num(v["mean_length_across_runs"]["mean"]),
+            ]
+            for mid, v in across.items()
+        ]
+        lines += _table(
+            ["Method", "pass@1 (%) mean ± std over runs", "pooled 95% CI (%)", "mean trace length"], rows
+        )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _clean(x: Any) -> Any:
+    # JSON has no NaN/inf: undefined statistics are written as null.
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def write_report(report: dict[str, Any], out_dir: str | Path, stem: str = "eval") -> tuple[Path, Path]:
+    """``<stem>.json`` and ``<stem>.md`` in ``out_dir``; returns both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = _clean({"version": REPORT_VERSION, **report})
+    jpath, mpath = out / f"{stem}.json", out / f"{stem}.md"
+    jpath.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    mpath.write_text(render_markdown(report), encoding="utf-8")
+    return jpath, mpath

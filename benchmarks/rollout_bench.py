@@ -1,0 +1,141 @@
+"""Rollout throughput: our HF backend vs plain ``model.generate`` on the same prompts.
+
+Both sides get the same few-shot prompts rendered from ``agon/arith``-style problems,
+the same sampling settings (temperature, top-p, max_new_tokens, EOS and the
+``</answer>`` stop string) and run in the same process, interleaved rep by rep so a
+noisy shared CPU hurts both alike. Tokens counted = generated tokens before EOS.
+
+The baseline is ``model.generate`` on the *bare* base. Ours is measured twice: on the
+bare base and with a LoRA adapter active (the real rollout setting, which also pays for
+the adapter matmuls). The pass criterion is ``min(ratio) >= 1.0`` over both batch sizes,
+taken for the adapter-active run.
+
+    python benchmarks/rollout_bench.py [--batches 8 32] [--reps 3] [--max-new-tokens 96]
+
+Prints one JSON object as its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import time
+
+import torch
+
+from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, render_prompt
+
+
+def make_prompts(tokenizer, n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    prompts = []
+    for _ in range(n):
+        a, b, c = rng.randint(2, 99), rng.randint(2, 99), rng.randint(2, 9)
+        op = rng.choice(["+", "-", "*"])
+        obs = {"text": "", "problem": f"What is {a} {op} {b} + {c}?", "draft": "", "role": 0}
+        prompts.append(render_prompt(obs, tokenizer))
+    return prompts
+
+
+def count_generated(row: list[int], eos: set[int]) -> int:
+    for i, t in enumerate(row):
+        if t in eos:
+            return i
+    return len(row)
+
+
+def run_generate(
+    base: SharedBase, prompts: list[str], params: SamplingParams, eos: set[int]
+) -> tuple[int, float]:
+    tok = base.tokenizer
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    t0 = time.perf_counter()
+    with torch.inference_mode(), base.reference() as model:
+        out = model.generate(
+            **enc,
+            do_sample=True,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            top_k=0,
+            max_new_tokens=params.max_new_tokens,
+            stop_strings=list(params.stop),
+            tokenizer=tok,
+            pad_token_id=tok.pad_token_id,
+        )
+    dt = time.perf_counter() - t0
+    gen = out[:, enc["input_ids"].shape[1] :].tolist()
+    return sum(count_generated(r, eos) for r in gen), dt
+
+
+def run_ours(backend: HFBackend, prompts: list[str], params: SamplingParams, adapter: str, eos: set[int]):
+    t0 = time.perf_counter()
+    outs = backend.generate(prompts, params, adapter=adapter)
+    dt = time.perf_counter() - t0
+    return sum(count_generated(o.completion_ids, eos) for o in outs), dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--batches", type=int, nargs="+", default=[8, 32])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    args = ap.parse_args()
+
+    torch.manual_seed(0)
+    base = SharedBase.from_source(args.model)
+    base.add_adapter("agent_a", LoraSpec(init_b_std=0.01))
+    backend = HFBackend(base)
+    eos = set(backend.eos_ids)
+    results: dict[str, dict[str, float]] = {}
+    for batch in args.batches:
+        prompts = make_prompts(base.tokenizer, batch, seed=batch)
+        totals = {"generate": [0, 0.0], "ours_base": [0, 0.0], "ours_adapter": [0, 0.0]}
+        # Warm-up (allocator, first-call overheads) is not measured.
+        warm = SamplingParams(max_new_tokens=4, temperature=0.7, top_p=0.95, seed=0)
+        run_generate(base, prompts, warm, eos)
+        run_ours(backend, prompts, warm, "agent_a", eos)
+        for rep in range(args.reps):
+            params = SamplingParams(
+                max_new_tokens=args.max_new_tokens,
+                temperature=0.7,
+                top_p=0.95,
+                seed=rep,
+                max_batch_size=batch,
+            )
+            torch.manual_seed(rep)
+            for key in totals:
+                if key == "generate":
+                    n, dt = run_generate(base, prompts, params, eos)
+                else:
+                    adapter = "__base__" if key == "ours_base" else "agent_a"
+                    n, dt = run_ours(backend, prompts, params, adapter, eos)
+                totals[key][0] += n
+                totals[key][1] += dt
+        tps = {k: v[0] / v[1] for k, v in totals.items()}
+        results[str(batch)] = {
+            **{f"{k}_tok_s": round(v, 2) for k, v in tps.items()},
+            **{f"{k}_tokens": v[0] for k, v in totals.items()},
+            "ratio_base": round(tps["ours_base"] / tps["generate"], 3),
+            "ratio_adapter": round(tps["ours_adapter"] / tps["generate"], 3),
+        }
+        print(f"batch {batch}: {results[str(batch)]}", flush=True)
+    worst = min(r["ratio_adapter"] for r in results.values())
+    summary = {
+        "bench": "rollout",
+        "model": args.model,
+        "max_new_tokens": args.max_new_tokens,
+        "reps": args.reps,
+        "threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "results": results,
+        "min_ratio_adapter": worst,
+        "pass": worst >= 1.0,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

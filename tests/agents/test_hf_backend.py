@@ -1,0 +1,183 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agon_env.agents.adapters import REFERENCE
+from agon_env.agents.hf_backend import BufferCache, HFBackend, SamplingParams
+
+PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result. Do not trust it.", "hi", "0 1 2"]
+GREEDY = SamplingParams(max_new_tokens=12, temperature=0, stop=())
+
+
+def _plain_generate(base, prompts, n):
+    tok = base.tokenizer
+    enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        out = base.model.generate(**enc, do_sample=False, max_new_tokens=n, pad_token_id=tok.pad_token_id)
+    return out[:, enc["input_ids"].shape[1] :].tolist()
+
+
+def test_greedy_matches_model_generate_with_left_padding(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    for name in ["agent_a", REFERENCE]:
+        outs = backend.generate(PROMPTS, GREEDY, adapter=name)
+        with tiny_pair.use(name):
+            ref = _plain_generate(tiny_pair, PROMPTS, 12)
+        for prompt, o, r in zip(PROMPTS, outs, ref, strict=True):
+            assert o.completion_ids == r[: len(o.completion_ids)]
+            assert o.prompt_ids == tiny_pair.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+
+def _recomputed_logprobs(base, adapter, prompt_ids, completion_ids, temperature):
+    ids = torch.tensor([prompt_ids + completion_ids])
+    with torch.no_grad(), base.use(adapter) as model:
+        logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1]
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    return logp.gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+
+
+@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.9)])
+def test_logprobs_are_the_tempered_policy_a_trainer_recomputes(tiny_pair, temperature, top_p):
+    backend = HFBackend(tiny_pair)
+    params = SamplingParams(max_new_tokens=10, temperature=temperature, top_p=top_p, seed=0, stop=())
+    for o in backend.generate(PROMPTS, params, adapter="agent_b"):
+        assert len(o.logprobs) == len(o.completion_ids) == 10 and o.finish_reason == "length"
+        ref = _recomputed_logprobs(tiny_pair, "agent_b", o.prompt_ids, o.completion_ids, temperature)
+        assert torch.allclose(torch.tensor(o.logprobs), ref, atol=1e-4)
+
+
+def test_seeded_sampling_is_reproducible_and_seed_matters(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    p = SamplingParams(max_new_tokens=8, temperature=1.0, seed=5, stop=())
+    a = [o.completion_ids for o in backend.generate(PROMPTS, p, adapter="agent_a")]
+    b = [o.completion_ids for o in backend.generate(PROMPTS, p, adapter="agent_a")]
+    c = [
+        o.completion_ids
+        for o in backend.generate(PROMPTS, SamplingParams(**{**p.__dict__, "seed": 6}), "agent_a")
+    ]
+    assert a == b and a != c
+    torch.manual_seed(1)
+    d = [
+        o.completion_ids
+        for o in backend.generate(PROMPTS, SamplingParams(max_new_tokens=8, stop=()), "agent_a")
+    ]
+    torch.manual_seed(1)
+    e = [
+        o.completion_ids
+        for o in backend.generate(PROMPTS, SamplingParams(max_new_tokens=8, stop=()), "agent_a")
+    ]
+    assert d == e
+
+
+def test_stop_string_ends_a_row_and_is_kept(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    free = backend.generate(
+        PROMPTS, SamplingParams(max_new_tokens=30, temperature=1.0, seed=2, stop=()), "agent_a"
+    )
+    # Pick a stop string the unconstrained run produced mid-way, so it must cut there.
+    text = free[0].text
+    stop = text[len(text) // 3 : len(text) // 3 + 2]
+    outs = backend.generate(
+        PROMPTS, SamplingParams(max_new_tokens=30, temperature=1.0, seed=2, stop=(stop,)), "agent_a"
+    )
+    o = outs[0]
+    assert o.finish_reason == "stop" and stop in o.text
+    assert len(o.completion_ids) < len(free[0].completion_ids)
+    # Nothing after the token that completed the stop string.
+    assert stop not in backend.tokenizer.decode(o.completion_ids[:-1])
+    assert o.completion_ids == free[0].completion_ids[: len(o.completion_ids)]
+    assert o.text == backend.tokenizer.decode(o.completion_ids, skip_special_tokens=True)
+
+
+def test_eos_ends_a_row_and_is_kept_with_its_logprob(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    eos = tiny_pair.tokenizer.eos_token_id
+    # Make EOS overwhelmingly likely by pushing the output bias of agent_a's LM head... the
+    # head is not adapted, so instead boost EOS through the base logits with a hook.
+    head = tiny_pair.base_model.lm_head
+    handle = head.register_forward_hook(lambda m, i, out: out.index_fill(-1, torch.tensor([eos]), 50.0))
+    try:
+        outs = backend.generate(
+            PROMPTS, SamplingParams(max_new_tokens=10, temperature=1.0, seed=0), "agent_a"
+        )
+    finally:
+        handle.remove()
+    for o in outs:
+        assert o.completion_ids == [eos] and o.finish_reason == "stop" and o.text == ""
+        assert o.logprobs[0] > -1e-3
+
+
+def test_never_stopping_generation_ends_at_max_new_tokens(tiny_pair):
+    outs = HFBackend(tiny_pair).generate(
+        PROMPTS, SamplingParams(max_new_tokens=7, temperature=1.0, seed=0, stop=("\x00never",)), "agent_a"
+    )
+    assert all(o.finish_reason == "length" and len(o.completion_ids) == 7 for o in outs)
+
+
+def test_batches_that_do_not_fit_are_split_with_the_same_results(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    whole = backend.generate(PROMPTS * 3, GREEDY, adapter="agent_a")
+    calls = []
+    original = backend._run
+
+    def spy(ids, *a, **k):
+        calls.append((len(ids), max(len(x) for x in ids)))
+        return original(ids, *a, **k)
+
+    backend._run = spy
+    split = backend.generate(
+        PROMPTS * 3, SamplingParams(**{**GREEDY.__dict__, "max_batch_size": 5}), "agent_a"
+    )
+    assert [n for n, _ in calls] == [5, 5, 2]
+    calls.clear()
+    by_tokens = backend.generate(
+        PROMPTS * 3, SamplingParams(**{**GREEDY.__dict__, "max_batch_tokens": 100}), "agent_a"
+    )
+    assert len(calls) > 1 and all(n * (width + 12) <= 100 or n == 1 for n, width in calls)
+    for x, y, z in zip(whole, split, by_tokens, strict=True):
+        assert x.completion_ids == y.completion_ids == z.completion_ids
+        assert torch.allclose(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-5)
+
+
+def test_mixed_adapter_batch_equals_separate_batches(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    a = backend.generate(PROMPTS, GREEDY, adapter="agent_a")
+    b = backend.generate(PROMPTS, GREEDY, adapter="agent_b")
+    mixed = backend.generate(PROMPTS * 2, GREEDY, adapter=["agent_a"] * 4 + ["agent_b"] * 4)
+    assert [o.completion_ids for o in mixed] == [o.completion_ids for o in a + b]
+    assert [o.meta["adapter"] for o in mixed] == ["agent_a"] * 4 + ["agent_b"] * 4
+    assert [o.completion_ids for o in a] != [o.completion_ids for o in b]
+    with pytest.raises(ValueError, match="adapter names"):
+        backend.generate(PROMPTS, GREEDY, adapter=["agent_a"])
+
+
+def test_generation_keeps_train_mode_and_active_adapter(tiny_pair):
+    tiny_pair.set_adapter("agent_b")
+    tiny_pair.model.train()
+    HFBackend(tiny_pair).generate(PROMPTS[:2], GREEDY, adapter=["agent_a", "agent_b"])
+    HFBackend(tiny_pair).generate(PROMPTS[:2], GREEDY, adapter="agent_a")
+    assert tiny_pair.model.training and tiny_pair.active == "agent_b"
+
+
+def test_buffer_cache_matches_dynamic_cache(tiny_base):
+    from transformers import DynamicCache
+
+    model = tiny_base.model
+    x = torch.tensor([[5, 6, 7, 8, 9]])
+    results = []
+    for cache in (DynamicCache(), BufferCache(2, capacity=3)):  # capacity 3 forces a grow
+        with torch.no_grad():
+            out = model(input_ids=x[:, :3], past_key_values=cache, use_cache=True)
+            for t in range(3, 5):
+                out = model(input_ids=x[:, t : t + 1], past_key_values=cache, use_cache=True)
+        results.append(out.logits)
+        assert cache.get_seq_length() == 5
+    assert torch.allclose(results[0], results[1], atol=1e-6)
+
+
+def test_bad_params_are_refused():
+    for kwargs in ({"max_new_tokens": 0}, {"temperature": -1}, {"top_p": 0}, {"max_batch_size": 0}):
+        with pytest.raises(ValueError):
+            SamplingParams(**kwargs)
+    assert SamplingParams(stop="</answer>").stop == ("</answer>",)

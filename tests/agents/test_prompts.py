@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from agon_env.agents.models import build_tiny_tokenizer
+from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
+
+DRAFT_OBS = {"text": "What is 2 + 3?", "problem": "What is 2 + 3?", "draft": "", "role": 0}
+CHALLENGE_OBS = {
+    "text": "What is 2 + 3?\n\nA rival's draft ...",
+    "problem": "What is 2 + 3?",
+    "draft": "2 + 3 = 6 by counting.",
+    "role": 1,
+}
+
+
+def test_drafter_gets_two_worked_turns_then_the_question():
+    msgs = observation_messages(DRAFT_OBS)
+    roles = [m["role"] for m in msgs]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert msgs[-1]["content"] == "What is 2 + 3?"
+    for m in msgs:
+        if m["role"] == "assistant":
+            assert "<summary>" in m["content"] and m["content"].rstrip().endswith("</answer>")
+
+
+def test_challenger_sees_problem_and_draft_and_is_told_to_verify():
+    msgs = observation_messages(CHALLENGE_OBS)
+    user = msgs[-1]["content"]
+    assert "What is 2 + 3?" in user and "2 + 3 = 6 by counting." in user
+    assert "do not trust" in user.lower() and "re-derive" in user
+    assert "do not trust or paraphrase" in msgs[0]["content"].lower()
+    # One worked example refutes its draft, one confirms it: checking, not contradicting.
+    shots = [m["content"] for m in msgs if m["role"] == "assistant"]
+    assert any("wrong" in s for s in shots) and any("right" in s for s in shots)
+
+
+def test_hidden_mode_challenger_without_draft_is_rendered_as_a_draft_turn():
+    obs = dict(CHALLENGE_OBS, draft="")
+    assert observation_messages(obs) == observation_messages(DRAFT_OBS)
+
+
+def test_few_shot_can_be_disabled_and_system_dropped():
+    msgs = observation_messages(DRAFT_OBS, RolePrompts(few_shot=False, drafter_system=None))
+    assert msgs == [{"role": "user", "content": "What is 2 + 3?"}]
+
+
+def test_env_text_mode_uses_the_env_text_verbatim():
+    msgs = observation_messages(CHALLENGE_OBS, RolePrompts(use_env_text=True, few_shot=False))
+    assert msgs[-1]["content"] == CHALLENGE_OBS["text"]
+
+
+def test_render_ends_with_generation_header():
+    tok = build_tiny_tokenizer()
+    text = render_prompt(CHALLENGE_OBS, tok)
+    assert text.endswith("<|im_start|>assistant\n")
+    assert text.count("<|im_start|>user") == 3

@@ -1,0 +1,36 @@
+"""Scripted agents and a hand-checked batch shared by the algorithm tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agon_env.agents.scripted import ScriptedAgent
+
+PROBLEMS = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 3?", "answer": "6"}]
+
+# Four episodes (B = 2 problems × N = 2): episodes 0-1 on problem 0, 2-3 on problem 1.
+DRAFTS = [
+    "<summary>2+2</summary><answer>4</answer>",  # right, formatted: 2c + λφ = 2.5
+    "<summary>guess</summary><answer>5</answer>",  # wrong, formatted: 0.5
+    "<summary>3+3</summary><answer>6</answer>",  # 2.5
+    "<summary>3+3</summary><answer>6</answer>",  # 2.5 -> drafter group 1 has no variance
+]
+CHALLENGES = [
+    "<summary>ok</summary><answer>4</answer>",  # right, formatted, draft right
+    "<summary>fixed</summary><answer>4</answer>",  # right, formatted, draft WRONG: conversion
+    "no tags at all, 6",  # no answer block: wrong, format 0
+    "<answer>6</answer>",  # right but no summary: format 0
+]
+
+
+def scripted(name: str, texts: Sequence[str]) -> tuple[ScriptedAgent, list[Mapping[str, Any]]]:
+    """The agents layer's ScriptedAgent replaying ``texts`` in order, plus the observations it saw."""
+    seen: list[Mapping[str, Any]] = []
+    queue = list(texts)
+
+    def answer(obs: Mapping[str, Any]) -> str:
+        seen.append(obs)
+        return queue.pop(0)
+
+    return ScriptedAgent(name, answer), seen

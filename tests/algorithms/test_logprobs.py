@@ -1,0 +1,61 @@
+"""Log-probs from token ids match what the sampler saw, for any padding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agon_env.agents.models import build_tiny
+from agon_env.algorithms.logprobs import completion_logprobs
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return build_tiny(seed=0)
+
+
+def _reference(model, prompt, completion, temperature):
+    # One unpadded sequence at a time: the plainest possible computation.
+    ids = torch.tensor([prompt + completion])
+    logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1] / temperature
+    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_matches_unpadded_forward(tiny, temperature):
+    model, tok = tiny
+    prompts = [tok.encode("What is 17 + 25?"), tok.encode("Verify the draft."), tok.encode("0 1")]
+    completions = [
+        tok.encode(" <answer>42</answer>"),
+        tok.encode(" 12"),
+        tok.encode(" so the draft is right"),
+    ]
+    with torch.no_grad():
+        got = completion_logprobs(
+            model, prompts, completions, temperature=temperature, pad_id=tok.pad_token_id
+        )
+        for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+            want = _reference(model, p, c, temperature)
+            assert got[i, : len(c)].tolist() == pytest.approx(want.tolist(), abs=1e-5)
+            assert got[i, len(c) :].abs().sum() == 0
+
+
+def test_matches_generate_scores(tiny):
+    model, tok = tiny
+    prompt = tok("What is 17 + 25?", return_tensors="pt")
+    torch.manual_seed(0)
+    out = model.generate(
+        **prompt,
+        do_sample=True,
+        temperature=0.7,
+        top_k=0,
+        max_new_tokens=6,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=tok.pad_token_id,
+    )
+    new = out.sequences[0, prompt.input_ids.shape[1] :]
+    want = [torch.log_softmax(s[0], -1)[t].item() for s, t in zip(out.scores, new, strict=False)]
+    with torch.no_grad():
+        got = completion_logprobs(model, [prompt.input_ids[0].tolist()], [new.tolist()], temperature=0.7)
+    assert got[0].tolist() == pytest.approx(want, abs=1e-4)

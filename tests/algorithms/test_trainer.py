@@ -1,0 +1,184 @@
+"""The trainer on the tiny in-process model: every plugin end to end, updates, NaN, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.config import load_config
+from agon_env.algorithms.metrics import read_metrics
+from agon_env.algorithms.registry import algorithm_names
+from agon_env.algorithms.rollout import rollout
+from agon_env.algorithms.trainer import Trainer
+
+HERE = Path(__file__).parent
+TINY = [
+    "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
+    "--batch-problems", "2", "--n", "2", "--max-new-tokens", "4", "--progress", "false",
+    "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _parity_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)  # --threads 1 (fastest for the tiny model) must not leak
+
+
+def _cfg(tmp_path, **updates):
+    base = {
+        "model.name": "tiny",
+        "imports": "parity_env",
+        "env.id": "test/parity-v0",
+        "batch_problems": 2,
+        "num_generations": 4,
+        "max_new_tokens": 4,
+        "progress": False,
+        "lr": 1e-2,
+        "out_dir": str(tmp_path / "run"),
+        "threads": 1,
+    }
+    return load_config(None, {**base, **updates})
+
+
+@pytest.mark.parametrize("algo", algorithm_names())
+def test_agon_train_runs_every_plugin(tmp_path, algo, capsys):
+    run = tmp_path / algo
+    assert main([*TINY, "--algo", algo, "--steps", "2", "--out-dir", str(run)]) == 0
+    records = read_metrics(run)
+    assert [r["step"] for r in records] == [0, 1]
+    assert (run / "checkpoint.pt").is_file() and (run / "curves.png").is_file()
+    assert (run / "config.yaml").is_file() and list((run / "tb").iterdir())
+    for name in ("agent_a",) + (("agent_b",) if algo not in ("grpo", "self-refine") else ()):
+        assert (run / "adapters" / name / "adapter_model.safetensors").is_file()
+    for r in records:
+        assert r["nan_skipped"] == 0 and 0 <= r["groups_dropped"] <= 1
+        assert r["time/step"] >= r["time/rollout"] > 0
+
+
+def test_existing_run_folder_is_refused_with_one_line(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    assert main([*TINY, "--steps", "1", "--out-dir", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "already exists: pass --resume" in err
+
+
+def test_incompatible_checkpoint_is_refused_before_any_step(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main([*TINY, "--steps", "1", "--out-dir", str(run)]) == 0
+    before = (run / "metrics.jsonl").read_text()
+    for extra in (["--lora-r", "8"], ["--algo", "grpo"]):
+        assert main([*TINY, "--steps", "3", "--out-dir", str(run), "--resume", *extra]) == 2
+        assert "incompatible checkpoint" in capsys.readouterr().err
+    assert (run / "metrics.jsonl").read_text() == before
+
+
+def test_update_changes_only_its_adapter(tmp_path):
+    tr = Trainer.build(_cfg(tmp_path, num_generations=4))
+    frozen = {n: p.detach().clone() for n, p in tr.base.base_model.named_parameters() if "lora_" not in n}
+    b_before = [p.detach().clone() for p in tr.base.parameters("agent_b")]
+    a_before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
+    batch = rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a")
+    batch.turns = [t for t in batch.turns if t.role == "drafter"]
+    for i, t in enumerate(batch.turns):
+        t.reward = float(i % 2)  # every group has variance
+    sb, keep = tr._stream(batch, "drafter", "agent_a")
+    assert keep.all()
+    stats = tr._update("agent_a", [sb])
+    assert stats["ratio_mean/agent_a"] == pytest.approx(1.0, abs=1e-4)  # sampler and trainer agree
+    assert any(not torch.equal(a, p) for a, p in zip(a_before, tr.base.parameters("agent_a"), strict=True))
+    assert all(torch.equal(b, p) for b, p in zip(b_before, tr.base.parameters("agent_b"), strict=True))
+    after = dict(tr.base.base_model.named_parameters())
+    assert all(torch.equal(v, after[n]) for n, v in frozen.items())
+
+
+def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
+    tr = Trainer.build(_cfg(tmp_path))
+    batch = rollout(tr.env, tr.agents, [0], 4, drafter="agent_a")
+    for i, t in enumerate(batch.stream("drafter")):
+        t.reward = float(i % 2)
+    sb, _ = tr._stream(batch, "drafter", "agent_a")
+    sb.turns[0].completion.logprobs[0] = float("nan")
+    before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
+    with pytest.warns(RuntimeWarning, match="update skipped"):
+        tr._update("agent_a", [sb])
+    assert tr.counters["nan_skipped"] == 1
+    assert all(torch.equal(b, p) for b, p in zip(before, tr.base.parameters("agent_a"), strict=True))
+
+
+def test_divergent_rivals(tmp_path):
+    same = Trainer.build(_cfg(tmp_path, steps=1, divergence_kl_rollouts=4)).train_step()
+    apart = Trainer.build(
+        _cfg(tmp_path, steps=1, divergence_kl_rollouts=4, lora_b_init_std=0.05, temperatures={"agent_b": 1.5})
+    ).train_step()
+    assert same["divergence/kl"] == pytest.approx(0.0, abs=1e-9)  # B = 0: both adapters are the base
+    assert apart["divergence/kl"] > 1e-4
+    assert apart["ratio_mean/agent_b"] == pytest.approx(1.0, abs=1e-4)  # log-probs at agent_b's own T
+
+
+def test_backend_sync_after_updates_and_restore(tmp_path, monkeypatch):
+    from agon_env.agents import HFBackend
+    from agon_env.algorithms import builders
+
+    synced: list[str] = []
+
+    class SyncingHF(HFBackend):  # stands in for vLLM, which keeps its own adapter copies
+        def sync(self, name: str) -> None:
+            synced.append(name)
+
+    monkeypatch.setitem(builders.BACKENDS, "hf", lambda cfg, base: SyncingHF(base))
+    cfg = _cfg(tmp_path, algo="grpo", steps=2)
+    tr = Trainer.build(cfg)
+    m = tr.train_step()
+    assert synced == (["agent_a"] if "loss/agent_a" in m else [])
+    (tmp_path / "run").mkdir()
+    tr.save(tmp_path / "run")
+    synced.clear()
+    Trainer.build(cfg).restore(tmp_path / "run")
+    assert synced == ["agent_a"]  # restored weights are published before the next rollout
+
+
+def _strip(records):
+    volatile = ("time/", "tokens_per_s")
+    return [{k: v for k, v in r.items() if not k.startswith(volatile)} for r in records]
+
+
+def _run(args, **kw):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "agon_env.algorithms.cli_train", *TINY, *args]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+
+
+def test_sigkill_and_resume_matches_an_uninterrupted_run(tmp_path):
+    steps = ["--steps", "5", "--seed", "3"]
+    straight = _run([*steps, "--out-dir", str(tmp_path / "a")])
+    killed = _run([*steps, "--out-dir", str(tmp_path / "b")])
+    metrics = tmp_path / "b" / "metrics.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and killed.poll() is None:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    assert killed.poll() is None, "the run finished before it could be killed; make it longer"
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    assert straight.wait(timeout=300) == 0, straight.stderr.read().decode()
+    done_before = len(read_metrics(tmp_path / "b"))
+    assert 2 <= done_before < 5
+    resumed = _run([*steps, "--out-dir", str(tmp_path / "b"), "--resume"])
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read().decode()
+    a, b = _strip(read_metrics(tmp_path / "a")), _strip(read_metrics(tmp_path / "b"))
+    assert [r["step"] for r in b] == [0, 1, 2, 3, 4]
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)

@@ -1,0 +1,134 @@
+"""`agon eval` and `agon plot` end to end on the tiny in-process model (seconds, no files needed)."""
+
+import argparse
+import json
+
+import pytest
+
+from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
+
+pytest.importorskip("peft")
+
+
+def agon(*argv):
+    parser = argparse.ArgumentParser(prog="agon")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_eval_parser(sub)
+    add_plot_parser(sub)
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+TINY = ["--problems", "4", "--val-problems", "2", "--max-new-tokens", "6", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """A run folder as `agon train` leaves it: config.yaml, metrics.jsonl, adapters/<name>/."""
+    from agon_env.agents.adapters import LoraSpec, SharedBase
+
+    run = tmp_path_factory.mktemp("runs") / "agon-seed0"
+    run.mkdir()
+    base = SharedBase.from_source("tiny")
+    for i, name in enumerate(("agent_a", "agent_b")):
+        base.add_adapter(name, LoraSpec(r=4, alpha=8, init_seed=i, init_b_std=0.05))
+        base.save(name, run / "adapters" / name)
+    (run / "config.yaml").write_text(
+        "algo: agon\nmodel: {name: tiny, lora_r: 4, lora_alpha: 8}\n"
+        "env: {id: agon/arith-v0, kwargs: {difficulty: 1}}\nsampling: {temperature: 1.0, max_new_tokens: 6}\n"
+    )
+    rows = [
+        {"step": s, "acc/agent_a/drafter": 0.1 * s, "win_rate/agent_a": 0.2, "len_tokens/drafter": 6}
+        for s in range(4)
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run
+
+
+def test_eval_on_a_run_writes_every_mode_with_intervals(tiny_run, tmp_path):
+    out = tmp_path / "ev"
+    assert agon("eval", tiny_run, *TINY, "--cache-dir", tmp_path / "cache", "--out", out) == 0
+    report = json.loads((out / "eval.json").read_text())
+    assert report["data"]["task_kwargs"]["difficulty"] == 1  # the run's own task
+    run = report["runs"][0]
+    families = {m["family"] for m in run["methods"].values()}
+    assert families == {"zero-shot", "moa", "standalone", "self-cascade", "cascade"}
+    for m in run["methods"].values():
+        r = m["pass@1"]
+        assert r["trials"] == 4 and 0 <= r["low"] <= r["high"] <= 1
+        assert m["length_unit"] == "tokens" and 0 < m["mean_length"] <= 12
+    assert run["selection"]["chosen"] in run["methods"]
+    assert "adapters" in run["complementarity"] and "base" in run["complementarity"]
+    md = (out / "eval.md").read_text()
+    assert "| Standalone agent_a |" in md and "chosen on validation" in md and "Jaccard" in md
+    # The base's samples were cached on disk: a second evaluation generates no new base samples.
+    assert any((tmp_path / "cache").iterdir())
+
+
+def test_eval_falls_back_to_the_checkpoint(tiny_run, tmp_path):
+    import shutil
+
+    import torch
+
+    from agon_env.agents.adapters import SharedBase
+
+    run = tmp_path / "killed"
+    shutil.copytree(tiny_run, run)
+    base = SharedBase.from_source("tiny")
+    for name in ("agent_a", "agent_b"):
+        base.load(name, run / "adapters" / name)
+    torch.save(
+        {"adapters": {n: base.adapter_state_dict(n) for n in ("agent_a", "agent_b")}}, run / "checkpoint.pt"
+    )
+    shutil.rmtree(run / "adapters")
+    assert agon("eval", run, *TINY, "--no-cache", "--modes", "standalone") == 0
+    report = json.loads((run / "eval" / "eval.json").read_text())
+    assert set(report["runs"][0]["methods"]) == {"standalone:agent_a", "standalone:agent_b"}
+
+
+def test_eval_of_the_untrained_base_and_bad_input(tmp_path, capsys):
+    out = tmp_path / "base"
+    assert agon("eval", "--model", "tiny", *TINY, "--no-cache", "--out", out, "--seeds", "0", "1") == 0
+    report = json.loads((out / "eval.json").read_text())
+    assert set(report["runs"][0]["methods"]) == {"zero-shot", "moa"}
+    assert report["runs"][0]["methods"]["zero-shot"]["pass@1"]["trials"] == 8
+    assert agon("eval", tmp_path / "nope", *TINY) == 2
+    assert "no such run folder" in capsys.readouterr().err
+    assert agon("eval", "--model", "tiny", "--problems", "5", "--env", "agon/arith-v1", "--quiet") == 2
+    assert "agon/arith-v0" in capsys.readouterr().err  # suggests the closest id
+
+
+def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
+    data = tmp_path / "qa.jsonl"
+    rows = [{"q": f"What is {i} + 1?", "a": str(i + 1)} for i in range(8)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "ds"
+    argv = [
+        "--data",
+        data,
+        "--question-field",
+        "q",
+        "--answer-field",
+        "a",
+        "--model",
+        "tiny",
+        "--modes",
+        "zero-shot",
+    ]
+    assert agon("eval", *argv, *TINY, "--no-cache", "--out", out) == 0
+    report = json.loads((out / "eval.json").read_text())
+    assert report["data"]["env"] == "agon/math-v0" and report["data"]["task_size"] == 8
+
+
+def test_plot_on_a_run_and_its_eval(tiny_run, tmp_path, capsys):
+    assert agon("eval", tiny_run, *TINY, "--no-cache", "--modes", "zero-shot", "standalone") == 0
+    assert agon("plot", tiny_run, "--out", tmp_path / "png") == 0
+    printed = capsys.readouterr().out.split()
+    assert sorted(p.rsplit("/", 1)[-1] for p in printed if p.endswith(".png")) == [
+        "accuracy_vs_length.png",
+        "trace_length.png",
+        "training_curves.png",
+        "win_conversion.png",
+    ]
+    assert agon("plot", tmp_path, "--out", tmp_path / "png2") == 2
+    assert "no metrics.jsonl" in capsys.readouterr().err

@@ -1,0 +1,151 @@
+import pytest
+from eval_fakes import FakeAgent, hashed
+
+from agon_env.evaluation.cache import SampleCache
+from agon_env.evaluation.evaluate import Evaluator, Policies, plan_methods
+from agon_env.evaluation.splits import load_eval_data, sample_indices
+
+
+def never(_p):
+    return False
+
+
+def always(_p):
+    return True
+
+
+@pytest.fixture(scope="module")
+def data():
+    return load_eval_data("agon/arith-v0", {"difficulty": 4}, problems=40, val_problems=20, seed=0)
+
+
+def policies(base=None, **adapters):
+    return Policies(label="run", base=base, adapters=adapters)
+
+
+def test_indices_are_disjoint_seeded_and_sorted():
+    test, val = sample_indices(100, 30, 20, seed=1)
+    assert len(test) == 30 and len(val) == 20 and not set(test) & set(val)
+    assert test == sorted(test) and (test, val) == sample_indices(100, 30, 20, seed=1)
+    assert test != sample_indices(100, 30, 20, seed=2)[0]
+    with pytest.raises(ValueError, match="fewer than"):
+        sample_indices(10, 8, 5)
+
+
+def test_plan_covers_each_mode_and_skips_what_cannot_run():
+    two = policies(FakeAgent("base", always), agent_a=FakeAgent("a", always), agent_b=FakeAgent("b", always))
+    ids = [m.id for m in plan_methods(two, ["zero-shot", "moa", "standalone", "self-cascade", "cascade"])]
+    assert ids == [
+        "zero-shot",
+        "moa",
+        "standalone:agent_a",
+        "standalone:agent_b",
+        "self-cascade:agent_a",
+        "self-cascade:agent_b",
+        "cascade:agent_a>agent_b",
+        "cascade:agent_b>agent_a",
+    ]
+    base_only = Policies(label="base", base=FakeAgent("base", always))
+    assert [m.id for m in plan_methods(base_only, ["zero-shot", "cascade", "standalone"])] == ["zero-shot"]
+    with pytest.raises(ValueError, match="unknown eval mode"):
+        plan_methods(two, ["best-of-n"])
+
+
+def test_accuracies_match_what_the_agents_can_solve(data):
+    base = FakeAgent("base", hashed("base", 3))
+    a = FakeAgent("a", hashed("a", 2))
+    b = FakeAgent("b", hashed("b", 4), fixes=True)
+    ev = Evaluator(data, seeds=[0])
+    res = ev.evaluate(policies(base, agent_a=a, agent_b=b))
+    m = res["methods"]
+    prompts = [data.task[i].prompt for i in data.test_indices]
+    n = len(prompts)
+
+    def frac(f):
+        return sum(map(f, prompts)) / n
+
+    assert m["zero-shot"]["pass@1"]["rate"] == pytest.approx(frac(hashed("base", 3)))
+    assert m["standalone:agent_a"]["pass@1"]["rate"] == pytest.approx(frac(hashed("a", 2)))
+    assert m["standalone:agent_b"]["pass@1"]["rate"] == pytest.approx(frac(hashed("b", 4)))
+    # b fixes every draft it reads; a reading b's draft is right only where a solves it.
+    assert m["cascade:agent_a>agent_b"]["pass@1"]["rate"] == 1.0
+    assert m["cascade:agent_a>agent_b"]["conversion"]["rate"] == 1.0
+    assert m["cascade:agent_b>agent_a"]["pass@1"]["rate"] == pytest.approx(frac(hashed("a", 2)))
+    assert m["self-cascade:agent_b"]["pass@1"]["rate"] == 1.0
+    assert m["self-cascade:agent_b"]["first_turn_pass@1"]["rate"] == pytest.approx(frac(hashed("b", 4)))
+    # Cascade trace length counts the draft (5 tokens) and the reading turn (10).
+    assert m["cascade:agent_a>agent_b"]["mean_length"] == 15.0
+    assert m["cascade:agent_a>agent_b"]["length_unit"] == "tokens"
+    assert m["standalone:agent_a"]["mean_length"] == 5.0
+    lo, hi = m["zero-shot"]["pass@1"]["low"], m["zero-shot"]["pass@1"]["high"]
+    assert lo < m["zero-shot"]["pass@1"]["rate"] < hi
+
+    comp = res["complementarity"]["adapters"]
+    fa = {p for p in prompts if not hashed("a", 2)(p)}
+    fb = {p for p in prompts if not hashed("b", 4)(p)}
+    both = sum(1 for p in prompts if p in fa and p in fb)
+    assert comp["both_wrong"] == both
+    assert comp["exactly_one_wrong"] == sum(1 for p in prompts if (p in fa) != (p in fb))
+    assert comp["conversion"]["cascade:agent_a>agent_b"]["rate"] == 1.0
+    # a reading b's wrong draft is right exactly where a solves the problem alone.
+    assert comp["conversion"]["cascade:agent_b>agent_a"]["rate"] == pytest.approx(len(fb - fa) / len(fb))
+    # The base's two samples are deterministic here, so their failure sets coincide.
+    assert res["complementarity"]["base"]["jaccard"] in (1.0, None)
+
+
+def test_direction_is_chosen_on_validation(data):
+    a = FakeAgent("a", hashed("a", 2))
+    b = FakeAgent("b", hashed("b", 4), fixes=True)
+    res = Evaluator(data, seeds=[0], modes=["cascade"]).evaluate(policies(agent_a=a, agent_b=b))
+    sel = res["selection"]
+    assert sel["chosen"] == "cascade:agent_a>agent_b"
+    assert sel["validation"]["cascade:agent_a>agent_b"]["trials"] == len(data.val_indices)
+    assert res["methods"]["cascade:agent_a>agent_b"]["selected"] is True
+    assert res["methods"]["cascade:agent_b>agent_a"]["selected"] is False
+
+
+def test_agents_are_called_once_per_stage_on_the_whole_batch(data):
+    a, b = FakeAgent("a", always), FakeAgent("b", never)
+    Evaluator(data, seeds=[0], modes=["standalone", "cascade"]).evaluate(policies(agent_a=a, agent_b=b))
+    n_test, n_val = len(data.test_indices), len(data.val_indices)
+    # Every call is a whole split; drafts shared by standalone and cascade come from the cache.
+    assert set(a.calls) <= {n_test, n_val} and set(b.calls) <= {n_test, n_val}
+    # a: test drafts, val drafts (a>b), test challenges (b>a), val challenges (b>a)
+    assert sorted(a.calls) == sorted([n_test, n_val, n_test, n_val])
+
+
+def test_several_seeds_give_spread_and_pass_at_k(data):
+    import random
+
+    rng = random.Random(0)
+
+    def coin(_p):
+        return rng.random() < 0.5
+
+    base = FakeAgent("base", coin)
+    res = Evaluator(data, seeds=[0, 1, 2, 3], modes=["zero-shot"]).evaluate(Policies("base", base))
+    z = res["methods"]["zero-shot"]
+    assert z["pass@1"]["trials"] == 4 * len(data.test_indices)
+    assert set(z["per_seed"]) == {"0", "1", "2", "3"}
+    assert z["pass@1_across_seeds"]["std"] > 0
+    assert set(z["pass@k"]) == {"1", "2", "4"}
+    assert z["pass@k"]["1"] == pytest.approx(z["pass@1"]["rate"])
+    assert z["pass@k"]["1"] < z["pass@k"]["2"] < z["pass@k"]["4"]
+
+
+def test_base_samples_persist_on_disk(tmp_path, data):
+    base = FakeAgent("base", hashed("base", 3))
+    ev = Evaluator(data, seeds=[0], modes=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    first = ev.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
+    assert first["cache"]["misses"] > 0
+    calls = len(base.calls)
+    # A fresh process (new cache object) reads the same samples back: no new generation.
+    again = Evaluator(data, seeds=[0], modes=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    second = again.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
+    assert len(base.calls) == calls and second["cache"]["misses"] == 0
+    assert second["methods"]["moa"]["pass@1"] == first["methods"]["moa"]["pass@1"]
+    # Another identity (say another temperature) must not hit those entries.
+    other = Evaluator(data, seeds=[0], modes=["zero-shot"], cache=SampleCache(tmp_path))
+    assert (
+        other.evaluate(Policies("base", base, identities={"base": "fake-base|T=0.5"}))["cache"]["hits"] == 0
+    )

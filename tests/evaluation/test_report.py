@@ -1,0 +1,76 @@
+import json
+import random
+
+import pytest
+from eval_fakes import FakeAgent, hashed
+
+from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env.evaluation.report import across_runs, method_label, render_markdown, write_report
+from agon_env.evaluation.splits import load_eval_data
+
+
+@pytest.fixture(scope="module")
+def report():
+    data = load_eval_data("agon/arith-v0", {"difficulty": 4}, problems=12, val_problems=6)
+    rng = random.Random(0)
+
+    def noisy(p):
+        return rng.random() < 0.6
+
+    runs = []
+    for i in range(2):
+        pol = Policies(
+            f"runs/agon-seed{i}",
+            FakeAgent("base", hashed("base", 3)),
+            {"agent_a": FakeAgent("a", noisy), "agent_b": FakeAgent("b", hashed(f"b{i}", 2), fixes=True)},
+        )
+        runs.append(Evaluator(data, seeds=[0, 1]).evaluate(pol))
+    return {
+        "data": data.describe(),
+        "seeds": [0, 1],
+        "confidence": 0.95,
+        "sampling": {"temperature": 0.7},
+        "runs": runs,
+        "across_runs": across_runs(runs),
+        "seconds": 1.0,
+    }
+
+
+def test_across_runs_pools_counts_and_skips_the_base(report):
+    across = report["across_runs"]
+    assert "zero-shot" not in across and "moa" not in across
+    a = across["standalone:agent_a"]
+    rates = [r["methods"]["standalone:agent_a"]["pass@1"] for r in report["runs"]]
+    assert a["pass@1_pooled"]["trials"] == sum(r["trials"] for r in rates) == 48
+    assert a["pass@1_across_runs"]["mean"] == pytest.approx(sum(r["rate"] for r in rates) / 2)
+    assert across_runs(report["runs"][:1]) == {}
+
+
+def test_markdown_has_table_one_pass_at_k_and_across_runs(report):
+    md = render_markdown(report)
+    assert md.count("| Method | pass@1 (%) mean ± std over seeds | 95% CI (%) |") == 2
+    assert "### pass@k over seeds" in md and "pass@2 (%)" in md
+    assert "## Across runs" in md and "| Standalone agent_a |" in md
+    assert "### Blind-spot complementarity (test)" in md
+    # Every table row has as many cells as its header (no stray '|' inside a cell).
+    for block in md.split("\n\n"):
+        rows = [ln for ln in block.splitlines() if ln.startswith("|")]
+        if rows:
+            assert len({ln.count("|") for ln in rows}) == 1, block
+
+
+def test_written_json_is_strict_and_rerenders(report, tmp_path):
+    bad = {**report, "seconds": float("nan")}
+    jpath, mpath = write_report(bad, tmp_path)
+    loaded = json.loads(jpath.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert loaded["seconds"] is None and loaded["version"] == 1
+    assert render_markdown(loaded) == mpath.read_text()
+
+
+def test_labels():
+    assert (
+        method_label("cascade:agent_a>agent_b", {"selected": True})
+        == "Cascade agent_a → agent_b (chosen on validation)"
+    )
+    assert method_label("self-cascade:agent_b") == "Self-cascade agent_b → agent_b"
+    assert method_label("zero-shot") == "Zero-shot (base)"

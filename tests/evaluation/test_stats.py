@@ -1,0 +1,129 @@
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agon_env.evaluation.stats import (
+    clopper_pearson,
+    complementarity,
+    conversion,
+    length_stats,
+    mean_pass_at_k,
+    pass_at_k,
+    pass_at_k_table,
+    pooled,
+    rate,
+    spread,
+)
+
+
+@pytest.mark.parametrize(
+    ("x", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.3085),  # = 1 - 0.025 ** (1/10)
+        (5, 10, 0.1871, 0.8129),
+        (10, 10, 0.6915, 1.0),
+        (1, 1, 0.025, 1.0),
+        (50, 100, 0.3983, 0.6017),
+        (150, 300, 0.4420, 0.5580),  # the paper's 300 problems: ±5.6 pp at 50%
+    ],
+)
+def test_clopper_pearson_known_values(x, n, low, high):
+    lo, hi = clopper_pearson(x, n)
+    assert lo == pytest.approx(low, abs=1e-4)
+    assert hi == pytest.approx(high, abs=1e-4)
+
+
+def test_clopper_pearson_edges_and_errors():
+    assert clopper_pearson(0, 0) == (0.0, 1.0)
+    assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** (1 / 10), abs=1e-12)
+    lo90, hi90 = clopper_pearson(5, 10, confidence=0.90)
+    lo95, hi95 = clopper_pearson(5, 10)
+    assert lo95 < lo90 < 0.5 < hi90 < hi95
+    for bad in ((11, 10), (-1, 10)):
+        with pytest.raises(ValueError):
+            clopper_pearson(*bad)
+    with pytest.raises(ValueError):
+        clopper_pearson(1, 2, confidence=1.0)
+
+
+@given(st.integers(0, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_clopper_pearson_contains_the_estimate(xn):
+    x, n = xn
+    lo, hi = clopper_pearson(x, n)
+    p = x / n if n else 0.5
+    assert 0.0 <= lo <= p <= hi <= 1.0
+
+
+def test_pass_at_k_hand_computed():
+    assert pass_at_k(5, 2, 2) == pytest.approx(1 - 3 / 10)  # 1 - C(3,2)/C(5,2)
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(4, 1, 2) == pytest.approx(0.5)  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k(4, 0, 4) == 0.0
+    assert pass_at_k(4, 3, 2) == 1.0  # only one wrong sample: any pair has a right one
+    assert mean_pass_at_k([(5, 2), (10, 3)], 1) == pytest.approx((0.4 + 0.3) / 2)
+    with pytest.raises(ValueError):
+        pass_at_k(3, 1, 4)
+    with pytest.raises(ValueError):
+        mean_pass_at_k([], 1)
+
+
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_at_k_matches_binomial_formula(nck):
+    n, c, k = nck
+    exact = 1 - math.comb(n - c, k) / math.comb(n, k)
+    assert pass_at_k(n, c, k) == pytest.approx(exact, abs=1e-12)
+
+
+def test_pass_at_k_table_ks():
+    table = pass_at_k_table([(6, 1), (6, 3)])
+    assert sorted(table) == [1, 2, 4, 6]
+    assert table[1] == pytest.approx((1 / 6 + 3 / 6) / 2)
+    assert pass_at_k_table([(1, 1)]) == {1: 1.0}
+    assert pass_at_k_table([]) == {}
+
+
+def test_rate_and_pooled():
+    r = rate([True] * 5 + [False] * 5)
+    assert (r.successes, r.trials, r.rate) == (5, 10, 0.5)
+    assert (round(r.low, 4), round(r.high, 4)) == (0.1871, 0.8129)
+    p = pooled([r, rate([True] * 45 + [False] * 45)])
+    assert (p.successes, p.trials) == (50, 100)
+    assert p.high - p.low < r.high - r.low
+    assert rate([]).rate is None and rate([]).to_dict()["rate"] is None
+
+
+def test_length_stats_ignores_unknown_lengths():
+    s = length_stats([10, None, 20, 60])
+    assert (s.mean, s.median, s.count) == (30.0, 20.0, 3)
+    assert length_stats([None]).mean is None
+
+
+def test_spread_across_seeds():
+    s = spread([0.5, 0.6, 0.7])
+    assert s.mean == pytest.approx(0.6) and s.std == pytest.approx(0.1)
+    assert spread([0.4]).std == 0.0
+    assert spread([None]).mean is None
+
+
+def test_complementarity_counts_and_jaccard():
+    a = [True, False, False, True, False]
+    b = [True, False, True, False, True]
+    c = complementarity(a, b)
+    assert (c.both_wrong, c.a_only_wrong, c.b_only_wrong, c.both_right) == (1, 2, 1, 1)
+    assert c.exactly_one_wrong == 3
+    assert c.jaccard == pytest.approx(1 / 4)  # fail(a)={1,2,4}, fail(b)={1,3}
+    assert c.both_wrong_rate == pytest.approx(0.2)
+    assert complementarity([True], [True]).jaccard is None
+    assert complementarity([False, True], [False, True]).jaccard == 1.0
+    with pytest.raises(ValueError):
+        complementarity([True], [True, False])
+
+
+def test_conversion_is_conditional_on_a_wrong_first():
+    first = [False, False, False, True, True]
+    second = [True, False, True, False, True]
+    r = conversion(first, second)
+    assert (r.successes, r.trials) == (2, 3)
+    assert conversion([True], [False]).rate is None
