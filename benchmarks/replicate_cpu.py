@@ -238,16 +238,29 @@ def evaluate(p: Plan, r: Runner, difficulty: int, cache: Path) -> dict[str, dict
 # -- the summary table ---------------------------------------------------------------------
 
 
-def _pool(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Pass@1 pooled over several (run, method) results, with its interval and per-run spread."""
+def _pool(per_run: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Pass@1 over runs (seeds): each run's results pooled first, then pooled over runs.
+
+    ``per_run[i]`` lists run i's method results that belong in one cell (e.g. both adapters
+    standalone). The interval is Clopper–Pearson on all trials pooled; the spread is over runs,
+    so it says how much a seed moves the number.
+    """
     from agon_env.evaluation.stats import Rate, pooled, spread
 
-    rates = [Rate(e["pass@1"]["successes"], e["pass@1"]["trials"], 0.0, 1.0) for e in entries]
-    total = pooled(rates).to_dict()
-    n = sum(e["pass@1"]["trials"] for e in entries)
-    length = sum(e["mean_length"] * e["pass@1"]["trials"] for e in entries) / max(1, n)
-    s = spread([e["pass@1"]["rate"] for e in entries])
-    return {"pass@1": total, "spread": s.__dict__, "mean_length": length, "k": len(entries)}
+    def pool(entries: list[dict[str, Any]]) -> Rate:
+        rates = [Rate(e["pass@1"]["successes"], e["pass@1"]["trials"], 0.0, 1.0) for e in entries]
+        return pooled(rates)
+
+    runs = [pool(entries) for entries in per_run if entries]
+    flat = [e for entries in per_run for e in entries]
+    n = sum(e["pass@1"]["trials"] for e in flat)
+    length = sum(e["mean_length"] * e["pass@1"]["trials"] for e in flat) / max(1, n)
+    return {
+        "pass@1": pooled(runs).to_dict(),
+        "spread": spread([r.rate for r in runs if r.rate is not None]).__dict__,
+        "mean_length": length,
+        "runs": len(runs),
+    }
 
 
 def summarize(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -256,17 +269,20 @@ def summarize(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     base: dict[str, Any] = {}
     for arm, rep in reports.items():
         runs = rep["runs"]
-        methods = [run["methods"] for run in runs]
-        if not base:
-            base = {k: _pool([m[k] for m in methods[:1]]) for k in ("zero-shot", "moa") if k in methods[0]}
-        fam: dict[str, list[dict[str, Any]]] = {"standalone": [], "self-cascade": [], "cascade": []}
-        for m in methods:
-            for v in m.values():
+        if not base:  # the untrained base is the same in every arm's report (same cached samples)
+            first = runs[0]["methods"]
+            base = {k: _pool([[first[k]]]) for k in ("zero-shot", "moa") if k in first}
+        cells: dict[str, list[list[dict[str, Any]]]] = {"standalone": [], "self-cascade": [], "cascade": []}
+        for run in runs:
+            got: dict[str, list[dict[str, Any]]] = {k: [] for k in cells}
+            for v in run["methods"].values():
                 if v["family"] in ("standalone", "self-cascade"):
-                    fam[v["family"]].append(v)
+                    got[v["family"]].append(v)
                 elif v["family"] == "cascade" and v.get("selected"):
-                    fam["cascade"].append(v)  # only the direction validation chose: never picked on test
-        rows[arm] = {k: _pool(v) for k, v in fam.items() if v}
+                    got["cascade"].append(v)  # only the direction validation chose: never picked on test
+            for k in cells:
+                cells[k].append(got[k])
+        rows[arm] = {k: _pool(v) for k, v in cells.items() if any(v)}
         rows[arm]["chosen"] = [run.get("selection", {}).get("chosen") for run in runs]
         rows[arm]["post_hoc_differs"] = [run.get("selection", {}).get("post_hoc_differs") for run in runs]
         comp = [run.get("complementarity", {}).get("adapters") for run in runs]
@@ -274,13 +290,62 @@ def summarize(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {"base": base, "arms": rows}
 
 
+def training_summary(p: Plan, out: Path) -> dict[str, dict[str, float | None]]:
+    """Per arm, from each run's metrics.jsonl: drafter accuracy and format rate in the first and
+    last fifth of training, challenger accuracy at the end, mean step time and dropped groups."""
+
+    def mean(rows: list[dict[str, Any]], key: str) -> float | None:
+        vals = [r[key] for r in rows if r.get(key) is not None]
+        return sum(vals) / len(vals) if vals else None
+
+    table: dict[str, dict[str, float | None]] = {}
+    for arm in p.arms:
+        rows = []
+        for seed in p.seeds:
+            path = run_dir(p, out, arm, seed) / "metrics.jsonl"
+            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        window = max(1, p.steps // 5)
+        first = [r for r in rows if r["step"] < window]
+        last = [r for r in rows if r["step"] >= p.steps - window]
+        table[arm] = {
+            "drafter_acc_first": mean(first, "acc/drafter"),
+            "drafter_acc_last": mean(last, "acc/drafter"),
+            "format_first": mean(first, "format/drafter"),
+            "format_last": mean(last, "format/drafter"),
+            "challenger_acc_last": mean(last, "acc/challenger"),
+            "groups_dropped": mean(rows, "groups_dropped"),
+            "step_s": mean(rows, "time/step"),
+        }
+    return table
+
+
+def training_markdown(table: dict[str, dict[str, float | None]], p: Plan) -> str:
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.0f}"
+
+    window = max(1, p.steps // 5)
+    lines = [
+        f"| arm | drafter acc, first {window} → last {window} steps (%) | format rate (%) | "
+        "challenger acc, last steps (%) | groups dropped (%) | mean step (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for arm, t in table.items():
+        step = "–" if t["step_s"] is None else f"{t['step_s']:.0f}"
+        lines.append(
+            f"| {arm} | {pct(t['drafter_acc_first'])} → {pct(t['drafter_acc_last'])} | "
+            f"{pct(t['format_first'])} → {pct(t['format_last'])} | {pct(t['challenger_acc_last'])} | "
+            f"{pct(t['groups_dropped'])} | {step} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _cell(x: dict[str, Any] | None) -> tuple[str, str, str]:
     if not x:
         return "–", "–", "–"
     r = x["pass@1"]
     pct = f"{100 * r['rate']:.1f}"
-    if x["k"] > 1 and x["spread"].get("std") is not None:
-        pct += f" (±{100 * x['spread']['std']:.1f} over {x['k']})"
+    if x["runs"] > 1 and x["spread"].get("std") is not None:
+        pct += f" (±{100 * x['spread']['std']:.1f} over {x['runs']} seeds)"
     return pct, f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]", f"{x['mean_length']:.1f}"
 
 
@@ -304,7 +369,7 @@ def markdown(summary: dict[str, Any], p: Plan, difficulty: int, measured: dict[i
     cal = ", ".join(f"d{d}: {100 * v:.1f}%" for d, v in measured.items())
     lines += [
         "",
-        f"SmolLM2-135M (`{p.model}`), `agon/arith-v0` difficulty {difficulty} (base zero-shot on the "
+        f"Model `{p.model}`, `agon/arith-v0` difficulty {difficulty} (base zero-shot on the "
         f"validation split: {cal}); {p.steps} steps × {p.batch_problems} problems × N={p.num_generations}, "
         f"seeds {p.seeds}, T={p.temperature}, {p.max_new_tokens} new tokens, lr {p.lr}. Test: "
         f"{p.test_problems} problems of the held-out test split, eval seeds {p.eval_seeds}; cascade "
@@ -375,7 +440,9 @@ def main() -> None:
             "--out", str(out / "plots"),
         ],
     )  # fmt: skip
+    training = training_summary(plan, out)
     table = markdown(summary, plan, difficulty, measured)
+    table += "\nTraining (train split, from metrics.jsonl):\n\n" + training_markdown(training, plan)
     (out / "replication.md").write_text(table)
     seconds = time.perf_counter() - start
     result = {
@@ -384,6 +451,7 @@ def main() -> None:
         "difficulty": difficulty,
         "calibration": {str(d): v for d, v in measured.items()},
         "summary": summary,
+        "training": training,
         "stage_seconds": r.timings,
         "seconds": seconds,
         "figure": str(out / "plots" / "accuracy_vs_length.png"),

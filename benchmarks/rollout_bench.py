@@ -10,7 +10,12 @@ bare base and with a LoRA adapter active (the real rollout setting, which also p
 the adapter matmuls). The pass criterion is ``min(ratio) >= 1.0`` over both batch sizes,
 taken for the adapter-active run.
 
-    python benchmarks/rollout_bench.py [--batches 8 32] [--reps 3] [--max-new-tokens 96]
+    python benchmarks/rollout_bench.py [--batches 8 32] [--reps 3] [--max-new-tokens 96] [--threads N]
+    python benchmarks/rollout_bench.py --vllm   # with vllm installed: VLLMBackend ÷ raw LLM.generate
+
+With ``--vllm`` the same prompts go through our ``VLLMBackend`` (adapter ``agent_a``)
+and through the raw ``vllm.LLM.generate`` of the same engine with the same
+``LoRARequest``; the criterion there is ``min(ratio) >= 0.9``.
 
 Prints one JSON object as its last line.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import time
@@ -76,13 +82,79 @@ def run_ours(backend: HFBackend, prompts: list[str], params: SamplingParams, ada
     return sum(count_generated(o.completion_ids, eos) for o in outs), dt
 
 
+def run_vllm(args: argparse.Namespace) -> dict:
+    from vllm import SamplingParams as VSP
+
+    from agon_env.agents.vllm_backend import VLLMBackend
+
+    base = SharedBase.from_source(args.model)
+    base.add_adapter("agent_a", LoraSpec(init_b_std=0.01))
+    backend = VLLMBackend(base, max_model_len=1024)
+    eos = set(HFBackend(base).eos_ids)
+    lora = backend.requests["agent_a"]
+    results = {}
+    for batch in args.batches:
+        prompts = make_prompts(base.tokenizer, batch, seed=batch)
+        ids = [base.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        totals = {"raw": [0, 0.0], "ours": [0, 0.0]}
+        for rep in range(args.reps + 1):  # rep 0 warms up and is not counted
+            params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=0.95, seed=rep)
+            vparams = [
+                VSP(
+                    max_tokens=params.max_new_tokens,
+                    temperature=0.7,
+                    top_p=0.95,
+                    seed=rep + i,
+                    stop=list(params.stop),
+                    include_stop_str_in_output=True,
+                    logprobs=0,
+                )
+                for i in range(batch)
+            ]
+            t0 = time.perf_counter()
+            raw = backend.llm.generate(
+                [{"prompt_token_ids": x} for x in ids], vparams, lora_request=[lora] * batch, use_tqdm=False
+            )
+            t_raw = time.perf_counter() - t0
+            n_raw = sum(count_generated(list(o.outputs[0].token_ids), eos) for o in raw)
+            n_ours, t_ours = run_ours(backend, prompts, params, "agent_a", eos)
+            if rep:
+                totals["raw"][0] += n_raw
+                totals["raw"][1] += t_raw
+                totals["ours"][0] += n_ours
+                totals["ours"][1] += t_ours
+        tps = {k: v[0] / v[1] for k, v in totals.items()}
+        results[str(batch)] = {
+            "raw_tok_s": round(tps["raw"], 2),
+            "ours_tok_s": round(tps["ours"], 2),
+            "ratio": round(tps["ours"] / tps["raw"], 3),
+        }
+        print(f"vllm batch {batch}: {results[str(batch)]}", flush=True)
+    backend.close()
+    worst = min(r["ratio"] for r in results.values())
+    return {
+        "bench": "rollout-vllm",
+        "model": args.model,
+        "results": results,
+        "min_ratio": worst,
+        "pass": worst >= 0.9,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    ap.add_argument("--vllm", action="store_true", help="benchmark the vLLM backend instead")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.vllm:
+        print(json.dumps(run_vllm(args)))
+        return
 
     torch.manual_seed(0)
     base = SharedBase.from_source(args.model)
@@ -129,6 +201,7 @@ def main() -> None:
         "max_new_tokens": args.max_new_tokens,
         "reps": args.reps,
         "threads": torch.get_num_threads(),
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
         "machine": platform.machine(),
         "results": results,
         "min_ratio_adapter": worst,

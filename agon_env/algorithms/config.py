@@ -124,6 +124,10 @@ class TrainConfig:
     """Continue from the run folder's last checkpoint."""
     save_every: int = 1
     """Checkpoint every this many steps (and always at the end)."""
+    time_budget_min: float = 0.0
+    """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it.
+
+    The run then saves, plots and prints its summary as if ``steps`` had been reached."""
     divergence_kl_rollouts: int = 4
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True
@@ -362,16 +366,24 @@ def from_dict(data: dict[str, Any]) -> TrainConfig:
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
-    from agon_env.algorithms.registry import algorithm_names
+    from agon_env.algorithms.registry import get_algorithm
 
     def one_of(key: str, value: Any, choices: Any) -> tuple[bool, str]:
         return value in choices, f"{key} = {value!r}: choose one of {sorted(choices)}"
 
+    def algo_ok() -> tuple[bool, str]:
+        try:
+            get_algorithm(c.algo)
+        except ValueError as exc:
+            return False, f"algo: {exc}"
+        return True, ""
+
     return [
-        one_of("algo", c.algo, algorithm_names()),
+        algo_ok(),
         (c.steps >= 1, f"steps = {c.steps}: set steps to 1 or more"),
         (c.batch_problems >= 1, f"batch_problems = {c.batch_problems}: set it to 1 or more"),
         (c.save_every >= 1, f"save_every = {c.save_every}: set it to 1 or more"),
+        (c.time_budget_min >= 0, f"time_budget_min = {c.time_budget_min}: use 0 (no budget) or minutes > 0"),
         (c.threads >= 0, f"threads = {c.threads}: use 0 (torch default) or a positive count"),
         (c.divergence_kl_rollouts >= 0, "divergence_kl_rollouts must be ≥ 0 (0 turns the KL metric off)"),
         (

@@ -220,11 +220,11 @@ class Trainer:
             return None, keep
         chosen = [turns[i] for i in idx]
         for t in chosen:
-            if not t.completion.completion_ids or len(t.completion.logprobs) != len(
-                t.completion.completion_ids
-            ):
+            c = t.completion
+            if not c.prompt_ids or len(c.logprobs) != len(c.completion_ids):
                 raise ValueError(
-                    f"agent {t.seat!r} gave a completion without token ids/log-probs; GRPO needs both"
+                    f"agent {t.seat!r} gave a completion without prompt/completion token ids and "
+                    "matching log-probs; GRPO trains on those (scripted agents cannot be trained)"
                 )
         mask = completion_mask([t.completion.completion_ids for t in chosen])
         weights = token_weights(mask, self.cfg.grpo.aggregation, self.cfg.sampling.max_new_tokens)
@@ -320,11 +320,12 @@ class Trainer:
         turns = [t for t in batch.stream("drafter")[:k] if t.completion.completion_ids]
         if not turns:
             return {}
-        temperature = self._temperature(seats["drafter"])
-        with self.base.use(seats["drafter"]):
-            own = self._logprobs(turns, temperature)
+        # The drafter's own log-probs came with its samples; only the rival needs a forward.
+        own = pad_right(
+            [t.completion.logprobs for t in turns], max(len(t.completion.logprobs) for t in turns)
+        )
         with self.base.use(seats["challenger"]):
-            rival = self._logprobs(turns, temperature)
+            rival = self._logprobs(turns, self._temperature(seats["drafter"]))
         mask = completion_mask([t.completion.completion_ids for t in turns])
         kl = k3_kl(own, rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {"divergence/kl": float((kl * mask).sum() / mask.sum().clamp(min=1))}
@@ -333,8 +334,16 @@ class Trainer:
 # -- the run -----------------------------------------------------------------------------
 
 
+def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
+    """Whether one more step (as long as the slowest of the last three) ends within the budget."""
+    if not budget_s or not step_times:
+        return True
+    return time.perf_counter() - started + max(step_times[-3:]) <= budget_s
+
+
 def train(cfg: TrainConfig) -> Path:
     """Run (or resume) a training run; return its folder."""
+    started = time.perf_counter()
     import_modules(cfg)
     validate(cfg)
     run_dir = cfg.run_dir
@@ -345,10 +354,19 @@ def train(cfg: TrainConfig) -> Path:
     else:
         (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     logger = MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+    step_times: list[float] = []
     try:
         while trainer.step < cfg.steps:
+            if not _fits(cfg.time_budget_min * 60, started, step_times):
+                log.warning(
+                    "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
+                )
+                print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: time budget reached")
+                trainer.save(run_dir)
+                break
             step = trainer.step
             metrics = trainer.train_step()
+            step_times.append(metrics["time/step"])
             logger.log(step, metrics)
             if trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps:
                 trainer.save(run_dir)
@@ -357,6 +375,5 @@ def train(cfg: TrainConfig) -> Path:
     for name in trainer.plugin.adapters:
         trainer.base.save(name, run_dir / "adapters" / name)
     plot(run_dir)
-    if cfg.progress:
-        print_summary(run_dir)
+    print_summary(run_dir)
     return run_dir

@@ -152,8 +152,11 @@ def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls:
 
 
 def _finish(ax: Any, title: str, ylabel: str, empty_note: str, unit_interval: bool = True) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     ax.set_title(title)
     ax.set_xlabel("training step")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     if ax.get_lines():

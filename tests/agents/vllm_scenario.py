@@ -1,7 +1,8 @@
 """The vLLM checks, run as a script: vLLM spawns workers, so the engine must be built
-under ``if __name__ == "__main__"`` and outside pytest's process. Prints one JSON line.
+under ``if __name__ == "__main__"`` and outside pytest's process. Writes one JSON object
+to ``--out`` (vLLM's own logs go to stdout, so stdout is not parseable) and prints it.
 
-    python tests/agents/vllm_scenario.py [--workdir DIR]
+    python tests/agents/vllm_scenario.py --out result.json [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, render_prompt
 from agon_env.agents.vllm_backend import VLLMBackend
@@ -19,13 +21,14 @@ PROBLEMS = ["What is 2 + 5?", "What is 4 * 3?", "What is 9 - 6?", "What is 7 + 8
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     base = SharedBase.from_source("smollm2-135m")
     # Large B-init so the two adapters visibly disagree under greedy decoding.
     base.add_adapter("agent_a", LoraSpec(init_seed=1, init_b_std=0.02))
     base.add_adapter("agent_b", LoraSpec(init_seed=2, init_b_std=0.02))
     prompts = [render_prompt({"problem": p, "draft": "", "role": 0}, base.tokenizer) for p in PROBLEMS]
-    greedy = SamplingParams(max_new_tokens=24, temperature=0, stop=("</answer>",))
+    greedy = SamplingParams(max_new_tokens=40, temperature=0, stop=("</answer>",))
 
     t0 = time.time()
     vb = VLLMBackend(base, workdir=args.workdir, max_model_len=1024)
@@ -64,25 +67,29 @@ def main() -> None:
     sampled = SamplingParams(max_new_tokens=16, temperature=1.0, seed=3, stop=())
     s1 = vb.generate(prompts, sampled, adapter="agent_b")
     s2 = vb.generate(prompts, sampled, adapter="agent_b")
-    print(
-        json.dumps(
-            {
-                "engine_start_s": round(start_s, 1),
-                "mixed_a_vs_hf": agree(v_mixed[:4], h_a),
-                "mixed_b_vs_hf": agree(v_mixed[4:], h_b),
-                "base_vs_hf": agree(v_base, h_base),
-                "a_differs_from_b": differ(h_a, h_b),
-                "logprob_max_abs_err": lp_err(v_mixed, h_a + h_b),
-                "sync_new_id": vb.requests["agent_a"].lora_int_id != old_id,
-                "sync_changed": differ(before_a, after_a),
-                "sync_follows_b": agree(after_a, after_b),
-                "seeded_repeat": agree(s1, s2),
-                "finish": [c.finish_reason for c in v_mixed],
-                "texts": [c.text for c in v_mixed[:2]],
-                "lengths_match": all(len(c.completion_ids) == len(c.logprobs) for c in v_mixed + s1),
-            }
-        )
+    result = json.dumps(
+        {
+            "engine_start_s": round(start_s, 1),
+            "mixed_a_vs_hf": agree(v_mixed[:4], h_a),
+            "mixed_b_vs_hf": agree(v_mixed[4:], h_b),
+            "base_vs_hf": agree(v_base, h_base),
+            "a_differs_from_b": differ(h_a, h_b),
+            "logprob_max_abs_err": lp_err(v_mixed, h_a + h_b),
+            "sync_new_id": vb.requests["agent_a"].lora_int_id != old_id,
+            "sync_changed": differ(before_a, after_a),
+            "sync_follows_b": agree(after_a, after_b),
+            "seeded_repeat": agree(s1, s2),
+            "finish": [c.finish_reason for c in v_mixed],
+            "texts": [c.text for c in v_mixed[:2]],
+            "lengths_match": all(len(c.completion_ids) == len(c.logprobs) for c in v_mixed + s1),
+            "finish_matches_hf": [
+                x.finish_reason == y.finish_reason for x, y in zip(v_mixed, h_a + h_b, strict=True)
+            ],
+        }
     )
+    if args.out:
+        Path(args.out).write_text(result)
+    print(result)
     vb.close()
 
 
