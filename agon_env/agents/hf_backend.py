@@ -176,12 +176,12 @@ class HFBackend:
         if len(names) != len(ids):
             raise ValueError(f"got {len(names)} adapter names for {len(ids)} prompts")
         seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
-        gen = torch.Generator(device="cpu").manual_seed(seed)
+        gen = torch.Generator(device=self.base.device).manual_seed(seed)
         out: list[Completion | None] = [None] * len(ids)
         for chunk in self._chunks(ids, params):
             results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, gen)
             for i, c in zip(chunk, results, strict=True):
-                c.meta["adapter"] = names[i]
+                c.meta["adapter"] = names[i] if names[i] is not None else self.base.active
                 out[i] = c
         return [c for c in out if c is not None]
 
@@ -190,8 +190,12 @@ class HFBackend:
     def _encode(self, prompt: str | Sequence[int]) -> list[int]:
         if isinstance(prompt, str):
             # Chat-rendered prompts already contain their special tokens.
-            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-        return [int(t) for t in prompt]
+            ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        else:
+            ids = [int(t) for t in prompt]
+        if not ids:
+            raise ValueError("cannot sample from an empty prompt")
+        return ids
 
     def _chunks(self, ids: list[list[int]], params: SamplingParams) -> list[list[int]]:
         """Split prompt indices into batches that respect the size and token budgets.
@@ -264,9 +268,8 @@ class HFBackend:
         input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((n, width), dtype=torch.long)
         for r, x in enumerate(ids):
-            if x:
-                input_ids[r, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-                mask[r, width - len(x) :] = 1
+            input_ids[r, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[r, width - len(x) :] = 1
         input_ids, mask = input_ids.to(device), mask.to(device)
         cache = BufferCache(_num_layers(self.base.base_model), width + params.max_new_tokens)
         ctx, live_names = self._adapter_context(names)

@@ -39,7 +39,7 @@ def test_llm_agent_renders_role_prompts_and_returns_token_data(tiny_pair):
 def test_llm_agent_fixed_seed_varies_per_call_but_replays(tiny_pair):
     def run():
         agent = LLMAgent(
-            "a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=6, temperature=1, seed=1)
+            "a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=4, temperature=1, seed=1)
         )
         return [c.completion_ids for c in agent.act(OBS[:1] * 2)], [
             c.completion_ids for c in agent.act(OBS[:1] * 2)
@@ -48,7 +48,7 @@ def test_llm_agent_fixed_seed_varies_per_call_but_replays(tiny_pair):
     first, second = run()
     assert first != second  # a second call is not a clone of the first
     assert run() == (first, second)
-    agent = LLMAgent("a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=6, temperature=1))
+    agent = LLMAgent("a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=4, temperature=1))
     assert [c.completion_ids for c in agent.act(OBS, seed=9)] == [
         c.completion_ids for c in agent.act(OBS, seed=9)
     ]

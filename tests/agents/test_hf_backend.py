@@ -181,3 +181,10 @@ def test_bad_params_are_refused():
         with pytest.raises(ValueError):
             SamplingParams(**kwargs)
     assert SamplingParams(stop="</answer>").stop == ("</answer>",)
+
+
+def test_empty_prompt_and_empty_batch(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    assert backend.generate([], GREEDY) == []
+    with pytest.raises(ValueError, match="empty prompt"):
+        backend.generate(["hi", ""], GREEDY)

@@ -1,0 +1,36 @@
+"""Metric sinks: JSONL truncation on resume, the summary table, the plot."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from agon_env.algorithms.metrics import MetricsLogger, plot, read_metrics, summary_rows
+
+
+def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):
+    lines = [json.dumps({"step": s, "acc/drafter": s / 10}) for s in range(4)] + ['{"step": 4, "acc/dr']
+    (tmp_path / "metrics.jsonl").write_text("\n".join(lines))  # a killed run's half-written line
+    logger = MetricsLogger(tmp_path, total_steps=6, start_step=2, progress=False)
+    logger.log(2, {"acc/drafter": 0.9, "loss/agent_a": math.nan})
+    logger.close()
+    records = read_metrics(tmp_path)
+    assert [r["step"] for r in records] == [0, 1, 2]
+    assert records[-1]["acc/drafter"] == 0.9 and records[-1]["loss/agent_a"] is None  # NaN -> null
+
+
+def test_summary_rows_compare_first_and_last_steps():
+    records = [{"step": s, "acc/drafter": float(s), "format/drafter": 1.0} for s in range(6)]
+    rows = dict((k, (a, b)) for k, a, b in summary_rows(records, window=2))
+    assert rows["acc/drafter"] == ("0.500", "4.500")  # mean of steps 0-1 and of steps 4-5
+    assert rows["format/drafter"] == ("1.000", "1.000")
+    assert "conversion_rate" not in rows
+
+
+def test_plot_writes_png(tmp_path):
+    logger = MetricsLogger(tmp_path, total_steps=2, progress=False)
+    for s in range(2):
+        logger.log(s, {"reward/drafter": s, "acc/drafter": 0.5, "format/drafter": 1.0})
+    logger.close()
+    out = plot(tmp_path)
+    assert out is not None and out.read_bytes()[:4] == b"\x89PNG"
