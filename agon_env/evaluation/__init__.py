@@ -11,7 +11,8 @@ module              concept
 ``evaluate``        the methods and the :class:`~agon_env.evaluation.evaluate.Evaluator`
 ``runs``            run folders (or the untrained base) -> agents
 ``report``          ``eval.json`` and the Table-1-style ``eval.md``
-``plots``           the four figures of ``agon plot``
+``plots``           the training figures of ``agon plot`` (and ``plot_all``)
+``tradeoff``        accuracy vs. trace length per method (Figure 7a)
 ``metrics/``        Hugging Face ``evaluate`` modules loadable from a local path
 ``cli``             ``agon eval`` / ``agon plot`` parsers
 ==================  ==============================================================

@@ -4,7 +4,8 @@ Four figures, each overlaying any number of runs (e.g. ``agon``, ``coop``, ``grp
 
 ``accuracy_vs_length.png``
     pass@1 (with its interval) against mean trace length per method, from eval reports
-    (the paper's Figure 7a): what each method buys per generated token.
+    (the paper's Figure 7a): what each method buys per generated token
+    (:mod:`agon_env.evaluation.tradeoff`).
 ``training_curves.png``
     accuracy per adapter over training steps, per role.
 ``win_conversion.png``
@@ -225,143 +226,6 @@ def plot_trace_length(runs: Sequence[Run], out: Path, smoothing: int | None = No
     return _save(fig, out / "trace_length.png")
 
 
-_FAMILY_MARKERS = {
-    "zero-shot": "o",
-    "moa": "s",
-    "standalone": "^",
-    "self-cascade": "D",
-    "cascade": "*",
-}
-
-
-def _short(method_id: str) -> str:
-    family, _, rest = method_id.partition(":")
-    rest = rest.replace(">", "→").replace("agent_", "")
-    return f"{family} {rest}".strip()
-
-
-def _place_labels(ax: Any, points: Sequence[tuple[float, float, str, Any]]) -> None:
-    """Annotate points in their colour, merging labels of coincident points, nudging close ones apart."""
-    merged: dict[tuple[float, float, Any], list[str]] = {}
-    for x, y, text, color in points:
-        key = (round(x, 3), round(y, 4), color)
-        if text not in merged.setdefault(key, []):
-            merged[key].append(text)
-    ax.figure.canvas.draw()  # fixes the data -> pixel transform for the nudging below
-    px_per_char = 0.62 * 8 * ax.figure.dpi / 72  # fontsize 8
-    line = 1.5 * 8 * ax.figure.dpi / 72
-    box = ax.get_window_extent()
-    placed: list[tuple[float, float, float]] = []  # (x0, x1, y) of labels in pixels
-    for (x, y, color), texts in sorted(merged.items(), key=lambda kv: -kv[0][1]):
-        text = ", ".join(texts)
-        width = px_per_char * len(text)
-        px, py = ax.transData.transform((x, y))
-        # Right of the point, unless that runs out of the axes: then left of it.
-        left = px + 7 + width > box.x1
-        x0, x1 = (px - 7 - width, px - 7) if left else (px + 7, px + 7 + width)
-
-        def clash(dy: float, x0: float = x0, x1: float = x1, py: float = py) -> bool:
-            return any(x0 < qx1 and qx0 < x1 and abs(py + dy - qy) < line for qx0, qx1, qy in placed)
-
-        dy = 4.0
-        while clash(dy) and py + dy - line > box.y0:
-            dy -= line  # step down past labels already placed...
-        if clash(dy) or py + dy < box.y0 + 2:
-            dy = 4.0
-            while clash(dy):
-                dy += line  # ...or up, when the bottom of the axes is in the way
-        placed.append((x0, x1, py + dy))
-        ax.annotate(
-            text,
-            (x, y),
-            textcoords="offset pixels",
-            xytext=(-7 if left else 7, dy),
-            ha="right" if left else "left",
-            fontsize=8,
-            color=color,
-        )
-
-
-def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: Path) -> Path:
-    """pass@1 with its interval against mean trace length, per method and report (Figure 7a).
-
-    The untrained base's methods are the same in every report, so they are drawn once, in black.
-    """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(11, 6))
-    entries = [(label, run) for label, rep in reports for run in rep["runs"]]
-    colors = _colors(len(entries))
-    many = len(entries) > len(reports)  # a report with several runs: name each one
-    seen_families: set[str] = set()
-    base_done: set[str] = set()
-    labels: list[tuple[float, float, str, Any]] = []
-    for (label, run), color in zip(entries, colors, strict=True):
-        name = f"{label}: {run['label']}" if many else label
-        first = True
-        for mid, m in run["methods"].items():
-            x, r = m.get("mean_length"), m["pass@1"]
-            if x is None or r.get("rate") is None:
-                continue
-            family = m.get("family", mid.split(":")[0])
-            is_base = family in ("zero-shot", "moa")
-            if is_base and mid in base_done:
-                continue
-            seen_families.add(family)
-            y = r["rate"]
-            c = "black" if is_base else color
-            # The direction validation did not choose is drawn hollow.
-            face = "none" if family == "cascade" and m.get("selected") is False else c
-            legend = (
-                "untrained base" if is_base and not base_done else (name if first and not is_base else None)
-            )
-            ax.errorbar(
-                [x],
-                [y],
-                yerr=[[y - r["low"]], [r["high"] - y]],
-                fmt=_FAMILY_MARKERS.get(family, "o"),
-                color=c,
-                mfc=face,
-                ms=12 if family == "cascade" else 8,
-                capsize=3,
-                lw=1,
-                alpha=0.9,
-                label=legend,
-            )
-            if is_base:
-                base_done.add(mid)
-            else:
-                first = False
-            labels.append((x, y, _short(mid), c))
-    unit = next((m.get("length_unit") for _, run in entries for m in run["methods"].values()), "tokens")
-    ax.set_xlabel(f"mean trace length ({unit}, all turns)")
-    ax.set_ylabel("pass@1 (95% Clopper–Pearson interval)")
-    ax.set_ylim(-0.03, 1.03)
-    xs = [x for x, *_ in labels]
-    if xs:
-        span = max(xs) - min(xs) or max(xs) or 1.0
-        ax.set_xlim(min(xs) - 0.08 * span, max(xs) + 0.25 * span)  # room for labels on the right
-    ax.grid(alpha=0.3)
-    _place_labels(ax, labels)
-    from matplotlib.lines import Line2D
-
-    family_handles = [
-        Line2D([], [], marker=_FAMILY_MARKERS[f], ls="", color="0.3", label=f)
-        for f in _FAMILY_MARKERS
-        if f in seen_families
-    ]
-    if entries:
-        runs_legend = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="run")
-        ax.add_artist(runs_legend)
-        ax.legend(
-            handles=family_handles,
-            loc="lower left",
-            bbox_to_anchor=(1.01, 0.0),
-            title="method\n(hollow: cascade direction\nnot chosen on validation)",
-        )
-    ax.set_title("Accuracy vs. trace length per method (test split)")
-    return _save(fig, out / "accuracy_vs_length.png")
-
-
 def _suptitle(text: str, window: int) -> str:
     return text + (f" (moving average over {window} steps; raw faint)" if window > 1 else "")
 
@@ -410,6 +274,8 @@ def plot_all(
         label = p.parent.parent.name if p.name == "eval.json" and p.parent.name == "eval" else p.stem
         loaded.append((label, load_report(p)))
     if loaded:
+        from agon_env.evaluation.tradeoff import plot_accuracy_vs_length
+
         written.append(plot_accuracy_vs_length(loaded, out))
     if not written:
         raise ValueError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
