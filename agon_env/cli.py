@@ -17,6 +17,8 @@ _COMMANDS = (
     "agon_env.cli:add_envs_parser",
     "agon_env.cli:add_episode_parser",
     "agon_env.algorithms.cli_train:add_train_parser",
+    "agon_env.evaluation.cli:add_eval_parser",
+    "agon_env.evaluation.cli:add_plot_parser",
 )
 
 

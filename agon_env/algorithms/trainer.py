@@ -288,7 +288,8 @@ class Trainer:
             width = w.shape[1]
             logp = self._logprobs(turns, sb.temperature)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
-            old = pad_right([t.completion.logprobs for t in turns], width)
+            dev = logp.device
+            old = pad_right([t.completion.logprobs for t in turns], width).to(dev)
             ref = None
             if g.beta:
                 with torch.no_grad(), self.base.reference():
@@ -297,8 +298,8 @@ class Trainer:
             loss, st = grpo_loss(
                 logp,
                 old,
-                sb.advantages[lo : lo + mb],
-                w,
+                sb.advantages[lo : lo + mb].to(dev),
+                w.to(dev),
                 eps=g.eps,
                 eps_high=g.eps_high,
                 beta=g.beta,
@@ -326,8 +327,8 @@ class Trainer:
         )
         with self.base.use(seats["challenger"]):
             rival = self._logprobs(turns, self._temperature(seats["drafter"]))
-        mask = completion_mask([t.completion.completion_ids for t in turns])
-        kl = k3_kl(own, rival)  # k3: unbiased and never negative, unlike the plain log-ratio
+        mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
+        kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {"divergence/kl": float((kl * mask).sum() / mask.sum().clamp(min=1))}
 
 
