@@ -7,6 +7,9 @@ A custom decode loop rather than ``model.generate`` because (measured on SmolLM2
   padded along until the longest row ends;
 * the KV cache is written into preallocated buffers instead of ``torch.cat``-grown
   each step (the concatenation copied the whole cache every step: ~12% of a step);
+* the prompt prefix all rows share (the few-shot turns; a GRPO group's whole prompt)
+  is prefilled once and its keys/values copied to every row -- prefill of ~150-token
+  few-shot prompts is a large part of a rollout on CPU;
 * the per-token log-prob of each sampled token is read off the same logits.
 
 Conventions (what the trainer can rely on):
@@ -72,6 +75,10 @@ class SamplingParams:
         self.stop = tuple(s for s in self.stop if s)
 
 
+MIN_SHARED_PREFIX = 8
+"""Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
+
+
 class _BufferLayer(DynamicLayer):
     """A KV layer that writes into a preallocated buffer and returns growing views of it."""
 
@@ -114,6 +121,12 @@ class _BufferLayer(DynamicLayer):
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.is_initialized:
             self._k, self._v = self._k[indices], self._v[indices]
+            self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        if self.is_initialized:
+            self._k = self._k.repeat_interleave(repeats, dim=0)
+            self._v = self._v.repeat_interleave(repeats, dim=0)
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
     def reset(self) -> None:
@@ -258,27 +271,58 @@ class HFBackend:
         tail = self.tokenizer.decode(tokens[-window:], skip_special_tokens=False)
         return any(s in tail for s in params.stop)
 
+    def _shared_prefix(self, ids: list[list[int]], names: list[str | None]) -> int:
+        """Length of the prompt prefix all rows share (0 when sharing does not pay).
+
+        Rows must keep at least one own token (its logits start the completion), and all
+        rows must use one adapter (the prefix's keys/values depend on the adapter).
+        """
+        if len(ids) < 2 or len(set(names)) != 1:
+            return 0
+        first, limit = ids[0], min(len(x) for x in ids) - 1
+        n = 0
+        while n < limit and all(x[n] == first[n] for x in ids):
+            n += 1
+        return n if n >= MIN_SHARED_PREFIX else 0
+
     @torch.inference_mode()
     def _run(
         self, ids: list[list[int]], names: list[str | None], params: SamplingParams, gen: torch.Generator
     ) -> list[Completion]:
         device = self.base.device
         n = len(ids)
-        width = max(len(x) for x in ids)
+        shared = self._shared_prefix(ids, names)
+        tails = [x[shared:] for x in ids]
+        width = max(len(x) for x in tails)
         input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for r, x in enumerate(ids):
+        mask = torch.zeros((n, shared + width), dtype=torch.long)
+        mask[:, :shared] = 1
+        for r, x in enumerate(tails):
             input_ids[r, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            mask[r, width - len(x) :] = 1
+            mask[r, shared + width - len(x) :] = 1
         input_ids, mask = input_ids.to(device), mask.to(device)
-        cache = BufferCache(_num_layers(self.base.base_model), width + params.max_new_tokens)
+        # Positions follow the real tokens, so the padding between prefix and tail is invisible.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -width:]
+        cache = BufferCache(_num_layers(self.base.base_model), shared + width + params.max_new_tokens)
         ctx, live_names = self._adapter_context(names)
         model = self.base.model
         was_training = model.training
         model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
         try:
             with ctx:
-                return self._decode(ids, input_ids, mask, live_names, params, gen, cache)
+                if shared:
+                    # Prefill the common prefix (few-shot turns, or a GRPO group's identical
+                    # prompt) once, then copy its keys/values to every row.
+                    prefix = torch.tensor([ids[0][:shared]], device=device)
+                    model(
+                        input_ids=prefix,
+                        position_ids=torch.arange(shared, device=device)[None],
+                        past_key_values=cache,
+                        use_cache=True,
+                        logits_to_keep=1,
+                    )
+                    cache.batch_repeat_interleave(n)
+                return self._decode(ids, input_ids, mask, positions, live_names, params, gen, cache)
         finally:
             model.train(was_training)
 
@@ -287,6 +331,7 @@ class HFBackend:
         ids: list[list[int]],
         input_ids: torch.Tensor,
         mask: torch.Tensor,
+        positions: torch.Tensor,
         live_names: list[str] | None,
         params: SamplingParams,
         gen: torch.Generator,
@@ -296,7 +341,6 @@ class HFBackend:
         n = len(ids)
         model = self.base.model
         extra = {} if live_names is None else {"adapter_names": live_names}
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         eos = torch.tensor(self.eos_ids, device=device)
         window = max((len(s) for s in params.stop), default=0) + 2
         out_ids: list[list[int]] = [[] for _ in range(n)]

@@ -188,3 +188,25 @@ def test_empty_prompt_and_empty_batch(tiny_pair):
     assert backend.generate([], GREEDY) == []
     with pytest.raises(ValueError, match="empty prompt"):
         backend.generate(["hi", ""], GREEDY)
+
+
+def test_shared_prefix_prefill_gives_the_same_completions(tiny_pair, monkeypatch):
+    import agon_env.agents.hf_backend as hb
+
+    prefix = "You are a careful solver. Reason step by step, then write a summary. "
+    prompts = [prefix + q for q in ("What is 3 + 4?", "hi", "0 1 2 3 4 5 6 7 8 9 10", "What is 3 + 4?")]
+    backend = HFBackend(tiny_pair)
+    ids = [backend._encode(p) for p in prompts]
+    assert backend._shared_prefix(ids, ["agent_a"] * 4) >= 10
+    assert backend._shared_prefix(ids, ["agent_a", "agent_b"] * 2) == 0  # prefix KV is per adapter
+    same = [ids[0]] * 3  # a GRPO group: everything but the last token is shared
+    assert backend._shared_prefix(same, ["agent_a"] * 3) == len(ids[0]) - 1
+    params = SamplingParams(max_new_tokens=10, temperature=1.0, seed=4, stop=())
+    shared = backend.generate(prompts, params, adapter="agent_a")
+    monkeypatch.setattr(hb, "MIN_SHARED_PREFIX", 10**9)  # force per-row prefill
+    plain = backend.generate(prompts, params, adapter="agent_a")
+    for x, y in zip(shared, plain, strict=True):
+        assert x.completion_ids == y.completion_ids
+        assert torch.allclose(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-4)
+        ref = _recomputed_logprobs(tiny_pair, "agent_a", x.prompt_ids, x.completion_ids, 1.0)
+        assert torch.allclose(torch.tensor(x.logprobs), ref, atol=1e-4)
