@@ -8,6 +8,8 @@ from agon_env.agents.hf_backend import BufferCache, HFBackend, SamplingParams
 
 PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result. Do not trust it.", "hi", "0 1 2"]
 GREEDY = SamplingParams(max_new_tokens=12, temperature=0, stop=())
+# A long common prefix, like the few-shot turns: exercises the shared-prefix prefill.
+PREFIXED = ["You are a careful solver. Reason step by step. " + p for p in PROMPTS]
 
 
 def _plain_generate(base, prompts, n):
@@ -18,13 +20,14 @@ def _plain_generate(base, prompts, n):
     return out[:, enc["input_ids"].shape[1] :].tolist()
 
 
-def test_greedy_matches_model_generate_with_left_padding(tiny_pair):
+@pytest.mark.parametrize("prompts", [PROMPTS, PREFIXED], ids=["distinct", "shared-prefix"])
+def test_greedy_matches_model_generate_with_left_padding(tiny_pair, prompts):
     backend = HFBackend(tiny_pair)
     for name in ["agent_a", REFERENCE]:
-        outs = backend.generate(PROMPTS, GREEDY, adapter=name)
+        outs = backend.generate(prompts, GREEDY, adapter=name)
         with tiny_pair.use(name):
-            ref = _plain_generate(tiny_pair, PROMPTS, 12)
-        for prompt, o, r in zip(PROMPTS, outs, ref, strict=True):
+            ref = _plain_generate(tiny_pair, prompts, 12)
+        for prompt, o, r in zip(prompts, outs, ref, strict=True):
             assert o.completion_ids == r[: len(o.completion_ids)]
             assert o.prompt_ids == tiny_pair.tokenizer(prompt, add_special_tokens=False)["input_ids"]
 
@@ -37,11 +40,11 @@ def _recomputed_logprobs(base, adapter, prompt_ids, completion_ids, temperature)
     return logp.gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
 
 
-@pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 0.9)])
-def test_logprobs_are_the_tempered_policy_a_trainer_recomputes(tiny_pair, temperature, top_p):
+@pytest.mark.parametrize("temperature,top_p,prompts", [(1.0, 1.0, PROMPTS), (0.7, 0.9, PREFIXED)])
+def test_logprobs_are_the_tempered_policy_a_trainer_recomputes(tiny_pair, temperature, top_p, prompts):
     backend = HFBackend(tiny_pair)
     params = SamplingParams(max_new_tokens=10, temperature=temperature, top_p=top_p, seed=0, stop=())
-    for o in backend.generate(PROMPTS, params, adapter="agent_b"):
+    for o in backend.generate(prompts, params, adapter="agent_b"):
         assert len(o.logprobs) == len(o.completion_ids) == 10 and o.finish_reason == "length"
         ref = _recomputed_logprobs(tiny_pair, "agent_b", o.prompt_ids, o.completion_ids, temperature)
         assert torch.allclose(torch.tensor(o.logprobs), ref, atol=1e-4)
