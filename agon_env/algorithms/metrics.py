@@ -35,6 +35,7 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
             acc[f"reward/{k}"].append(t.reward)
             if t.completion.num_tokens is not None:
                 acc[f"len_tokens/{k}"].append(t.completion.num_tokens)
+            acc[f"truncated/{k}"].append(float(t.completion.finish_reason == "length"))
         if t.info.get("role", t.role) == t.role and "correct" in t.info:
             for k in keys:
                 acc[f"acc/{k}"].append(float(t.info["correct"]))
@@ -146,6 +147,9 @@ SUMMARY_KEYS = (
     "divergence/answer_disagreement",
     "divergence/kl",
     "len_tokens/drafter",
+    "len_tokens/challenger",
+    "truncated/drafter",
+    "truncated/challenger",
     "groups_dropped",
     "nan_skipped",
     "tokens_per_s",
