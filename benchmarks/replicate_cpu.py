@@ -61,15 +61,17 @@ class Plan:
     calibration_problems: int = 100
     arms: list[str] = field(default_factory=lambda: list(ARMS))
     seeds: list[int] = field(default_factory=lambda: [0])
-    steps: int = 60
+    steps: int = 30
     batch_problems: int = 4
     num_generations: int = 4
-    max_new_tokens: int = 64
+    max_new_tokens: int = 48
     temperature: float = 0.7
     lr: float = 2e-4
-    threads: int = 2
-    test_problems: int = 200
-    val_problems: int = 60
+    threads: int = 1
+    """1, not 2: on this shared 2-core machine (load 4–6) a forward pass ran 2–5× slower with two
+    torch threads than with one (OpenMP threads waiting on each other); use 2 on a quiet machine."""
+    test_problems: int = 150
+    val_problems: int = 50
     eval_seeds: list[int] = field(default_factory=lambda: [0])
 
 
