@@ -50,16 +50,16 @@ def test_register_user_task_in_a_few_lines():
         def score(self, problem, answer):
             return answer.strip().lower() == problem.answer
 
-    agon_env.register("test/parity-v0", entry_point=Parity)
+    agon_env.register("test/user-parity-v0", entry_point=Parity)
     try:
-        env = agon_env.make("test/parity-v0", mode="solo")
+        env = agon_env.make("test/user-parity-v0", mode="solo")
         env.reset(options={"problem_index": 4})
         env.step("<summary>4 is divisible by 2</summary><answer>Yes</answer>")
         assert env.rewards == {"agent_a": 2.5}
         with pytest.raises(ValueError, match="already registered"):
-            agon_env.register("test/parity-v0", entry_point=Parity)
+            agon_env.register("test/user-parity-v0", entry_point=Parity)
     finally:
-        _REGISTRY.pop("test/parity-v0")
+        _REGISTRY.pop("test/user-parity-v0")
 
 
 def test_string_entry_point_and_prebuilt_task():
