@@ -58,4 +58,6 @@ def test_check_env_catches_a_leaky_env():
             return obs
 
     with pytest.raises(AssertionError, match="leaks"):
-        check_env(lambda: Leaky(agon_env.make("agon/arith-v0").task), num_cycles=5, seed_cycles=5, max_problems=2)
+        check_env(
+            lambda: Leaky(agon_env.make("agon/arith-v0").task), num_cycles=5, seed_cycles=5, max_problems=2
+        )
