@@ -6,7 +6,9 @@ An id maps to a string entry point plus default kwargs. The entry point builds e
   in :class:`~agon_env.envs.draft_challenge.DraftChallengeEnv`, routing env keywords
   (``mode``, ``reward_scheme``, ``lam``, ``gamma``, ``max_text_length``, ``render_mode``)
   to the env and everything else to the task; or
-* a whole ``pettingzoo.AECEnv`` (a class or a factory returning one), which gets every kwarg.
+* a whole ``pettingzoo.AECEnv`` subclass, which gets every kwarg. (A factory function is
+  called with the task kwargs only; if it returns an ``AECEnv`` that env is used as is,
+  so register the class itself when env keywords must reach it.)
 
 Registering a task takes one call::
 

@@ -89,7 +89,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
 
     base = SharedBase.from_source(args.model)
     base.add_adapter("agent_a", LoraSpec(init_b_std=0.01))
-    backend = VLLMBackend(base, max_model_len=1024)
+    backend = VLLMBackend(base, max_model_len=1024, gpu_memory_utilization=args.gpu_memory_utilization)
     eos = set(HFBackend(base).eos_ids)
     lora = backend.requests["agent_a"]
     results = {}
@@ -149,6 +149,9 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     ap.add_argument("--vllm", action="store_true", help="benchmark the vLLM backend instead")
+    ap.add_argument(
+        "--gpu-memory-utilization", type=float, default=0.4, help="vLLM memory share (CPU: of RAM)"
+    )
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

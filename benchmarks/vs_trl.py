@@ -369,6 +369,14 @@ def main() -> None:
     )
     ap.add_argument("--no-agon", action="store_true", help="skip the --algo agon run")
     ap.add_argument("--scratch", default=None, help="folder for run outputs and child logs (default: temp)")
+    ap.add_argument("--resume", action="store_true", help="reuse runs already recorded in --scratch")
+    ap.add_argument(
+        "--rerun",
+        nargs="*",
+        default=[],
+        choices=("ours_grpo", "trl", "trl_ckpt", "ours_agon"),
+        help="with --resume: measure these again anyway",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--spec", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
@@ -383,19 +391,31 @@ def main() -> None:
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="vs_trl-"))
     scratch.mkdir(parents=True, exist_ok=True)
     print(f"workload: {json.dumps(asdict(w))}; outputs in {scratch}", flush=True)
-    # Ours first, TRL next, so any drift in machine load does not systematically favour one side.
-    runs: dict[str, dict[str, Any]] = {}
-    runs["ours_grpo"] = run_ours(w, "grpo", scratch, args.warmup)
-    _show(runs["ours_grpo"])
+    plan: dict[str, Any] = {"ours_grpo": lambda: run_ours(w, "grpo", scratch, args.warmup)}
     if args.trl_grad_ckpt in ("off", "both"):
-        runs["trl"] = run_trl(w, "trl", scratch, args.warmup)
-        _show(runs["trl"])
+        plan["trl"] = lambda: run_trl(w, "trl", scratch, args.warmup)
     if args.trl_grad_ckpt in ("on", "both"):
-        runs["trl_ckpt"] = run_trl(w, "trl-ckpt", scratch, args.warmup)
-        _show(runs["trl_ckpt"])
+        plan["trl_ckpt"] = lambda: run_trl(w, "trl-ckpt", scratch, args.warmup)
     if not args.no_agon:
-        runs["ours_agon"] = run_ours(w, "agon", scratch, args.warmup)
-        _show(runs["ours_agon"])
+        plan["ours_agon"] = lambda: run_ours(w, "agon", scratch, args.warmup)
+    runs: dict[str, dict[str, Any]] = {}
+    for key, measure in plan.items():
+        record = scratch / f"{key}.json"
+        # On a shared machine a run can be OOM-killed by someone else's job; --resume keeps the
+        # finished runs of the same workload (each record carries its own load average and time).
+        if args.resume and key not in args.rerun and record.is_file():
+            saved = json.loads(record.read_text())
+            if saved.get("workload") == asdict(w):
+                runs[key] = saved
+                _show(runs[key], reused=True)
+                continue
+        runs[key] = {
+            **measure(),
+            "workload": asdict(w),
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        }
+        record.write_text(json.dumps(runs[key]) + "\n")
+        _show(runs[key])
 
     ref = runs.get("trl") or runs["trl_ckpt"]
     ours = runs["ours_grpo"]
@@ -420,7 +440,10 @@ def main() -> None:
         "ratios": ratios,
         "goals": GOALS,
         "goals_met": met,
-        "runs": {k: {kk: vv for kk, vv in v.items() if kk not in ("reward_mean",)} for k, v in runs.items()},
+        "runs": {
+            k: {kk: vv for kk, vv in v.items() if kk not in ("reward_mean", "workload")}
+            for k, v in runs.items()
+        },
         "trl_version": ref["trl_version"],
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
         "loadavg_end": os.getloadavg(),
@@ -429,14 +452,14 @@ def main() -> None:
     print(json.dumps(result))
 
 
-def _show(r: dict[str, Any]) -> None:
+def _show(r: dict[str, Any], reused: bool = False) -> None:
     steps = " ".join(f"{t:.1f}" for t in r["step_times"])
     clen = r.get("completion_len_mean")
     print(
         f"{r['name']:45s} step mean {r['step_s_mean']:6.2f} s  median {r['step_s_median']:6.2f} s  "
         f"peak RSS {r['peak_rss_mb']:7.0f} MB  wall {r['wall_s']:6.0f} s  "
         f"completion {'–' if clen is None else f'{clen:.1f}'} tok  load {r['load_before']:.1f}  "
-        f"[steps: {steps}]",
+        f"[steps: {steps}]" + (f" (recorded {r.get('finished')})" if reused else ""),
         flush=True,
     )
 

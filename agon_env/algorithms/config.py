@@ -403,7 +403,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         (c.grpo.max_grad_norm >= 0, "grpo.max_grad_norm must be ≥ 0 (0 turns clipping off)"),
         (c.optim.lr > 0, f"optim.lr = {c.optim.lr}: the learning rate must be > 0, e.g. 5e-5"),
         (0 <= c.optim.warmup_ratio < 1, f"optim.warmup_ratio = {c.optim.warmup_ratio}: must be in [0, 1)"),
-        one_of("optim.schedule", c.optim.schedule, ("linear", "constant")),
+        one_of("optim.schedule", c.optim.schedule, ("linear", "constant")),  # keys of trainer.DECAYS
         (c.optim.weight_decay >= 0, "optim.weight_decay must be ≥ 0"),
         (c.sampling.temperature > 0, f"sampling.temperature = {c.sampling.temperature}: must be > 0"),
         (0 < c.sampling.top_p <= 1, f"sampling.top_p = {c.sampling.top_p}: must be in (0, 1]"),
