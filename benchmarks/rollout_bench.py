@@ -82,6 +82,15 @@ def run_ours(backend: HFBackend, prompts: list[str], params: SamplingParams, ada
     return sum(count_generated(o.completion_ids, eos) for o in outs), dt
 
 
+def run_raw_vllm(llm, ids: list[list[int]], vparams: list, lora, eos: set[int]) -> tuple[int, float]:
+    t0 = time.perf_counter()
+    out = llm.generate(
+        [{"prompt_token_ids": x} for x in ids], vparams, lora_request=[lora] * len(ids), use_tqdm=False
+    )
+    dt = time.perf_counter() - t0
+    return sum(count_generated(list(o.outputs[0].token_ids), eos) for o in out), dt
+
+
 def run_vllm(args: argparse.Namespace) -> dict:
     from vllm import SamplingParams as VSP
 
@@ -111,13 +120,14 @@ def run_vllm(args: argparse.Namespace) -> dict:
                 )
                 for i in range(batch)
             ]
-            t0 = time.perf_counter()
-            raw = backend.llm.generate(
-                [{"prompt_token_ids": x} for x in ids], vparams, lora_request=[lora] * batch, use_tqdm=False
-            )
-            t_raw = time.perf_counter() - t0
-            n_raw = sum(count_generated(list(o.outputs[0].token_ids), eos) for o in raw)
-            n_ours, t_ours = run_ours(backend, prompts, params, "agent_a", eos)
+
+            # Alternate who goes first, so drift in a shared machine's load hits both alike.
+            if rep % 2:
+                n_ours, t_ours = run_ours(backend, prompts, params, "agent_a", eos)
+                n_raw, t_raw = run_raw_vllm(backend.llm, ids, vparams, lora, eos)
+            else:
+                n_raw, t_raw = run_raw_vllm(backend.llm, ids, vparams, lora, eos)
+                n_ours, t_ours = run_ours(backend, prompts, params, "agent_a", eos)
             if rep:
                 totals["raw"][0] += n_raw
                 totals["raw"][1] += t_raw
@@ -128,6 +138,8 @@ def run_vllm(args: argparse.Namespace) -> dict:
             "raw_tok_s": round(tps["raw"], 2),
             "ours_tok_s": round(tps["ours"], 2),
             "ratio": round(tps["ours"] / tps["raw"], 3),
+            "raw_tokens": totals["raw"][0],
+            "ours_tokens": totals["ours"][0],
         }
         print(f"vllm batch {batch}: {results[str(batch)]}", flush=True)
     backend.close()
