@@ -5,10 +5,11 @@ the same sampling settings (temperature, top-p, max_new_tokens, EOS and the
 ``</answer>`` stop string) and run in the same process, interleaved rep by rep so a
 noisy shared CPU hurts both alike. Tokens counted = generated tokens before EOS.
 
-The baseline is ``model.generate`` on the *bare* base. Ours is measured twice: on the
-bare base and with a LoRA adapter active (the real rollout setting, which also pays for
-the adapter matmuls). The pass criterion is ``min(ratio) >= 1.0`` over both batch sizes,
-taken for the adapter-active run.
+Four runs per rep, like for like: ``model.generate`` and our backend on the bare base,
+and both again with a LoRA adapter active (the real rollout setting, where every
+linear layer also pays for its adapter matmuls). The pass criterion is ``ratio >= 1.0``
+for both pairs at every batch size. ``ratio_adapter_vs_bare_generate`` (ours with an
+adapter ÷ ``generate`` without one) is reported as well.
 
     python benchmarks/rollout_bench.py [--batches 8 32] [--reps 3] [--max-new-tokens 96] [--threads N]
     python benchmarks/rollout_bench.py --vllm   # with vllm installed: VLLMBackend ÷ raw LLM.generate
@@ -179,10 +180,16 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     for batch in args.batches:
         prompts = make_prompts(base.tokenizer, batch, seed=batch)
-        totals = {"generate": [0, 0.0], "ours_base": [0, 0.0], "ours_adapter": [0, 0.0]}
+        runs = {
+            "generate_base": ("generate", "__base__"),
+            "ours_base": ("ours", "__base__"),
+            "generate_adapter": ("generate", "agent_a"),
+            "ours_adapter": ("ours", "agent_a"),
+        }
+        totals = {k: [0, 0.0] for k in runs}
         # Warm-up (allocator, first-call overheads) is not measured.
         warm = SamplingParams(max_new_tokens=4, temperature=0.7, top_p=0.95, seed=0)
-        run_generate(base, prompts, warm, eos)
+        run_generate(base, prompts, warm, "agent_a", eos)
         run_ours(backend, prompts, warm, "agent_a", eos)
         for rep in range(args.reps):
             params = SamplingParams(
@@ -192,12 +199,13 @@ def main() -> None:
                 seed=rep,
                 max_batch_size=batch,
             )
-            torch.manual_seed(rep)
-            for key in totals:
-                if key == "generate":
-                    n, dt = run_generate(base, prompts, params, eos)
+            # Interleaved, and reversed every other rep, so load drift hits all runs alike.
+            for key in list(runs) if rep % 2 == 0 else list(runs)[::-1]:
+                kind, adapter = runs[key]
+                torch.manual_seed(rep)
+                if kind == "generate":
+                    n, dt = run_generate(base, prompts, params, adapter, eos)
                 else:
-                    adapter = "__base__" if key == "ours_base" else "agent_a"
                     n, dt = run_ours(backend, prompts, params, adapter, eos)
                 totals[key][0] += n
                 totals[key][1] += dt
@@ -205,11 +213,12 @@ def main() -> None:
         results[str(batch)] = {
             **{f"{k}_tok_s": round(v, 2) for k, v in tps.items()},
             **{f"{k}_tokens": v[0] for k, v in totals.items()},
-            "ratio_base": round(tps["ours_base"] / tps["generate"], 3),
-            "ratio_adapter": round(tps["ours_adapter"] / tps["generate"], 3),
+            "ratio_base": round(tps["ours_base"] / tps["generate_base"], 3),
+            "ratio_adapter": round(tps["ours_adapter"] / tps["generate_adapter"], 3),
+            "ratio_adapter_vs_bare_generate": round(tps["ours_adapter"] / tps["generate_base"], 3),
         }
         print(f"batch {batch}: {results[str(batch)]}", flush=True)
-    worst = min(r["ratio_adapter"] for r in results.values())
+    worst = min(min(r["ratio_base"], r["ratio_adapter"]) for r in results.values())
     summary = {
         "bench": "rollout",
         "model": args.model,
@@ -219,7 +228,7 @@ def main() -> None:
         "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
         "machine": platform.machine(),
         "results": results,
-        "min_ratio_adapter": worst,
+        "min_ratio": worst,
         "pass": worst >= 1.0,
     }
     print(json.dumps(summary))
