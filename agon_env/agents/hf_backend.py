@@ -23,7 +23,10 @@ Conventions (what the trainer can rely on):
   recomputing log-probs with a forward pass at the same temperature gets the same
   numbers. With ``temperature == 0`` (greedy) it is plain ``log_softmax(logits)``.
 * The same prompts, params and ``seed`` give the same completions (one
-  ``torch.Generator`` walks the sub-batches in order).
+  ``torch.Generator`` walks the sub-batches in order). With per-prompt ``seeds`` each
+  row samples from its own generator instead, so a row's completion does not depend on
+  which other rows share its batch (data-parallel ranks rely on this), up to the float
+  rounding of batched matmuls.
 """
 
 from __future__ import annotations
@@ -73,6 +76,17 @@ class SamplingParams:
         if isinstance(self.stop, str):
             self.stop = (self.stop,)
         self.stop = tuple(s for s in self.stop if s)
+
+
+Generators = torch.Generator | list[torch.Generator]
+"""One generator for the whole batch, or one per row (per-prompt seeds)."""
+
+
+def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
+    """One draw per row: ``[R, V]`` -> ``[R, 1]``, from a shared or a per-row generator."""
+    if isinstance(gen, torch.Generator):
+        return torch.multinomial(probs, 1, generator=gen)
+    return torch.cat([torch.multinomial(probs[r : r + 1], 1, generator=g) for r, g in enumerate(gen)])
 
 
 MIN_SHARED_PREFIX = 8
@@ -174,12 +188,14 @@ class HFBackend:
         prompts: Sequence[str] | Sequence[Sequence[int]],
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Completion]:
         """One completion per prompt (text prompts are tokenised without extra specials).
 
         ``adapter`` is one adapter name for all prompts, a name per prompt (rows of
         different adapters share each base matmul via peft's mixed-batch forward), or
         ``None`` to use whatever adapter is active now. ``"__base__"`` is the base.
+        ``seeds`` (one per prompt) gives every row its own sampling generator.
         """
         params = params or SamplingParams()
         if len(prompts) == 0:
@@ -188,11 +204,18 @@ class HFBackend:
         names = [adapter] * len(ids) if adapter is None or isinstance(adapter, str) else list(adapter)
         if len(names) != len(ids):
             raise ValueError(f"got {len(names)} adapter names for {len(ids)} prompts")
+        if seeds is not None and len(seeds) != len(ids):
+            raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
         seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         gen = torch.Generator(device=self.base.device).manual_seed(seed)
         out: list[Completion | None] = [None] * len(ids)
         for chunk in self._chunks(ids, params):
-            results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, gen)
+            g: Generators = (
+                gen
+                if seeds is None
+                else [torch.Generator(device=self.base.device).manual_seed(int(seeds[i])) for i in chunk]
+            )
+            results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, g)
             for i, c in zip(chunk, results, strict=True):
                 c.meta["adapter"] = names[i] if names[i] is not None else self.base.active
                 out[i] = c
@@ -243,7 +266,7 @@ class HFBackend:
         # layer while the base matmul stays shared across the whole batch.
         return nullcontext(), [n if n is not None else self.base.active for n in names]
 
-    def _sample(self, logits: torch.Tensor, params: SamplingParams, gen: torch.Generator):
+    def _sample(self, logits: torch.Tensor, params: SamplingParams, gen: Generators):
         """Next tokens and their log-probs under the tempered, untruncated distribution."""
         logits = logits.float()
         if params.temperature == 0:
@@ -260,9 +283,9 @@ class HFBackend:
             # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
             drop = (sp.cumsum(-1) - sp) >= params.top_p
             sp = sp.masked_fill(drop, 0.0)
-            tok = si.gather(-1, torch.multinomial(sp, 1, generator=gen)).squeeze(-1)
+            tok = si.gather(-1, _multinomial(sp, gen)).squeeze(-1)
         else:
-            tok = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+            tok = _multinomial(probs, gen).squeeze(-1)
         return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
     def _stop_hit(self, tokens: list[int], params: SamplingParams, window: int) -> bool:
@@ -287,7 +310,7 @@ class HFBackend:
 
     @torch.inference_mode()
     def _run(
-        self, ids: list[list[int]], names: list[str | None], params: SamplingParams, gen: torch.Generator
+        self, ids: list[list[int]], names: list[str | None], params: SamplingParams, gen: Generators
     ) -> list[Completion]:
         device = self.base.device
         n = len(ids)
@@ -334,7 +357,7 @@ class HFBackend:
         positions: torch.Tensor,
         live_names: list[str] | None,
         params: SamplingParams,
-        gen: torch.Generator,
+        gen: Generators,
         cache: BufferCache,
     ) -> list[Completion]:
         device = input_ids.device
@@ -379,6 +402,8 @@ class HFBackend:
                 cache.batch_select_indices(idx)
                 mask, last_pos, tok = mask[idx], last_pos[idx], tok[idx]
                 alive = [alive[b] for b in keep]
+                if isinstance(gen, list):
+                    gen = [gen[b] for b in keep]
                 if live_names is not None:
                     live_names = [live_names[b] for b in keep]
                     extra = {"adapter_names": live_names}

@@ -26,6 +26,7 @@ class Backend(Protocol):
         prompts: Sequence[str] | Sequence[Sequence[int]],
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Completion]: ...
 
 
@@ -58,12 +59,20 @@ class LLMAgent:
     def render(self, observation: Mapping[str, Any]) -> str:
         return render_prompt(observation, self.base.tokenizer, self.prompts)
 
-    def act(self, observations: Sequence[Mapping[str, Any]], seed: int | None = None) -> list[Completion]:
+    def act(
+        self,
+        observations: Sequence[Mapping[str, Any]],
+        seed: int | None = None,
+        *,
+        seeds: Sequence[int] | None = None,
+    ) -> list[Completion]:
         """One completion per observation, sampled in one batched call.
 
         ``seed`` overrides ``sampling.seed`` for this call. With a fixed ``sampling.seed``
         each call still differs (the call count is mixed in), so repeated episodes are
-        not clones of each other yet a run is reproducible.
+        not clones of each other yet a run is reproducible. ``seeds`` (one per
+        observation) seeds each row on its own, mixed with ``sampling.seed`` so two
+        agents given the same episode seeds still draw different noise.
         """
         if not observations:
             return []
@@ -74,7 +83,10 @@ class LLMAgent:
             params = replace(params, seed=params.seed + 1_000_003 * self.calls)
         self.calls += 1
         prompts = [self.render(o) for o in observations]
-        completions = self.backend.generate(prompts, params, adapter=self.adapter)
+        if seeds is not None:
+            salt = params.seed or 0
+            seeds = [(int(x) * 1_000_003 + salt) % 2**62 for x in seeds]
+        completions = self.backend.generate(prompts, params, adapter=self.adapter, seeds=seeds)
         for c, o in zip(completions, observations, strict=True):
             c.agent = self.name
             c.meta.setdefault("role", int(o.get("role", 0)))

@@ -41,8 +41,16 @@ class Completion:
 
 @runtime_checkable
 class Agent(Protocol):
-    """Anything that can act in the env: ``act`` maps a batch of observations to completions."""
+    """Anything that can act in the env: ``act`` maps a batch of observations to completions.
+
+    ``seeds``, when given, holds one sampling seed per observation. An agent that samples
+    should make observation ``i``'s completion a function of ``(observation, seeds[i])``
+    only, not of the rest of the batch: then a rollout gives the same episodes however it
+    is batched or sharded over data-parallel processes. Agents that do not sample ignore it.
+    """
 
     name: str
 
-    def act(self, observations: Sequence[Mapping[str, Any]]) -> list[Completion]: ...
+    def act(
+        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]: ...

@@ -39,7 +39,9 @@ class ScriptedAgent:
         self.calls += 1
         return str(text)
 
-    def act(self, observations: Sequence[Observation]) -> list[Completion]:
+    def act(
+        self, observations: Sequence[Observation], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]:
         return [
             Completion(text=self._next(o), agent=self.name, meta={"role": int(o.get("role", 0))})
             for o in observations
@@ -88,7 +90,9 @@ class RandomAgent:
             return ""
         return f"{summary}\n{answer}\ntrailing {self._words()}"  # text after the answer
 
-    def act(self, observations: Sequence[Observation]) -> list[Completion]:
+    def act(
+        self, observations: Sequence[Observation], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]:
         return [
             Completion(text=self._completion(), agent=self.name, meta={"role": int(o.get("role", 0))})
             for o in observations

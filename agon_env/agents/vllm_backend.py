@@ -150,11 +150,12 @@ class VLLMBackend:
         prompts: Sequence[str] | Sequence[Sequence[int]],
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Completion]:
         """Same contract as :meth:`HFBackend.generate`; all rows go to vLLM in one call.
 
-        With ``params.seed`` set, row ``i`` is seeded ``seed + i`` (vLLM seeds per
-        request), so a call is reproducible whatever the engine's batching.
+        vLLM seeds per request: row ``i`` gets ``seeds[i]``, else ``params.seed + i``, so
+        a call is reproducible whatever the engine's batching.
         """
         params = params or SamplingParams()
         if len(prompts) == 0:
@@ -166,10 +167,14 @@ class VLLMBackend:
             list(self.tokenizer(p, add_special_tokens=False)["input_ids"]) if isinstance(p, str) else list(p)
             for p in prompts
         ]
-        vparams = [
-            self._vllm_params(params, None if params.seed is None else params.seed + i)
-            for i in range(len(ids))
-        ]
+        if seeds is not None and len(seeds) != len(ids):
+            raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
+        row_seeds = (
+            [int(x) for x in seeds]
+            if seeds is not None
+            else [None if params.seed is None else params.seed + i for i in range(len(ids))]
+        )
+        vparams = [self._vllm_params(params, x) for x in row_seeds]
         outputs = self.llm.generate(
             [{"prompt_token_ids": x} for x in ids],
             vparams,

@@ -109,8 +109,11 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     return state
 
 
-def prepare_run_dir(run_dir: Path, resume: bool) -> None:
-    """Refuse to overwrite a run; refuse to resume one that is not there."""
+def prepare_run_dir(run_dir: Path, resume: bool, create: bool = True) -> None:
+    """Refuse to overwrite a run; refuse to resume one that is not there.
+
+    ``create=False`` only checks (data-parallel ranks all check before rank 0 creates).
+    """
     run_dir = Path(run_dir)
     if resume:
         if not run_dir.is_dir():
@@ -120,4 +123,5 @@ def prepare_run_dir(run_dir: Path, resume: bool) -> None:
         raise RunFolderError(
             f"run folder {run_dir} already exists: pass --resume to continue it, or --out-dir for a new run"
         )
-    run_dir.mkdir(parents=True)
+    if create:
+        run_dir.mkdir(parents=True)

@@ -57,38 +57,53 @@ def group_advantages(rewards: Tensor, kind: str = "std") -> tuple[Tensor, Tensor
     return adv.to(torch.float32), keep
 
 
-def _seq_mean(mask: Tensor, norm_len: int | None) -> Tensor:
+def _seq_mean(mask: Tensor, norm_len: int | None, n_seqs: float, n_tokens: float) -> Tensor:
     # Original GRPO: each sequence weighs the same, whatever its length.
-    return mask / (mask.sum(1, keepdim=True).clamp(min=1) * mask.shape[0])
+    return mask / (mask.sum(1, keepdim=True).clamp(min=1) * n_seqs)
 
 
-def _token_mean(mask: Tensor, norm_len: int | None) -> Tensor:
+def _token_mean(mask: Tensor, norm_len: int | None, n_seqs: float, n_tokens: float) -> Tensor:
     # DAPO: each token weighs the same, so long traces are not down-weighted.
-    return mask / mask.sum().clamp(min=1)
+    return mask / max(n_tokens, 1.0)
 
 
-def _dr_grpo(mask: Tensor, norm_len: int | None) -> Tensor:
+def _dr_grpo(mask: Tensor, norm_len: int | None, n_seqs: float, n_tokens: float) -> Tensor:
     # Dr. GRPO: a constant normaliser (S × max_new_tokens) removes the length bias entirely.
     if not norm_len:
         raise ValueError("aggregation 'dr-grpo' needs norm_len (use max_new_tokens)")
-    return mask / (mask.shape[0] * norm_len)
+    return mask / (n_seqs * norm_len)
 
 
-AGGREGATIONS: dict[str, Callable[[Tensor, int | None], Tensor]] = {
+AGGREGATIONS: dict[str, Callable[[Tensor, int | None, float, float], Tensor]] = {
     "seq-mean": _seq_mean,
     "token-mean": _token_mean,
     "dr-grpo": _dr_grpo,
 }
-"""Token-loss reductions by name, as weights: ``(mask [S,T], norm_len) -> w [S,T]``.
+"""Token-loss reductions by name, as weights: ``(mask [S,T], norm_len, S_total, T_total) -> w``.
 
 Every reduction is ``Σ w·ℓ``, so weights computed once over the whole stream batch make
 the loss of any split into micro-batches sum to exactly the full-batch loss.
 """
 
 
-def token_weights(mask: Tensor, aggregation: str = "seq-mean", norm_len: int | None = None) -> Tensor:
-    """The ``[S, T]`` weights of ``aggregation`` over a 0/1 token mask."""
-    return AGGREGATIONS[aggregation](mask.to(torch.float32), norm_len)
+def token_weights(
+    mask: Tensor,
+    aggregation: str = "seq-mean",
+    norm_len: int | None = None,
+    *,
+    n_seqs: float | None = None,
+    n_tokens: float | None = None,
+) -> Tensor:
+    """The ``[S, T]`` weights of ``aggregation`` over a 0/1 token mask.
+
+    ``n_seqs`` / ``n_tokens`` are the normalisers (default: this mask's own counts).
+    Data-parallel ranks pass the totals over all ranks, so their losses add up to the
+    loss one process would compute on the whole batch.
+    """
+    mask = mask.to(torch.float32)
+    s = float(mask.shape[0]) if n_seqs is None else float(n_seqs)
+    t = float(mask.sum()) if n_tokens is None else float(n_tokens)
+    return AGGREGATIONS[aggregation](mask, norm_len, s, t)
 
 
 def k3_kl(logp: Tensor, ref_logp: Tensor) -> Tensor:

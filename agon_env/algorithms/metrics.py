@@ -28,6 +28,15 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     Correctness and format come from the env's ``infos``; a turn whose info describes
     another turn (a seat that played twice) is left out of the accuracy figures.
     """
+    return summarize(metric_samples(batch))
+
+
+def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
+    """The per-turn / per-episode values behind :func:`rollout_metrics`, before averaging.
+
+    Data-parallel ranks gather these (not their means), so conditional rates such as the
+    conversion rate come out exactly as one process would compute them.
+    """
     acc: dict[str, list[float]] = defaultdict(list)
     for t in batch.turns:
         keys = (f"{t.seat}/{t.role}", t.role)
@@ -52,9 +61,23 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
                 acc[f"win_rate/{me}"].append(float(mine and not theirs))
             acc["tie_rate"].append(float(cd == cc))
             acc["divergence/answer_disagreement"].append(float(_norm_answer(d) != _norm_answer(c)))
-    out = {k: float(mean(v)) for k, v in sorted(acc.items()) if v}
-    tokens = sum(t.completion.num_tokens or 0 for t in batch.turns)
-    out["tokens"] = float(tokens)
+    acc["tokens"].append(float(sum(t.completion.num_tokens or 0 for t in batch.turns)))
+    return dict(acc)
+
+
+def merge_samples(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Concatenate the samples of several ranks key by key."""
+    out: dict[str, list[float]] = defaultdict(list)
+    for part in parts:
+        for k, v in part.items():
+            out[k].extend(v)
+    return dict(out)
+
+
+def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
+    """Means of every sample list, except ``tokens``, which is a total."""
+    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k != "tokens"}
+    out["tokens"] = float(sum(samples.get("tokens", [])))
     return out
 
 

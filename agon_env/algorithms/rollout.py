@@ -2,15 +2,15 @@
 
 Every episode of a step has the same drafter seat, so all envs wait on the same agent at
 the same time: the drafter acts once on the whole batch of B·N observations, then the
-challenger acts once on all of them. The env is driven only through the PettingZoo AEC
-API (``reset`` / ``agent_selection`` / ``observe`` / ``step`` / ``rewards`` / ``infos``),
-and agents only through :class:`~agon_env.agents.protocol.Agent`, so any env or agent
-that speaks those protocols can be rolled out.
+challenger acts once on all of them (:func:`agon_env.envs.lockstep.play_lockstep`). The
+env is driven only through the PettingZoo AEC API and agents only through
+:class:`~agon_env.agents.protocol.Agent`, so any env or agent that speaks those
+protocols can be rolled out.
 """
 
 from __future__ import annotations
 
-import copy
+import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from agon_env.agents.protocol import Agent, Completion
+from agon_env.envs.lockstep import play_lockstep, spawn
 
 ROLE_NAMES = ("drafter", "challenger")
 
@@ -74,13 +75,18 @@ class RolloutBatch:
         return out
 
 
-def _spawn(env: Any) -> Any:
-    # DraftChallengeEnv.spawn shares the (possibly large) task; other AEC envs get a copy.
-    return env.spawn() if hasattr(env, "spawn") else copy.deepcopy(env)
+def episode_seed(seed: int, episode: int, turn: int) -> int:
+    """Sampling seed of one turn of one episode (``episode`` is the global index)."""
+    return (seed * 1_000_003 + episode * 7_919 + turn) % 2**62
 
 
-def _done(env: Any) -> bool:
-    return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
+def _act(agent: Agent, observations: list[Any], seeds: list[int]) -> list[Completion]:
+    # Per-observation seeds make rollouts independent of batching and sharding; an agent
+    # written before the protocol grew ``seeds`` still works, without that guarantee.
+    params = inspect.signature(agent.act).parameters
+    if "seeds" in params or any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return agent.act(observations, seeds=seeds)
+    return agent.act(observations)
 
 
 def rollout(
@@ -90,6 +96,7 @@ def rollout(
     num_generations: int,
     drafter: str,
     seed: int = 0,
+    episode_offset: int = 0,
 ) -> RolloutBatch:
     """Play ``len(problem_indices) × num_generations`` episodes in lockstep.
 
@@ -97,39 +104,32 @@ def rollout(
     ``env`` is a template: it is never stepped itself. Rewards per role come from
     ``infos[seat]["rewards_by_role"]`` so a seat that plays both roles (self mode)
     gets each turn's own reward, falling back to ``rewards[seat]`` for other envs.
+
+    Episode ``i`` is seeded by its global index ``episode_offset + i`` (env reset and
+    each turn's sampling seed), so a data-parallel rank that plays a shard of a batch
+    plays exactly the episodes one process would play for that shard.
     """
     start = time.perf_counter()
     n = num_generations
-    envs = [_spawn(env) for _ in range(len(problem_indices) * n)]
+    envs = [spawn(env) for _ in range(len(problem_indices) * n)]
     for i, e in enumerate(envs):
-        e.reset(seed=seed + i, options={"drafter": drafter, "problem_index": int(problem_indices[i // n])})
+        options = {"drafter": drafter, "problem_index": int(problem_indices[i // n])}
+        e.reset(seed=seed + episode_offset + i, options=options)
     turns: list[Turn] = []
     turn_count = [0] * len(envs)
-    gen = score = 0.0
-    while True:
-        waiting: dict[str, list[int]] = {}
-        for i, e in enumerate(envs):
-            if not _done(e):
-                waiting.setdefault(e.agent_selection, []).append(i)
-        if not waiting:
-            break
-        for seat, idx in waiting.items():
-            if seat not in agents:
-                raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(agents)} have agents")
-            observations = [envs[i].observe(seat) for i in idx]
-            t0 = time.perf_counter()
-            completions = agents[seat].act(observations)
-            gen += time.perf_counter() - t0
-            if len(completions) != len(idx):
-                got = len(completions)
-                raise ValueError(f"agent {seat!r} returned {got} completions for {len(idx)} observations")
-            for i, obs, completion in zip(idx, observations, completions, strict=True):
-                role = ROLE_NAMES[min(int(obs.get("role", turn_count[i])), 1)]
-                turns.append(Turn(i, i // n, seat, role, obs, completion))
-                turn_count[i] += 1
-                t0 = time.perf_counter()
-                envs[i].step(completion)
-                score += time.perf_counter() - t0
+
+    def act(seat: str, idx: list[int], observations: list[Any]) -> list[Completion]:
+        if seat not in agents:
+            raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(agents)} have agents")
+        seeds = [episode_seed(seed, episode_offset + i, turn_count[i]) for i in idx]
+        return _act(agents[seat], observations, seeds)
+
+    def record(i: int, seat: str, obs: Any, completion: Any) -> None:
+        role = ROLE_NAMES[min(int(obs.get("role", turn_count[i])), 1)]
+        turns.append(Turn(i, i // n, seat, role, obs, completion))
+        turn_count[i] += 1
+
+    timing = play_lockstep(envs, act, record)
     for t in turns:
         e = envs[t.episode]
         info = dict(e.infos.get(t.seat, {}))
@@ -139,4 +139,5 @@ def rollout(
         by_role = info.get("rewards_by_role") or {}
         t.reward = float(by_role.get(t.role, e.rewards.get(t.seat, 0.0)))
         t.info = info
-    return RolloutBatch(list(problem_indices), n, turns, time.perf_counter() - start, gen, score)
+    seconds = time.perf_counter() - start
+    return RolloutBatch(list(problem_indices), n, turns, seconds, timing.acting, timing.stepping)

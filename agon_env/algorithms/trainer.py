@@ -9,7 +9,10 @@ One step, for any algorithm plugin:
    iterations, its own AdamW + linear schedule; a non-finite loss skips the update;
 5. metrics to JSONL / TensorBoard / the progress bar; a checkpoint every ``save_every``.
 
-Nothing here branches on the algorithm's name: the plugin's fields decide.
+Nothing here branches on the algorithm's name: the plugin's fields decide. Under
+``torchrun`` / ``accelerate launch`` each process plays a shard of the step's problems
+and the collectives of :mod:`~agon_env.algorithms.distributed` (normalisers, gradients,
+metrics) make N processes compute the step one process would; rank 0 alone writes.
 """
 
 from __future__ import annotations
@@ -26,7 +29,15 @@ from typing import Any
 import torch
 import yaml
 
-from agon_env.algorithms.builders import BACKENDS, agent_state, build_agents, build_base, build_env
+from agon_env.algorithms import distributed as dist
+from agon_env.algorithms.builders import (
+    BACKENDS,
+    agent_state,
+    build_agents,
+    build_base,
+    build_env,
+    resolve_device,
+)
 from agon_env.algorithms.checkpoint import (
     RunFolderError,
     RunIdentity,
@@ -35,10 +46,18 @@ from agon_env.algorithms.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agon_env.algorithms.config import TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.config import ConfigError, TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
-from agon_env.algorithms.metrics import MetricsLogger, plot, print_summary, rollout_metrics
+from agon_env.algorithms.metrics import (
+    MetricsLogger,
+    merge_samples,
+    metric_samples,
+    plot,
+    print_summary,
+    summarize,
+)
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, Turn, rollout
 from agon_env.algorithms.sampler import ProblemSampler
@@ -91,14 +110,21 @@ class Trainer:
     optimizers: dict[str, torch.optim.Optimizer]
     schedulers: dict[str, Any]
     sampler: ProblemSampler
+    ctx: DistContext = field(default_factory=DistContext)
     step: int = 0
     counters: dict[str, float] = field(default_factory=lambda: {"nan_skipped": 0, "updates": 0})
 
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def build(cls, cfg: TrainConfig) -> Trainer:
+    def build(cls, cfg: TrainConfig, ctx: DistContext | None = None) -> Trainer:
         validate(cfg)
+        ctx = ctx or DistContext(device=resolve_device(cfg))
+        if cfg.batch_problems % ctx.world:
+            raise ConfigError(
+                f"batch_problems={cfg.batch_problems} cannot be split over {ctx.world} processes: "
+                f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
+            )
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         plugin = get_algorithm(cfg.algo)
@@ -117,7 +143,7 @@ class Trainer:
                 opt, lr_lambda(cfg.steps, cfg.optim.warmup_ratio, cfg.optim.schedule)
             )
         sampler = ProblemSampler(len(env.task), seed=cfg.seed)
-        return cls(cfg, plugin, env, base, backend, agents, optimizers, schedulers, sampler)
+        return cls(cfg, plugin, env, base, backend, agents, optimizers, schedulers, sampler, ctx)
 
     @property
     def identity(self) -> RunIdentity:
@@ -170,7 +196,8 @@ class Trainer:
         torch.manual_seed(cfg.seed * 1_000_003 + step)
         t0 = time.perf_counter()
         seats = self.plugin.seats(step)
-        problems = self.sampler.take(cfg.batch_problems)
+        # Every rank draws the same global batch and plays its own shard of whole groups.
+        problems, first = dist.shard(self.sampler.take(cfg.batch_problems), self.ctx)
         batch = rollout(
             self.env,
             self.agents,
@@ -178,24 +205,26 @@ class Trainer:
             cfg.grpo.num_generations,
             drafter=seats["drafter"],
             seed=cfg.seed * 1_000_003 + step * 10_007,
+            episode_offset=first * cfg.grpo.num_generations,
         )
-        metrics = rollout_metrics(batch)
-        metrics.update(self._divergence_kl(batch, seats))
+        samples = merge_samples(dist.all_gather_objects(metric_samples(batch), self.ctx))
+        local: dict[str, float] = self._divergence_kl(batch, seats)
         streams: dict[str, list[StreamBatch]] = defaultdict(list)
         kept = total = 0
         for role, adapter in self.plugin.updates(step).items():
             sb, keep = self._stream(batch, role, adapter)
-            metrics[f"groups_dropped/{role}"] = 1.0 - float(keep.float().mean())
-            kept, total = kept + int(keep.sum()), total + keep.numel()
+            k, n = dist.all_sum([int(keep.sum()), keep.numel()], self.ctx)
+            local[f"groups_dropped/{role}"] = 1.0 - k / max(1.0, n)
+            kept, total = kept + k, total + n
             if sb is not None:
                 streams[adapter].append(sb)
-        metrics["groups_dropped"] = 1.0 - kept / max(1, total)
+        local["groups_dropped"] = 1.0 - kept / max(1.0, total)
         t2 = time.perf_counter()
         for name in self.plugin.adapters:
-            metrics.update(self._update(name, streams.get(name, [])))
+            local.update(self._update(name, streams.get(name, [])))
             if name in streams:
                 self._sync([name])
-            metrics[f"lr/{name}"] = self.schedulers[name].get_last_lr()[0]
+            local[f"lr/{name}"] = self.schedulers[name].get_last_lr()[0]
             with warnings.catch_warnings():
                 # The schedule follows training steps, also those whose groups were all dropped.
                 warnings.filterwarnings(
@@ -203,19 +232,33 @@ class Trainer:
                 )
                 self.schedulers[name].step()
         t3 = time.perf_counter()
-        metrics.update(
+        local.update(
             {
                 "time/rollout": batch.gen_seconds,
                 "time/scoring": batch.score_seconds,
                 "time/update": t3 - t2,
                 "time/step": t3 - t0,
-                "tokens_per_s": metrics.get("tokens", 0.0) / max(batch.gen_seconds, 1e-9),
                 "nan_skipped": float(self.counters["nan_skipped"]),
                 "epoch": float(self.sampler.epoch),
             }
         )
+        metrics = {**summarize(samples), **self._across_ranks(local)}
+        metrics["tokens_per_s"] = metrics.get("tokens", 0.0) / max(metrics["time/rollout"], 1e-9)
         self.step += 1
         return metrics
+
+    def _across_ranks(self, local: dict[str, float]) -> dict[str, float]:
+        """One view of the step: times are the slowest rank's, everything else the ranks' mean.
+
+        Losses and gradient norms are already global (summed before use), so every
+        rank holds the same value and the mean returns it.
+        """
+        parts = dist.all_gather_objects(local, self.ctx)
+        out: dict[str, float] = {}
+        for key in dict.fromkeys(k for part in parts for k in part):
+            values = [part[key] for part in parts if key in part]
+            out[key] = max(values) if key.startswith("time/") else sum(values) / len(values)
+        return out
 
     def _stream(
         self, batch: RolloutBatch, role: str, adapter: str
@@ -224,9 +267,15 @@ class Trainer:
         n = batch.num_generations
         turns = batch.stream(role)
         idx = [i for i in range(len(turns)) if keep[i // n]]
-        if not idx:
-            return None, keep
         chosen = [turns[i] for i in idx]
+        mask = completion_mask([t.completion.completion_ids for t in chosen]) if chosen else None
+        # The loss normalisers count kept sequences and tokens over all ranks (every rank
+        # takes part, also one without kept groups), so the ranks' losses sum to the full loss.
+        n_seqs, n_tokens = dist.all_sum(
+            [len(chosen), float(mask.sum()) if mask is not None else 0.0], self.ctx
+        )
+        if mask is None:
+            return None, keep
         for t in chosen:
             c = t.completion
             if not c.prompt_ids or len(c.logprobs) != len(c.completion_ids):
@@ -234,8 +283,13 @@ class Trainer:
                     f"agent {t.seat!r} gave a completion without prompt/completion token ids and "
                     "matching log-probs; GRPO trains on those (scripted agents cannot be trained)"
                 )
-        mask = completion_mask([t.completion.completion_ids for t in chosen])
-        weights = token_weights(mask, self.cfg.grpo.aggregation, self.cfg.sampling.max_new_tokens)
+        weights = token_weights(
+            mask,
+            self.cfg.grpo.aggregation,
+            self.cfg.sampling.max_new_tokens,
+            n_seqs=n_seqs,
+            n_tokens=n_tokens,
+        )
         sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, self._temperature(adapter))
         return sb, keep
 
@@ -252,8 +306,12 @@ class Trainer:
         )
 
     def _update(self, adapter: str, streams: list[StreamBatch]) -> dict[str, float]:
-        """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``."""
-        if not streams:
+        """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``.
+
+        With several processes, gradients and the loss are summed over ranks before the
+        clip and the step, so every rank applies the same update.
+        """
+        if not dist.all_max([float(bool(streams))], self.ctx)[0]:
             return {}
         g = self.cfg.grpo
         opt = self.optimizers[adapter]
@@ -267,6 +325,8 @@ class Trainer:
                     total = 0.0
                     for sb in streams:
                         total += self._accumulate(sb, stats)
+                    dist.all_reduce_grads(params, self.ctx)
+                    total = dist.all_sum([total], self.ctx)[0]
                     norm = torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm or float("inf"))
                     if not (math.isfinite(total) and math.isfinite(float(norm))):
                         self.counters["nan_skipped"] += 1
@@ -351,38 +411,64 @@ def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
 
 
 def train(cfg: TrainConfig) -> Path:
-    """Run (or resume) a training run; return its folder."""
+    """Run (or resume) a training run; return its folder.
+
+    Launched by ``torchrun`` / ``accelerate launch``, every process runs this same
+    function: they join one process group, share the step's problems, and rank 0 alone
+    writes the run folder.
+    """
     started = time.perf_counter()
     import_modules(cfg)
     validate(cfg)
+    ctx = dist.init_from_env(resolve_device(cfg))
+    try:
+        return _train(cfg, ctx, started)
+    finally:
+        dist.shutdown(ctx)
+
+
+def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
     run_dir = cfg.run_dir
-    prepare_run_dir(run_dir, cfg.resume)
-    trainer = Trainer.build(cfg)
+    # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
+    prepare_run_dir(run_dir, cfg.resume, create=False)
+    dist.barrier(ctx)
+    if ctx.is_main:
+        prepare_run_dir(run_dir, cfg.resume)
+    trainer = Trainer.build(cfg, ctx)
     if cfg.resume:
         trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
-    else:
+    elif ctx.is_main:
         (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-    logger = MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+    logger = (
+        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+        if ctx.is_main
+        else None
+    )
     step_times: list[float] = []
     try:
         while trainer.step < cfg.steps:
-            if not _fits(cfg.time_budget_min * 60, started, step_times):
-                log.warning(
-                    "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
-                )
-                print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: time budget reached")
-                trainer.save(run_dir)
+            if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times), ctx):
+                if ctx.is_main:
+                    log.warning(
+                        "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
+                    )
+                    print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: time budget reached")
+                    trainer.save(run_dir)
                 break
             step = trainer.step
             metrics = trainer.train_step()
             step_times.append(metrics["time/step"])
-            logger.log(step, metrics)
-            if trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps:
+            if logger is not None:
+                logger.log(step, metrics)
+            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
                 trainer.save(run_dir)
     finally:
-        logger.close()
-    for name in trainer.plugin.adapters:
-        trainer.base.save(name, run_dir / "adapters" / name)
-    plot(run_dir)
-    print_summary(run_dir)
+        if logger is not None:
+            logger.close()
+    if ctx.is_main:
+        for name in trainer.plugin.adapters:
+            trainer.base.save(name, run_dir / "adapters" / name)
+        plot(run_dir)
+        print_summary(run_dir)
+    dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
     return run_dir

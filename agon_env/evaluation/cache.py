@@ -120,7 +120,10 @@ class CachedAgent:
         self.seed, self.persistent = seed, persistent
         self.name = getattr(agent, "name", identity)
 
-    def act(self, observations: Sequence[Mapping[str, Any]]) -> list[Completion]:
+    def act(
+        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]:
+        # ``seeds`` is accepted for the protocol; the cache key already fixes each sample.
         seen: Counter[str] = Counter()
         keys = []
         for obs in observations:

@@ -14,7 +14,6 @@ one seat twice (self).
 
 from __future__ import annotations
 
-import copy
 import random
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agon_env.agents.protocol import Agent
+from agon_env.envs.lockstep import play_lockstep, spawn
 
 _ROLE_ORDER = {"drafter": 0, "challenger": 1}
 
@@ -95,14 +95,6 @@ def seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
 
 
-def _spawn(env: Any) -> Any:
-    return env.spawn() if hasattr(env, "spawn") else copy.deepcopy(env)
-
-
-def _done(env: Any) -> bool:
-    return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
-
-
 def _episode_record(env: Any, index: int, seed: int) -> Episode:
     turns: list[dict[str, Any]] = []
     for agent in env.agents:
@@ -140,30 +132,18 @@ def play(
     for the same batch and seed (stages get distinct seeds so a challenger's sampling
     noise is not a copy of its drafter's).
     """
-    envs = [_spawn(env) for _ in problem_indices]
+    envs = [spawn(env) for _ in problem_indices]
     for e, index in zip(envs, problem_indices, strict=True):
         e.reset(seed=seed, options={"drafter": drafter, "problem_index": int(index)})
-    stage = 0
-    while True:
-        waiting: dict[str, list[int]] = {}
-        for i, e in enumerate(envs):
-            if not _done(e):
-                waiting.setdefault(e.agent_selection, []).append(i)
-        if not waiting:
-            break
-        for seat, idx in waiting.items():
-            if seat not in seats:
-                raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(seats)} have agents")
-            observations = [envs[i].observe(seat) for i in idx]
-            if before_act is not None:
-                before_act(seed * 1009 + stage)
-            completions = seats[seat].act(observations)
-            if len(completions) != len(idx):
-                raise ValueError(
-                    f"agent for seat {seat!r} returned {len(completions)} completions "
-                    f"for {len(idx)} observations"
-                )
-            for i, completion in zip(idx, completions, strict=True):
-                envs[i].step(completion)
-            stage += 1
+    stage = [0]
+
+    def act(seat: str, idx: list[int], observations: list[Any]) -> Sequence[Any]:
+        if seat not in seats:
+            raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(seats)} have agents")
+        if before_act is not None:
+            before_act(seed * 1009 + stage[0])
+        stage[0] += 1
+        return seats[seat].act(observations)
+
+    play_lockstep(envs, act)
     return [_episode_record(e, int(ix), seed) for e, ix in zip(envs, problem_indices, strict=True)]

@@ -59,3 +59,32 @@ def test_matches_generate_scores(tiny):
     with torch.no_grad():
         got = completion_logprobs(model, [prompt.input_ids[0].tolist()], [new.tolist()], temperature=0.7)
     assert got[0].tolist() == pytest.approx(want, abs=1e-4)
+
+
+def test_shared_prefix_gives_the_same_values_and_gradients(tiny):
+    """Running the common prompt prefix once must not change log-probs or their gradients."""
+    from agon_env.algorithms.logprobs import shared_prefix_len
+
+    model, tok = tiny
+    prefix = tok.encode("System: reason, then answer. Example: 3 + 4 = 7. Example: 6 * 7 = 42. Now: ")
+    prompts = [prefix + tok.encode("What is 17 + 25?"), prefix + tok.encode("5"), prefix + tok.encode("2 * 8?")]
+    completions = [tok.encode(" <answer>42</answer>"), tok.encode(" 12"), tok.encode(" 16 so right")]
+    assert shared_prefix_len(prompts) >= len(prefix) >= 16
+    assert shared_prefix_len(prompts[:1]) == 0  # one row: nothing to share
+    assert shared_prefix_len([prefix, prefix]) == len(prefix) - 1  # each row keeps its last token
+
+    def run(share):
+        model.zero_grad(set_to_none=True)
+        lp = completion_logprobs(
+            model, prompts, completions, temperature=0.7, pad_id=tok.pad_token_id, share_prefix=share
+        )
+        (lp * torch.arange(1, lp.shape[1] + 1)).sum().backward()
+        return lp.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    plain, g_plain = run(False)
+    shared, g_shared = run(True)
+    assert torch.allclose(plain, shared, atol=1e-5)
+    assert g_plain.keys() == g_shared.keys() and len(g_plain) > 0
+    for name, g in g_plain.items():
+        assert torch.allclose(g, g_shared[name], atol=1e-4, rtol=1e-3), name
+    model.zero_grad(set_to_none=True)

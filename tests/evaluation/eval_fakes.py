@@ -31,7 +31,9 @@ class FakeAgent:
         self.name, self.solves, self.fixes, self.tokens = name, solves, fixes, tokens
         self.calls: list[int] = []
 
-    def act(self, observations: Sequence[Mapping[str, Any]]) -> list[Completion]:
+    def act(
+        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]:
         self.calls.append(len(observations))
         out = []
         for obs in observations:
