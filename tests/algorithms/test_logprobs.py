@@ -67,7 +67,7 @@ def test_shared_prefix_gives_the_same_values_and_gradients(tiny):
 
     model, tok = tiny
     prefix = tok.encode("System: reason, then answer. Example: 3 + 4 = 7. Example: 6 * 7 = 42. Now: ")
-    prompts = [prefix + tok.encode("What is 17 + 25?"), prefix + tok.encode("5"), prefix + tok.encode("2 * 8?")]
+    prompts = [prefix + tok.encode(q) for q in ("What is 17 + 25?", "5", "2 * 8?")]
     completions = [tok.encode(" <answer>42</answer>"), tok.encode(" 12"), tok.encode(" 16 so right")]
     assert shared_prefix_len(prompts) >= len(prefix) >= 16
     assert shared_prefix_len(prompts[:1]) == 0  # one row: nothing to share
