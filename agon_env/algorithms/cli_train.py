@@ -92,7 +92,8 @@ def run_train(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         return 0
-    from agon_env.algorithms.trainer import RunFolderError, train
+    from agon_env.algorithms.checkpoint import RunFolderError
+    from agon_env.algorithms.run import train
 
     try:
         train(cfg)

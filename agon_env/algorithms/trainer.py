@@ -1,4 +1,4 @@
-"""The training loop: sample problems, roll out B×N episodes, update each trained stream.
+"""One training step: sample problems, roll out B×N episodes, update each trained stream.
 
 One step, for any algorithm plugin:
 
@@ -7,7 +7,8 @@ One step, for any algorithm plugin:
 3. per role stream: ``[B, N]`` rewards -> group-relative advantages, σ = 0 groups dropped;
 4. per adapter: the GRPO loss of every stream that trains it, micro-batched, μ inner
    iterations, its own AdamW + linear schedule; a non-finite loss skips the update;
-5. metrics to JSONL / TensorBoard / the progress bar; a checkpoint every ``save_every``.
+5. the step's metrics, returned to :func:`agon_env.algorithms.run.train`, which logs them
+   and checkpoints (``save`` / ``restore`` live here).
 
 Nothing here branches on the algorithm's name: the plugin's fields decide. Under
 ``torchrun`` / ``accelerate launch`` each process plays a shard of the step's problems
@@ -17,7 +18,6 @@ metrics) make N processes compute the step one process would; rank 0 alone write
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 import warnings
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.builders import (
@@ -42,29 +41,23 @@ from agon_env.algorithms.checkpoint import (
     RunFolderError,
     RunIdentity,
     load_checkpoint,
-    prepare_run_dir,
     save_checkpoint,
     set_rng_state,
 )
-from agon_env.algorithms.config import ConfigError, TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.config import ConfigError, TrainConfig, validate
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
 from agon_env.algorithms.metrics import (
-    MetricsLogger,
     merge_samples,
     metric_samples,
-    plot,
-    print_summary,
     summarize,
 )
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, Turn, rollout
 from agon_env.algorithms.sampler import ProblemSampler
 
-__all__ = ["RunFolderError", "Trainer", "train"]
-
-log = logging.getLogger(__name__)
+__all__ = ["RunFolderError", "Trainer", "lr_lambda"]
 
 
 DECAYS: dict[str, Any] = {
@@ -267,6 +260,9 @@ class Trainer:
         n = batch.num_generations
         turns = batch.stream(role)
         idx = [i for i in range(len(turns)) if keep[i // n]]
+        # Sorted by prompt, so each micro-batch holds prompts with the longest common prefix
+        # (a challenger shown no draft gets a drafting prompt), which the forward shares.
+        idx.sort(key=lambda i: turns[i].completion.prompt_ids)
         chosen = [turns[i] for i in idx]
         mask = completion_mask([t.completion.completion_ids for t in chosen]) if chosen else None
         # The loss normalisers count kept sequences and tokens over all ranks (every rank
@@ -398,77 +394,3 @@ class Trainer:
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
         kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {"divergence/kl": float((kl * mask).sum() / mask.sum().clamp(min=1))}
-
-
-# -- the run -----------------------------------------------------------------------------
-
-
-def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
-    """Whether one more step (as long as the slowest of the last three) ends within the budget."""
-    if not budget_s or not step_times:
-        return True
-    return time.perf_counter() - started + max(step_times[-3:]) <= budget_s
-
-
-def train(cfg: TrainConfig) -> Path:
-    """Run (or resume) a training run; return its folder.
-
-    Launched by ``torchrun`` / ``accelerate launch``, every process runs this same
-    function: they join one process group, share the step's problems, and rank 0 alone
-    writes the run folder.
-    """
-    started = time.perf_counter()
-    import_modules(cfg)
-    validate(cfg)
-    ctx = dist.init_from_env(resolve_device(cfg))
-    try:
-        return _train(cfg, ctx, started)
-    finally:
-        dist.shutdown(ctx)
-
-
-def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
-    run_dir = cfg.run_dir
-    # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
-    prepare_run_dir(run_dir, cfg.resume, create=False)
-    dist.barrier(ctx)
-    if ctx.is_main:
-        prepare_run_dir(run_dir, cfg.resume)
-    trainer = Trainer.build(cfg, ctx)
-    if cfg.resume:
-        trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
-    elif ctx.is_main:
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-    logger = (
-        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
-        if ctx.is_main
-        else None
-    )
-    step_times: list[float] = []
-    try:
-        while trainer.step < cfg.steps:
-            if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times), ctx):
-                if ctx.is_main:
-                    log.warning(
-                        "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
-                    )
-                    print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: time budget reached")
-                    trainer.save(run_dir)
-                break
-            step = trainer.step
-            metrics = trainer.train_step()
-            step_times.append(metrics["time/step"])
-            if logger is not None:
-                logger.log(step, metrics)
-            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
-                trainer.save(run_dir)
-    finally:
-        if logger is not None:
-            logger.close()
-    if ctx.is_main:
-        for name in trainer.plugin.adapters:
-            trainer.base.save(name, run_dir / "adapters" / name)
-        plot(run_dir)
-        print_summary(run_dir)
-    dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
-    return run_dir

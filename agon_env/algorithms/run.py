@@ -1,0 +1,98 @@
+"""The run around the trainer: process group, run folder, step loop, budget, final writes.
+
+:func:`train` is what ``agon train`` calls, in every process a launcher starts. It joins
+the process group (a no-op alone), refuses or resumes the run folder, steps the
+:class:`~agon_env.algorithms.trainer.Trainer` until ``steps`` or the time budget, and has
+rank 0 write metrics, checkpoints, adapters, the plot and the summary table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import yaml
+
+from agon_env.algorithms import distributed as dist
+from agon_env.algorithms.builders import resolve_device
+from agon_env.algorithms.checkpoint import prepare_run_dir
+from agon_env.algorithms.config import TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.distributed import DistContext
+from agon_env.algorithms.metrics import MetricsLogger, plot, print_summary
+from agon_env.algorithms.trainer import Trainer
+
+__all__ = ["train"]
+
+log = logging.getLogger(__name__)
+
+
+def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
+    """Whether one more step (as long as the slowest of the last three) ends within the budget."""
+    if not budget_s or not step_times:
+        return True
+    return time.perf_counter() - started + max(step_times[-3:]) <= budget_s
+
+
+def train(cfg: TrainConfig) -> Path:
+    """Run (or resume) a training run; return its folder.
+
+    Launched by ``torchrun`` / ``accelerate launch``, every process runs this same
+    function: they join one process group, share the step's problems, and rank 0 alone
+    writes the run folder.
+    """
+    started = time.perf_counter()
+    import_modules(cfg)
+    validate(cfg)
+    ctx = dist.init_from_env(resolve_device(cfg))
+    try:
+        return _train(cfg, ctx, started)
+    finally:
+        dist.shutdown(ctx)
+
+
+def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
+    run_dir = cfg.run_dir
+    # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
+    prepare_run_dir(run_dir, cfg.resume, create=False)
+    dist.barrier(ctx)
+    if ctx.is_main:
+        prepare_run_dir(run_dir, cfg.resume)
+    trainer = Trainer.build(cfg, ctx)
+    if cfg.resume:
+        trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
+    elif ctx.is_main:
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    logger = (
+        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+        if ctx.is_main
+        else None
+    )
+    step_times: list[float] = []
+    try:
+        while trainer.step < cfg.steps:
+            if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times), ctx):
+                if ctx.is_main:
+                    log.warning(
+                        "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
+                    )
+                    print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: time budget reached")
+                    trainer.save(run_dir)
+                break
+            step = trainer.step
+            metrics = trainer.train_step()
+            step_times.append(metrics["time/step"])
+            if logger is not None:
+                logger.log(step, metrics)
+            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
+                trainer.save(run_dir)
+    finally:
+        if logger is not None:
+            logger.close()
+    if ctx.is_main:
+        for name in trainer.plugin.adapters:
+            trainer.base.save(name, run_dir / "adapters" / name)
+        plot(run_dir)
+        print_summary(run_dir)
+    dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
+    return run_dir
