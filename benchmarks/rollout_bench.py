@@ -54,12 +54,14 @@ def count_generated(row: list[int], eos: set[int]) -> int:
 
 
 def run_generate(
-    base: SharedBase, prompts: list[str], params: SamplingParams, eos: set[int]
+    base: SharedBase, prompts: list[str], params: SamplingParams, adapter: str, eos: set[int]
 ) -> tuple[int, float]:
+    """Plain ``model.generate`` on the bare base (``"__base__"``) or with ``adapter`` active."""
     tok = base.tokenizer
     enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    policy = base.reference() if adapter == "__base__" else base.use(adapter)
     t0 = time.perf_counter()
-    with torch.inference_mode(), base.reference() as model:
+    with torch.inference_mode(), policy as model:
         out = model.generate(
             **enc,
             do_sample=True,
