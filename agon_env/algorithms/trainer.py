@@ -214,8 +214,9 @@ class Trainer:
         local["groups_dropped"] = 1.0 - kept / max(1.0, total)
         t2 = time.perf_counter()
         for name in self.plugin.adapters:
-            local.update(self._update(name, streams.get(name, [])))
-            if name in streams:
+            stats = self._update(name, streams.get(name, []))
+            local.update(stats)
+            if stats:  # updated on every rank, also one that held none of the kept groups
                 self._sync([name])
             local[f"lr/{name}"] = self.schedulers[name].get_last_lr()[0]
             with warnings.catch_warnings():

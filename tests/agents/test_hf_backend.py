@@ -213,3 +213,23 @@ def test_shared_prefix_prefill_gives_the_same_completions(tiny_pair, monkeypatch
         assert torch.allclose(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-4)
         ref = _recomputed_logprobs(tiny_pair, "agent_a", x.prompt_ids, x.completion_ids, 1.0)
         assert torch.allclose(torch.tensor(x.logprobs), ref, atol=1e-4)
+
+
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_per_row_seeds_make_a_row_independent_of_its_batch(tiny_pair, top_p):
+    """What data-parallel sharding relies on: row i's sample depends on (prompt i, seed i) only."""
+    backend = HFBackend(tiny_pair)
+    p = SamplingParams(max_new_tokens=10, temperature=1.0, top_p=top_p, stop=())
+    seeds = [11, 12, 13, 14]
+    whole = [o.completion_ids for o in backend.generate(PREFIXED, p, "agent_a", seeds=seeds)]
+    halves = [
+        o.completion_ids
+        for lo in (0, 2)
+        for o in backend.generate(PREFIXED[lo : lo + 2], p, "agent_a", seeds=seeds[lo : lo + 2])
+    ]
+    reversed_ = [o.completion_ids for o in backend.generate(PREFIXED[::-1], p, "agent_a", seeds=seeds[::-1])]
+    assert whole == halves == reversed_[::-1]
+    other = [o.completion_ids for o in backend.generate(PREFIXED, p, "agent_a", seeds=[21, 22, 23, 24])]
+    assert other != whole  # the seeds are really used
+    with pytest.raises(ValueError, match="3 seeds for 4 prompts"):
+        backend.generate(PREFIXED, p, "agent_a", seeds=seeds[:3])
