@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import Cache, DynamicLayer
 
+from agon_env.agents.kv_cache import BufferCache
 from agon_env.agents.protocol import Completion
+
+__all__ = ["BufferCache", "HFBackend", "SamplingParams"]
 
 
 @dataclass
@@ -91,71 +92,6 @@ def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
 
 MIN_SHARED_PREFIX = 8
 """Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
-
-
-class _BufferLayer(DynamicLayer):
-    """A KV layer that writes into a preallocated buffer and returns growing views of it."""
-
-    def __init__(self, capacity: int) -> None:
-        super().__init__()
-        self.capacity = capacity
-        self.length = 0
-
-    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.dtype, self.device = key_states.dtype, key_states.device
-        b, h, n, d = key_states.shape
-        cap = max(self.capacity, n)
-        self._k = key_states.new_empty(b, h, cap, d)
-        self._v = value_states.new_empty(b, value_states.shape[1], cap, value_states.shape[3])
-        self.is_initialized = True
-
-    def _grow(self, needed: int) -> None:
-        cap = max(needed, 2 * self._k.shape[-2])
-        k = self._k.new_empty(*self._k.shape[:2], cap, self._k.shape[-1])
-        v = self._v.new_empty(*self._v.shape[:2], cap, self._v.shape[-1])
-        k[:, :, : self.length] = self._k[:, :, : self.length]
-        v[:, :, : self.length] = self._v[:, :, : self.length]
-        self._k, self._v = k, v
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        end = self.length + key_states.shape[-2]
-        if end > self._k.shape[-2]:
-            self._grow(end)
-        self._k[:, :, self.length : end] = key_states
-        self._v[:, :, self.length : end] = value_states
-        self.length = end
-        self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
-        return self.keys, self.values
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def batch_select_indices(self, indices: torch.Tensor) -> None:
-        if self.is_initialized:
-            self._k, self._v = self._k[indices], self._v[indices]
-            self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
-
-    def batch_repeat_interleave(self, repeats: int) -> None:
-        if self.is_initialized:
-            self._k = self._k.repeat_interleave(repeats, dim=0)
-            self._v = self._v.repeat_interleave(repeats, dim=0)
-            self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
-
-    def reset(self) -> None:
-        self.length = 0
-        super().reset()
-
-    def crop(self, tokens_to_remove: int) -> None:
-        raise NotImplementedError("the sampling cache is never cropped")
-
-
-class BufferCache(DynamicCache):
-    """``DynamicCache`` semantics over preallocated per-layer buffers (no per-step concat)."""
-
-    def __init__(self, num_layers: int, capacity: int) -> None:
-        Cache.__init__(self, layers=[_BufferLayer(capacity) for _ in range(num_layers)])
 
 
 def _num_layers(model: Any) -> int:
