@@ -87,7 +87,14 @@ def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
     """One draw per row: ``[R, V]`` -> ``[R, 1]``, from a shared or a per-row generator."""
     if isinstance(gen, torch.Generator):
         return torch.multinomial(probs, 1, generator=gen)
-    return torch.cat([torch.multinomial(probs[r : r + 1], 1, generator=g) for r, g in enumerate(gen)])
+    # One uniform per row from that row's generator, then inverse-CDF sampling of the whole
+    # batch at once: a vocabulary-sized multinomial call per row cost ~7% of a decode step.
+    u = torch.cat([torch.rand(1, generator=g, device=probs.device) for g in gen])
+    cdf = probs.cumsum(-1)
+    idx = torch.searchsorted(cdf, (u * cdf[:, -1])[:, None], right=True)
+    # u * total can round up to total: never step past the last token with mass.
+    last = (probs > 0).cumsum(-1).argmax(-1, keepdim=True)
+    return torch.minimum(idx, last)
 
 
 MIN_SHARED_PREFIX = 8

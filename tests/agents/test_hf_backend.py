@@ -233,3 +233,16 @@ def test_per_row_seeds_make_a_row_independent_of_its_batch(tiny_pair, top_p):
     assert other != whole  # the seeds are really used
     with pytest.raises(ValueError, match="3 seeds for 4 prompts"):
         backend.generate(PREFIXED, p, "agent_a", seeds=seeds[:3])
+
+
+def test_per_row_sampling_follows_the_distribution_and_skips_masked_tokens():
+    from agon_env.agents.hf_backend import _multinomial
+
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3, 0.0]]).repeat(4, 1)  # zeros: top-p masked tokens
+    gens = [torch.Generator().manual_seed(i) for i in range(4)]
+    counts = torch.zeros(5)
+    for _ in range(2500):
+        counts.index_add_(0, _multinomial(probs, gens).flatten(), torch.ones(4))
+    freq = counts / counts.sum()
+    assert freq[1] == 0 and freq[4] == 0
+    assert torch.allclose(freq, probs[0], atol=0.02)
