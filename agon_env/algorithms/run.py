@@ -37,7 +37,7 @@ def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
 def train(cfg: TrainConfig) -> Path:
     """Run (or resume) a training run; return its folder.
 
-    Launched by ``torchrun`` / ``accelerate launch``, every process runs this same
+    Launched by ``torchrun`` (or ``accelerate launch --multi_gpu``), every process runs this same
     function: they join one process group, share the step's problems, and rank 0 alone
     writes the run folder.
     """

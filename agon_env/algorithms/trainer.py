@@ -11,7 +11,7 @@ One step, for any algorithm plugin:
    and checkpoints (``save`` / ``restore`` live here).
 
 Nothing here branches on the algorithm's name: the plugin's fields decide. Under
-``torchrun`` / ``accelerate launch`` each process plays a shard of the step's problems
+``torchrun`` (or ``accelerate launch --multi_gpu``) each process plays a shard of the step's problems
 and the collectives of :mod:`~agon_env.algorithms.distributed` (normalisers, gradients,
 metrics) make N processes compute the step one process would; rank 0 alone writes.
 """
