@@ -74,7 +74,9 @@ def completion_logprobs(
     if width == 0:
         return torch.zeros(len(lengths), 0)
     device = next(model.parameters()).device
-    shared = shared_prefix_len(prompt_ids) if share_prefix else 0
+    # transformers turns the cache off under gradient checkpointing: then run rows whole.
+    checkpointing = bool(getattr(model, "is_gradient_checkpointing", False))
+    shared = shared_prefix_len(prompt_ids) if share_prefix and not checkpointing else 0
     total = max(lengths) - shared  # the rows' own tails, left-padded to one width
     ids = torch.full((len(lengths), total), pad_id, dtype=torch.long)
     attn = torch.zeros((len(lengths), shared + total), dtype=torch.long)
