@@ -57,7 +57,7 @@ from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, Turn, rollout
 from agon_env.algorithms.sampler import ProblemSampler
 
-__all__ = ["RunFolderError", "Trainer", "lr_lambda"]
+__all__ = ["RunFolderError", "Trainer", "check_world", "lr_lambda"]
 
 
 DECAYS: dict[str, Any] = {
@@ -78,6 +78,15 @@ def lr_lambda(total: int, warmup_ratio: float, schedule: str) -> Any:
         return decay(s, warm, total)
 
     return f
+
+
+def check_world(cfg: TrainConfig, ctx: DistContext) -> None:
+    """Refuse a global batch that the processes cannot share out by whole problems."""
+    if cfg.batch_problems % ctx.world:
+        raise ConfigError(
+            f"batch_problems={cfg.batch_problems} cannot be split over {ctx.world} processes: "
+            f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
+        )
 
 
 @dataclass
@@ -113,11 +122,7 @@ class Trainer:
     def build(cls, cfg: TrainConfig, ctx: DistContext | None = None) -> Trainer:
         validate(cfg)
         ctx = ctx or DistContext(device=resolve_device(cfg))
-        if cfg.batch_problems % ctx.world:
-            raise ConfigError(
-                f"batch_problems={cfg.batch_problems} cannot be split over {ctx.world} processes: "
-                f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
-            )
+        check_world(cfg, ctx)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         plugin = get_algorithm(cfg.algo)
