@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from agon_env.agents.kv_cache import BufferCache
+from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion
 
 __all__ = ["BufferCache", "HFBackend", "SamplingParams"]
@@ -243,13 +243,9 @@ class HFBackend:
         Rows must keep at least one own token (its logits start the completion), and all
         rows must use one adapter (the prefix's keys/values depend on the adapter).
         """
-        if len(ids) < 2 or len(set(names)) != 1:
+        if len(set(names)) != 1:
             return 0
-        first, limit = ids[0], min(len(x) for x in ids) - 1
-        n = 0
-        while n < limit and all(x[n] == first[n] for x in ids):
-            n += 1
-        return n if n >= MIN_SHARED_PREFIX else 0
+        return shared_prefix_len(ids, MIN_SHARED_PREFIX)
 
     @torch.inference_mode()
     def _run(

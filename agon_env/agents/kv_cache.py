@@ -9,6 +9,7 @@ growing views; it can drop finished rows and repeat a shared prefix for every ro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -79,3 +80,18 @@ class BufferCache(DynamicCache):
 
     def __init__(self, num_layers: int, capacity: int) -> None:
         Cache.__init__(self, layers=[_BufferLayer(capacity) for _ in range(num_layers)])
+
+
+def shared_prefix_len(seqs: Sequence[Sequence[int]], minimum: int) -> int:
+    """Tokens every sequence starts with, leaving each at least its last token; 0 below ``minimum``.
+
+    The last prompt token must stay in each row's own pass: its logits predict the row's
+    first completion token. Used by sampling (prefill once) and by the update forward.
+    """
+    if len(seqs) < 2:
+        return 0
+    first, limit = seqs[0], min(len(x) for x in seqs) - 1
+    n = 0
+    while n < limit and all(x[n] == first[n] for x in seqs):
+        n += 1
+    return n if n >= minimum else 0

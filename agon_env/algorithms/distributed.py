@@ -90,21 +90,23 @@ def shard(items: Sequence[T], ctx: DistContext) -> tuple[list[T], int]:
     return list(items[lo : lo + size]), lo
 
 
-def all_sum(values: Sequence[float], ctx: DistContext) -> list[float]:
-    """Element-wise sum of a few numbers over ranks (float64, so counts stay exact)."""
+def _reduce(values: Sequence[float], ctx: DistContext, op: Any) -> list[float]:
+    # float64, so counts stay exact.
     if not ctx.enabled:
         return [float(v) for v in values]
     t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=ctx.device)
-    dist.all_reduce(t)
+    dist.all_reduce(t, op=op)
     return t.tolist()
+
+
+def all_sum(values: Sequence[float], ctx: DistContext) -> list[float]:
+    """Element-wise sum of a few numbers over ranks."""
+    return _reduce(values, ctx, dist.ReduceOp.SUM)
 
 
 def all_max(values: Sequence[float], ctx: DistContext) -> list[float]:
-    if not ctx.enabled:
-        return [float(v) for v in values]
-    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=ctx.device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.tolist()
+    """Element-wise maximum of a few numbers over ranks."""
+    return _reduce(values, ctx, dist.ReduceOp.MAX)
 
 
 def all_reduce_grads(params: Iterable[torch.nn.Parameter], ctx: DistContext) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from agon_env.agents.kv_cache import shared_prefix_len
+
 
 def pad_right(rows: Sequence[Sequence[float]], width: int, value: float = 0.0) -> Tensor:
     """``[S, width]`` float tensor of ``rows`` padded with ``value`` on the right."""
@@ -37,21 +39,6 @@ def completion_mask(completion_ids: Sequence[Sequence[int]]) -> Tensor:
 
 MIN_SHARED_PREFIX = 16
 """Shorter common prefixes are not worth a separate pass."""
-
-
-def shared_prefix_len(prompt_ids: Sequence[Sequence[int]]) -> int:
-    """Tokens all prompts start with, leaving each prompt at least its last token.
-
-    The last prompt token must stay in the row's own pass: its logits predict the first
-    completion token. Returns 0 when sharing would not pay.
-    """
-    if len(prompt_ids) < 2:
-        return 0
-    first, limit = prompt_ids[0], min(len(p) for p in prompt_ids) - 1
-    n = 0
-    while n < limit and all(p[n] == first[n] for p in prompt_ids):
-        n += 1
-    return n if n >= MIN_SHARED_PREFIX else 0
 
 
 def completion_logprobs(
@@ -76,7 +63,7 @@ def completion_logprobs(
     device = next(model.parameters()).device
     # transformers turns the cache off under gradient checkpointing: then run rows whole.
     checkpointing = bool(getattr(model, "is_gradient_checkpointing", False))
-    shared = shared_prefix_len(prompt_ids) if share_prefix and not checkpointing else 0
+    shared = shared_prefix_len(prompt_ids, MIN_SHARED_PREFIX) if share_prefix and not checkpointing else 0
     total = max(lengths) - shared  # the rows' own tails, left-padded to one width
     ids = torch.full((len(lengths), total), pad_id, dtype=torch.long)
     attn = torch.zeros((len(lengths), shared + total), dtype=torch.long)

@@ -63,15 +63,18 @@ def test_matches_generate_scores(tiny):
 
 def test_shared_prefix_gives_the_same_values_and_gradients(tiny):
     """Running the common prompt prefix once must not change log-probs or their gradients."""
-    from agon_env.algorithms.logprobs import shared_prefix_len
+    from agon_env.agents.kv_cache import shared_prefix_len
+    from agon_env.algorithms.logprobs import MIN_SHARED_PREFIX
 
     model, tok = tiny
     prefix = tok.encode("System: reason, then answer. Example: 3 + 4 = 7. Example: 6 * 7 = 42. Now: ")
     prompts = [prefix + tok.encode(q) for q in ("What is 17 + 25?", "5", "2 * 8?")]
     completions = [tok.encode(" <answer>42</answer>"), tok.encode(" 12"), tok.encode(" 16 so right")]
-    assert shared_prefix_len(prompts) >= len(prefix) >= 16
-    assert shared_prefix_len(prompts[:1]) == 0  # one row: nothing to share
-    assert shared_prefix_len([prefix, prefix]) == len(prefix) - 1  # each row keeps its last token
+    assert shared_prefix_len(prompts, MIN_SHARED_PREFIX) >= len(prefix) >= 16
+    assert shared_prefix_len(prompts[:1], MIN_SHARED_PREFIX) == 0  # one row: nothing to share
+    assert (
+        shared_prefix_len([prefix, prefix], MIN_SHARED_PREFIX) == len(prefix) - 1
+    )  # each row keeps its last token
 
     def run(share):
         model.zero_grad(set_to_none=True)
