@@ -22,6 +22,7 @@ from typing import Any
 from pettingzoo.test import api_test, seed_test
 
 from agon_env.registry import make
+from agon_env.vocabulary import AGENT_B
 
 EnvFactory = Callable[[], Any]
 
@@ -56,8 +57,8 @@ def check_problems_fit(env: Any, limit: int = 200) -> int:
 
 def check_episode_contract(env: Any) -> None:
     """The drafter acts first; the challenger never sees the drafter's answer or reasoning."""
-    env.reset(seed=0, options={"drafter": "agent_b"})
-    assert env.agent_selection == "agent_b", "the drafter named in reset options must act first"
+    env.reset(seed=0, options={"drafter": AGENT_B})
+    assert env.agent_selection == AGENT_B, "the drafter named in reset options must act first"
     secret_reasoning, secret_answer = "SECRET-REASONING-7731", "SECRET-ANSWER-9944"
     draft = f"{secret_reasoning} <summary>plan SUMMARY-OK</summary><answer>{secret_answer}</answer>"
     env.step(draft)

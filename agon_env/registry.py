@@ -10,6 +10,11 @@ An id maps to a string entry point plus default kwargs. The entry point builds e
   called with the task kwargs only; if it returns an ``AECEnv`` that env is used as is,
   so register the class itself when env keywords must reach it.)
 
+Whatever the entry point builds, ``make`` returns it inside PettingZoo's
+``OrderEnforcingWrapper`` (stepping or observing before ``reset`` raises) with
+``env.unwrapped.spec`` set to the :class:`EnvSpec` it came from, as Gymnasium's ``make``
+does; the wrapper forwards every other attribute (``env.task``, ``env.spawn()``, ``env.spec``).
+
 Registering a task takes one call::
 
     agon_env.register("me/primes-v0", entry_point="my_pkg.tasks:PrimeTask", kwargs={"n": 100})
@@ -24,6 +29,9 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pettingzoo import AECEnv
+from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 ENV_KWARGS = frozenset({"mode", "reward_scheme", "lam", "gamma", "max_text_length", "render_mode"})
 
@@ -92,27 +100,28 @@ def all_specs() -> list[EnvSpec]:
     return [_REGISTRY[i] for i in registered_ids()]
 
 
-def make(id: str, **overrides: Any) -> Any:
-    """Build the env registered as ``id``; ``overrides`` replace its default kwargs."""
-    from pettingzoo import AECEnv
+def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
+    """Build the env registered as ``id``; ``overrides`` replace its default kwargs.
 
+    The env comes order-enforced, with ``.spec`` set (see the module docstring).
+    """
     from agon_env.envs.draft_challenge import DraftChallengeEnv
 
     s = spec(id)
     entry = s.load()
+    env: AECEnv
     if inspect.isclass(entry) and issubclass(entry, AECEnv):
-        return entry(**{**s.kwargs, **overrides})
-    # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
-    kwargs = dict(overrides) if "task" in overrides else {**s.kwargs, **overrides}
-    task = kwargs.pop("task", None)
-    env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
-    if task is None:
-        built = entry(**kwargs)
-        if isinstance(built, AECEnv):
-            return built
-        task = built
-    elif kwargs:
-        raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
-    env = DraftChallengeEnv(task, **env_kwargs)
-    env.spec_id = id
-    return env
+        env = entry(**{**s.kwargs, **overrides})
+    else:
+        # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
+        kwargs = dict(overrides) if "task" in overrides else {**s.kwargs, **overrides}
+        task = kwargs.pop("task", None)
+        env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
+        if task is None:
+            task = entry(**kwargs)
+        elif kwargs:
+            raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
+        env = task if isinstance(task, AECEnv) else DraftChallengeEnv(task, **env_kwargs)
+    env.unwrapped.spec = s
+    # A factory may itself return make()'s result; a second order check would add nothing.
+    return env if isinstance(env, OrderEnforcingWrapper) else OrderEnforcingWrapper(env)

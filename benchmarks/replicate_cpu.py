@@ -153,7 +153,7 @@ def calibrate(p: Plan, r: Runner, cache: Path) -> tuple[int, dict[int, float]]:
                     "--env-kwarg", f"difficulty={d}",
                     # Calibration never looks at test: the choice of level must not be fit to it.
                     "--split", "validation",
-                    "--modes", "zero-shot",
+                    "--methods", "zero-shot",
                     "--problems", str(p.calibration_problems),
                     "--val-problems", "0",
                     *sampling_flags(p),

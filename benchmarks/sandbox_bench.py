@@ -28,7 +28,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from agon_env.envs.tasks.code import STDIO_LIMITS, CodeContestsTask, HumanEvalTask
+from agon_env.envs.tasks.code import STDIO_LIMITS, codecontests, humaneval
 from agon_env.envs.tasks.code_checks import IOCase, check_stdio
 from agon_env.envs.tasks.data import local_file
 from agon_env.sandbox import PYTHON, Limits, SandboxPool, run_python, sandbox_mode
@@ -87,7 +87,7 @@ def main() -> None:
     result["trivial_checks_per_s"] = round(trivial_rate, 1)
     print(f"trivial checks through the pool: {trivial_rate:.1f}/s")
 
-    he = HumanEvalTask()
+    he = humaneval()
     picked = [he[i % len(he)] for i in range(0, args.n * 7, 7)]  # spread over the set
     he_rate, he_ok = rate([partial(he.score, p, p.answer["reference"]) for p in picked], args.workers)
     result.update(humaneval_checks_per_s=round(he_rate, 1), humaneval_passed=f"{he_ok}/{len(picked)}")
@@ -96,7 +96,7 @@ def main() -> None:
     )
 
     if local_file("codecontests_sample.jsonl") is not None:
-        cc = list(CodeContestsTask(limit=args.n))
+        cc = list(codecontests(limit=args.n))
         jobs = [
             partial(check_stdio_one, p.answer["reference"], p.answer["tests"][0], STDIO_LIMITS) for p in cc
         ]

@@ -63,7 +63,7 @@ def agon_steps(model: str, steps: int) -> dict[str, float]:
     code = train_main(argv)
     if code:
         raise SystemExit(f"agon train exited with {code}")
-    from agon_env.algorithms.metrics import read_metrics
+    from agon_env.algorithms.run_log import read_metrics
 
     rows = read_metrics(out)
     times = [r["time/step"] for r in rows if r.get("time/step") is not None]

@@ -1,4 +1,6 @@
 import pytest
+from pettingzoo import AECEnv
+from pettingzoo.utils.wrappers import BaseWrapper, OrderEnforcingWrapper
 
 import agon_env
 from agon_env.envs.draft_challenge import DraftChallengeEnv
@@ -29,7 +31,7 @@ def test_unknown_id_suggests_close_ids():
 
 def test_overrides_route_to_env_and_task():
     env = agon_env.make("agon/arith-v0", difficulty=5, mode="hidden", lam=1.0)
-    assert isinstance(env, DraftChallengeEnv)
+    assert isinstance(env.unwrapped, DraftChallengeEnv)
     assert env.task.difficulty == 5 and env.mode == "hidden" and env.lam == 1.0
 
 
@@ -79,3 +81,36 @@ def test_bad_entry_point():
             agon_env.make("test/bad-v0")
     finally:
         _REGISTRY.pop("test/bad-v0")
+
+
+def test_make_sets_spec_and_enforces_order():
+    env = agon_env.make("agon/math-v0", problems=[{"question": "1+1?", "answer": "2"}], mode="solo")
+    assert isinstance(env, OrderEnforcingWrapper) and isinstance(env.unwrapped, DraftChallengeEnv)
+    assert env.spec.id == "agon/math-v0" and env.spec is agon_env.spec("agon/math-v0")
+    with pytest.raises(AssertionError, match="before step"):
+        env.step("<summary>s</summary><answer>2</answer>")
+    with pytest.raises(AttributeError, match="before reset"):
+        env.agent_selection  # noqa: B018
+    env.reset(seed=0)
+    env.step("<summary>s</summary><answer>2</answer>")
+    assert env.rewards == {"agent_a": 2.5} and env.spawn().task is env.task
+
+
+@pytest.mark.parametrize("env_id", ["agon/arith-v0", "agon/humaneval-v0"])
+def test_builtin_ids_set_their_spec(env_id):
+    assert agon_env.make(env_id).spec.id == env_id
+
+
+def test_an_aec_env_entry_point_is_wrapped_too():
+    class Wrapped(BaseWrapper):
+        def __init__(self, **kw):
+            super().__init__(agon_env.make("agon/arith-v0", **kw))
+
+    agon_env.register("test/wrapped-v0", entry_point=Wrapped)
+    try:
+        env = agon_env.make("test/wrapped-v0", mode="solo")
+        assert isinstance(env, OrderEnforcingWrapper) and isinstance(env.env, Wrapped)
+        assert env.spec.id == "test/wrapped-v0" and env.mode == "solo"
+        assert isinstance(env.unwrapped, AECEnv) and not isinstance(env.unwrapped, BaseWrapper)
+    finally:
+        _REGISTRY.pop("test/wrapped-v0")

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agon_env.agents.protocol import Agent, Completion
+from agon_env.agents.protocol import Agent, Completion, SamplingParams
+from agon_env.vocabulary import REFERENCE
 
 _LAZY = {
     "LoraSpec": "agon_env.agents.adapters",
     "SharedBase": "agon_env.agents.adapters",
-    "REFERENCE": "agon_env.agents.adapters",
-    "HFBackend": "agon_env.agents.hf_backend",
-    "SamplingParams": "agon_env.agents.hf_backend",
+        "HFBackend": "agon_env.agents.hf_backend",
     "LLMAgent": "agon_env.agents.llm_agent",
     "load_base": "agon_env.agents.models",
     "ALIASES": "agon_env.agents.models",
@@ -50,8 +49,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from agon_env.agents.adapters import REFERENCE, LoraSpec, SharedBase
-    from agon_env.agents.hf_backend import HFBackend, SamplingParams
+    from agon_env.agents.adapters import LoraSpec, SharedBase
+    from agon_env.agents.hf_backend import HFBackend
     from agon_env.agents.llm_agent import LLMAgent
     from agon_env.agents.models import ALIASES, ModelSourceError, load_base, smollm2_available
     from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt

@@ -34,8 +34,7 @@ from typing import Any
 
 import torch
 
-REFERENCE = "__base__"
-"""Adapter name meaning "no adapter": the frozen base (peft's own name for it)."""
+from agon_env.vocabulary import REFERENCE
 
 
 @dataclass

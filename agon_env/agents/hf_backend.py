@@ -33,50 +33,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
-from agon_env.agents.protocol import Completion
+from agon_env.agents.protocol import Completion, SamplingParams
 
 __all__ = ["BufferCache", "HFBackend", "SamplingParams"]
-
-
-@dataclass
-class SamplingParams:
-    """How to sample one batch of completions."""
-
-    max_new_tokens: int = 256
-    """Hard cap per completion; a completion that hits it ends with ``finish_reason="length"``."""
-    temperature: float = 0.7
-    """Softmax temperature; 0 means greedy."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1 disables it)."""
-    top_k: int = 0
-    """Keep only the k most likely tokens (0 disables it)."""
-    stop: tuple[str, ...] = ("</answer>",)
-    """Strings that end a completion (kept in it). EOS always ends a completion."""
-    seed: int | None = None
-    """Seed for the sampling generator; ``None`` draws one from torch's global RNG."""
-    max_batch_size: int = 32
-    """Larger batches are split into chunks of at most this many prompts."""
-    max_batch_tokens: int | None = None
-    """Optional cap on ``rows * (longest prompt + max_new_tokens)`` per chunk (KV memory)."""
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_batch_size < 1:
-            raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
-        if isinstance(self.stop, str):
-            self.stop = (self.stop,)
-        self.stop = tuple(s for s in self.stop if s)
 
 
 Generators = torch.Generator | list[torch.Generator]
@@ -137,7 +101,7 @@ class HFBackend:
 
         ``adapter`` is one adapter name for all prompts, a name per prompt (rows of
         different adapters share each base matmul via peft's mixed-batch forward), or
-        ``None`` to use whatever adapter is active now. ``"__base__"`` is the base.
+        ``None`` to use whatever adapter is active now. ``REFERENCE`` is the base.
         ``seeds`` (one per prompt) gives every row its own sampling generator.
         """
         params = params or SamplingParams()

@@ -1,9 +1,12 @@
 """Role prompts and chat-template rendering of env observations.
 
-The env emits ``{"text", "problem", "draft", "role"}``; an agent renders that into the
-chat its model was tuned on. Role 0 drafts: reason, then ``<summary>`` and ``<answer>``.
-Role 1 challenges: it reads the problem plus the rival's summary and is told not to
-trust or paraphrase it but to verify and re-derive.
+The env emits ``{"text", "problem", "draft", "role"}`` and words the user turn itself
+(``text``; see :func:`agon_env.envs.draft_challenge.challenger_text`), so what the model
+reads is decided in one place. An agent adds only what is about the *model*: a system
+message and worked examples for its role, then ``text`` verbatim as the last user turn.
+A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challenger's
+system message and examples, rendered through the same ``challenger_text``; any other
+turn (drafting, or challenging in hidden mode) gets the drafter's.
 
 Why few-shot by default: measured on SmolLM2-135M-Instruct (T=0.7, 48 new tokens,
 16 problems per row), a system prompt that only *describes* the tag format produced
@@ -17,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from agon_env.envs.draft_challenge import CHALLENGE, challenger_text
 
 DRAFTER_SYSTEM = (
     "You are a careful problem solver. Reason step by step, then write a one-line "
@@ -54,12 +59,6 @@ CHALLENGER_EXAMPLES: tuple[tuple[str, str, str], ...] = (
         "<summary>Re-derived 9 - 4 = 5, agreeing with the draft.</summary>\n<answer>5</answer>",
     ),
 )
-CHALLENGE_TEMPLATE = (
-    "{problem}\n\nA rival's draft, summarised (its final answer is hidden):\n{draft}\n\n"
-    "Do not trust or paraphrase the draft: verify it and re-derive the answer."
-)
-
-
 @dataclass
 class RolePrompts:
     """How an agent turns an observation into chat messages."""
@@ -74,10 +73,6 @@ class RolePrompts:
     """``(question, completion)`` pairs shown before a drafting question."""
     challenger_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: CHALLENGER_EXAMPLES)
     """``(question, draft summary, completion)`` triples shown before a challenge."""
-    challenge_template: str = CHALLENGE_TEMPLATE
-    """User turn for a challenge; fields ``{problem}`` and ``{draft}``."""
-    use_env_text: bool = False
-    """Send the env's ``text`` field verbatim as the user turn instead of the templates."""
 
 
 def _system(messages: list[dict[str, str]], content: str | None) -> None:
@@ -86,33 +81,23 @@ def _system(messages: list[dict[str, str]], content: str | None) -> None:
 
 
 def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = None) -> list[dict[str, str]]:
-    """Chat messages for one observation.
-
-    A role-1 observation with an empty ``draft`` (hidden mode: the challenger sees only
-    the problem) is rendered as a drafting turn, since there is nothing to verify.
-    """
+    """Chat messages for one observation: system, worked examples, then the env's ``text``."""
     p = prompts or RolePrompts()
-    problem = obs.get("problem") or obs.get("text", "")
-    draft = obs.get("draft") or ""
-    challenging = int(obs.get("role", 0)) == 1 and bool(draft)
+    challenging = int(obs.get("role", 0)) == CHALLENGE and bool(obs.get("draft"))
     messages: list[dict[str, str]] = []
     if challenging:
         _system(messages, p.challenger_system)
         if p.few_shot:
             for q, d, a in p.challenger_examples:
-                messages.append({"role": "user", "content": p.challenge_template.format(problem=q, draft=d)})
+                messages.append({"role": "user", "content": challenger_text(q, d)})
                 messages.append({"role": "assistant", "content": a})
-        user = p.challenge_template.format(problem=problem, draft=draft)
     else:
         _system(messages, p.drafter_system)
         if p.few_shot:
             for q, a in p.drafter_examples:
                 messages.append({"role": "user", "content": q})
                 messages.append({"role": "assistant", "content": a})
-        user = problem
-    if p.use_env_text and obs.get("text"):
-        user = str(obs["text"])
-    messages.append({"role": "user", "content": user})
+    messages.append({"role": "user", "content": str(obs.get("text") or obs.get("problem", ""))})
     return messages
 
 

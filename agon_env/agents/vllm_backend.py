@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.agents.adapters import REFERENCE, SharedBase
-from agon_env.agents.hf_backend import SamplingParams
+from agon_env.agents.adapters import SharedBase
 from agon_env.agents.models import resolve_source
-from agon_env.agents.protocol import Completion
+from agon_env.agents.protocol import Completion, SamplingParams
+from agon_env.vocabulary import REFERENCE
 
 
 def vllm_available() -> bool:

@@ -8,12 +8,14 @@ update so a backend that keeps its own copy of the adapters (vLLM) serves new we
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
 
 from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.registry import AlgorithmPlugin
+from agon_env.seeding import derive_seed
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -49,14 +51,17 @@ def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
     from agon_env.agents import LoraSpec, SharedBase
 
     base = SharedBase.from_source(
-        cfg.model.name, dtype=resolve_dtype(cfg), device=resolve_device(cfg), seed=cfg.seed
+        cfg.model.name,
+        dtype=resolve_dtype(cfg),
+        device=resolve_device(cfg),
+        seed=derive_seed(cfg.seed, "base"),
     )
-    for i, name in enumerate(plugin.adapters):
-        # Different seeds per adapter: the rivals' A matrices differ from the start.
+    for name in plugin.adapters:
+        # Seeded per adapter: the rivals' A matrices differ from the start.
         spec = LoraSpec(
             r=cfg.model.lora_r,
             alpha=cfg.model.lora_alpha,
-            init_seed=cfg.seed * 1000 + i,
+            init_seed=derive_seed(cfg.seed, "lora", name),
             init_b_std=cfg.model.lora_b_init_std,
         )
         base.add_adapter(name, spec)
@@ -90,22 +95,20 @@ BACKENDS: dict[str, Callable[[TrainConfig, Any], Any]] = {"hf": _hf, "vllm": _vl
 
 def build_agents(cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any) -> dict[str, Any]:
     """One LLM agent per seat, all sharing ``backend``; per-seat temperatures apply here."""
-    from agon_env.agents import LLMAgent, SamplingParams
+    from agon_env.agents import LLMAgent
 
-    s = cfg.sampling
-    agents = {}
-    for i, name in enumerate(plugin.adapters):
-        params = SamplingParams(
-            temperature=float(s.temperatures.get(name, s.temperature)),
-            top_p=s.top_p,
-            max_new_tokens=s.max_new_tokens,
-            # Distinct per agent: rivals with equal weights must not draw identical noise.
-            seed=cfg.seed * 7919 + i,
+    return {
+        name: LLMAgent(
+            name=name,
+            base=base,
+            adapter=name,
+            backend=backend,
+            sampling=replace(cfg.sampling, temperature=temperature(cfg, name)),
         )
-        agents[name] = LLMAgent(name=name, base=base, adapter=name, backend=backend, sampling=params)
-    return agents
+        for name in plugin.adapters
+    }
 
 
-def agent_state(agent: Any) -> dict[str, Any]:
-    """What a resumed run needs back: LLMAgent mixes its call count into its sampling seed."""
-    return {"calls": agent.calls} if hasattr(agent, "calls") else {}
+def temperature(cfg: TrainConfig, adapter: str) -> float:
+    """The sampling temperature of ``adapter`` (its override, else the run's)."""
+    return float(cfg.temperatures.get(adapter, cfg.sampling.temperature))

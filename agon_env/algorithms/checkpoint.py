@@ -2,7 +2,7 @@
 
 One file, ``checkpoint.pt``, holds the adapters' LoRA weights, each adapter's optimiser
 and scheduler, the Python / NumPy / torch RNG states, the data sampler's position, the
-agents' sampling counters, the step, and the identity of the run (base model, adapter
+the step, and the identity of the run (base model, adapter
 set, LoRA shape). It is written to a temporary file and moved into place with
 ``os.replace``, so a SIGKILL at any moment leaves either the previous checkpoint or the
 new one, never a torn file.
@@ -77,7 +77,6 @@ def save_checkpoint(
     schedulers: dict[str, Any],
     sampler: dict[str, Any],
     counters: dict[str, Any],
-    agents: dict[str, dict[str, Any]],
 ) -> Path:
     """Write ``checkpoint.pt`` for a run that has completed ``step`` steps."""
     state = {
@@ -88,7 +87,6 @@ def save_checkpoint(
         "schedulers": {k: s.state_dict() for k, s in schedulers.items()},
         "sampler": sampler,
         "counters": counters,
-        "agents": agents,
         "rng": rng_state(),
     }
     path = Path(run_dir) / CHECKPOINT

@@ -1,67 +1,92 @@
-"""Per-step metrics from a rollout batch, and where they go: JSONL, TensorBoard, a bar, a plot.
+"""Per-step training metrics computed from a rollout batch, and their names.
 
-Metric names are ``group/qualifier`` so TensorBoard groups them:
-``acc/agent_a/drafter``, ``format/agent_b/challenger``, ``win_rate/agent_a``, ...
+Names are ``quantity/qualifier`` so TensorBoard groups them (``acc/agent_a/drafter``,
+``format/challenger``, ``win_rate/agent_b``). Every name is built here, by :func:`key`
+from the quantity constants below; the logger, the summary table and the plots
+(:mod:`agon_env.algorithms.run_log`, :mod:`agon_env.evaluation.plots`) import them, so a
+metric has exactly one spelling. Writing the metrics out is not this module's business.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections import defaultdict
-from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import TYPE_CHECKING
 
-from agon_env.algorithms.rollout import RolloutBatch, Turn
-from agon_env.envs.format import parse_completion
+from agon_env.vocabulary import CHALLENGER, DRAFTER
+
+if TYPE_CHECKING:
+    from agon_env.algorithms.rollout import RolloutBatch
+
+# Quantities logged per role and per ``seat/role``.
+REWARD = "reward"
+ACC = "acc"
+FORMAT = "format"
+LEN_TOKENS = "len_tokens"
+TRUNCATED = "truncated"
+DRAFT_UNUSABLE = "draft_unusable"
+"""Challenger turns shown no usable draft summary (the env's NO_SUMMARY line)."""
+# Per-episode rates.
+CONVERSION = "conversion_rate"
+"""P(challenger right | its paired draft wrong)."""
+WIN = "win_rate"
+"""Per seat: right while the rival was wrong (two-seat modes)."""
+TIE = "tie_rate"
+ANSWER_DISAGREEMENT = "divergence/answer_disagreement"
+KL = "divergence/kl"
+# Step-level figures the trainer adds.
+TOKENS = "tokens"
+TOKENS_PER_S = "tokens_per_s"
+GROUPS_DROPPED = "groups_dropped"
+NAN_SKIPPED = "nan_skipped"
+LOSS = "loss"
+GRAD_NORM = "grad_norm"
+LR = "lr"
+EPOCH = "epoch"
+TIME_ROLLOUT = "time/rollout"
+TIME_SCORING = "time/scoring"
+TIME_UPDATE = "time/update"
+TIME_STEP = "time/step"
 
 
-def _norm_answer(turn: Turn) -> str | None:
-    answer = turn.info["answer"] if "answer" in turn.info else parse_completion(turn.completion.text).answer
-    return None if answer is None else "".join(str(answer).split()).lower()
+def key(quantity: str, *qualifiers: str) -> str:
+    """The one spelling of a metric: ``key(ACC, "agent_a", "drafter") == "acc/agent_a/drafter"``."""
+    return "/".join((quantity, *qualifiers))
 
 
-def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
-    """Accuracy / format / reward per adapter and role, conversion, win rates, lengths, divergence.
-
-    Correctness and format come from the env's ``infos``; a turn whose info describes
-    another turn (a seat that played twice) is left out of the accuracy figures.
-    """
-    return summarize(metric_samples(batch))
+def _norm_answer(answer: str | None) -> str | None:
+    return None if answer is None else "".join(answer.split()).lower()
 
 
 def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
-    """The per-turn / per-episode values behind :func:`rollout_metrics`, before averaging.
+    """The per-turn / per-episode values behind the step's metrics, before averaging.
 
     Data-parallel ranks gather these (not their means), so conditional rates such as the
     conversion rate come out exactly as one process would compute them.
     """
     acc: dict[str, list[float]] = defaultdict(list)
     for t in batch.turns:
-        keys = (f"{t.seat}/{t.role}", t.role)
-        for k in keys:
-            acc[f"reward/{k}"].append(t.reward)
-            if t.completion.num_tokens is not None:
-                acc[f"len_tokens/{k}"].append(t.completion.num_tokens)
-            acc[f"truncated/{k}"].append(float(t.completion.finish_reason == "length"))
-        if t.info.get("role", t.role) == t.role and "correct" in t.info:
-            for k in keys:
-                acc[f"acc/{k}"].append(float(t.info["correct"]))
-                acc[f"format/{k}"].append(float(t.info.get("format_ok", False)))
-    for ep in batch.episodes().values():
-        d, c = ep.get("drafter"), ep.get("challenger")
-        if d is None or c is None or "correct" not in c.info or d.info.get("role") != "drafter":
+        for q in ((t.seat, t.role), (t.role,)):
+            acc[key(REWARD, *q)].append(t.reward)
+            acc[key(ACC, *q)].append(float(t.correct))
+            acc[key(FORMAT, *q)].append(float(t.format_ok))
+            acc[key(TRUNCATED, *q)].append(float(t.completion.finish_reason == "length"))
+            if t.tokens is not None:
+                acc[key(LEN_TOKENS, *q)].append(t.tokens)
+        if t.role == CHALLENGER and t.draft:
+            acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
+    for ep in batch.episodes:
+        d, c = ep.turn(DRAFTER), ep.challenge
+        if d is None or c is None:
             continue
-        cd, cc = bool(d.info["correct"]), bool(c.info["correct"])
-        if not cd:
-            acc["conversion_rate"].append(float(cc))  # the challenger fixed a wrong draft
+        if not d.correct:
+            acc[CONVERSION].append(float(c.correct))  # the challenger fixed a wrong draft
         if d.seat != c.seat:
-            for me, mine, theirs in ((d.seat, cd, cc), (c.seat, cc, cd)):
-                acc[f"win_rate/{me}"].append(float(mine and not theirs))
-            acc["tie_rate"].append(float(cd == cc))
-            acc["divergence/answer_disagreement"].append(float(_norm_answer(d) != _norm_answer(c)))
-    acc["tokens"].append(float(sum(t.completion.num_tokens or 0 for t in batch.turns)))
+            for me, mine, theirs in ((d.seat, d.correct, c.correct), (c.seat, c.correct, d.correct)):
+                acc[key(WIN, me)].append(float(mine and not theirs))
+            acc[TIE].append(float(d.correct == c.correct))
+            acc[ANSWER_DISAGREEMENT].append(float(_norm_answer(d.answer) != _norm_answer(c.answer)))
+    acc[TOKENS].append(float(sum(t.tokens or 0 for t in batch.turns)))
     return dict(acc)
 
 
@@ -76,169 +101,11 @@ def merge_samples(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]
 
 def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
     """Means of every sample list, except ``tokens``, which is a total."""
-    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k != "tokens"}
-    out["tokens"] = float(sum(samples.get("tokens", [])))
+    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k != TOKENS}
+    out[TOKENS] = float(sum(samples.get(TOKENS, [])))
     return out
 
 
-class MetricsLogger:
-    """Writes each step's metrics to ``metrics.jsonl`` and TensorBoard, and drives a progress bar.
-
-    On resume the JSONL is cut back to the steps before ``start_step`` (a killed run may
-    have logged steps its last checkpoint does not cover) and TensorBoard purges them too.
-    """
-
-    def __init__(self, run_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True) -> None:
-        self.run_dir = run_dir
-        self.path = run_dir / "metrics.jsonl"
-        self._truncate(start_step)
-        self.tb: Any = None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=start_step if start_step else None)
-        except ImportError:  # tensorboard is optional; JSONL is the record of truth
-            self.tb = None
-        self.bar: Any = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step")
-
-    def _truncate(self, start_step: int) -> None:
-        if not self.path.exists():
-            return
-        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and _step(ln) < start_step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(ln + "\n" for ln in keep))
-        tmp.replace(self.path)
-
-    def log(self, step: int, metrics: dict[str, float]) -> None:
-        record = {"step": step, **{k: _finite(v) for k, v in metrics.items()}}
-        with self.path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
-            f.flush()
-        if self.tb is not None:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and math.isfinite(v):
-                    self.tb.add_scalar(k, v, step)
-            self.tb.flush()
-        if self.bar is not None:
-            shown = {k: metrics[k] for k in _BAR_KEYS if k in metrics}
-            self.bar.set_postfix({k.split("/")[-1] if "/" in k else k: f"{v:.2f}" for k, v in shown.items()})
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        if self.tb is not None:
-            self.tb.close()
-
-
-_BAR_KEYS = ("acc/drafter", "acc/challenger", "format/drafter", "groups_dropped", "tokens_per_s")
-
-
-def _finite(v: Any) -> Any:
-    # JSON has no NaN; a skipped update's loss is logged as null.
-    return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
-def _step(line: str) -> int:
-    try:
-        return int(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return 1 << 62  # a half-written last line from a killed run: drop it
-
-
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-
-
-SUMMARY_KEYS = (
-    "reward/drafter",
-    "reward/challenger",
-    "acc/drafter",
-    "acc/challenger",
-    "format/drafter",
-    "format/challenger",
-    "conversion_rate",
-    "win_rate/agent_a",
-    "win_rate/agent_b",
-    "divergence/answer_disagreement",
-    "divergence/kl",
-    "len_tokens/drafter",
-    "len_tokens/challenger",
-    "truncated/drafter",
-    "truncated/challenger",
-    "groups_dropped",
-    "nan_skipped",
-    "tokens_per_s",
-    "time/step",
-)
-
-
-def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str]]:
-    """``(metric, start, end)``: means over the first and last ``window`` steps."""
-    rows = []
-    head, tail = records[:window], records[-window:]
-    for key in SUMMARY_KEYS:
-        a = [r[key] for r in head if r.get(key) is not None]
-        b = [r[key] for r in tail if r.get(key) is not None]
-        if a or b:
-            rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-"))
-    return rows
-
-
-def print_summary(run_dir: Path, window: int | None = None) -> None:
-    """Start vs end of the run; ``window`` steps are averaged at each end.
-
-    The default window is a quarter of the run (at least 3 steps): on small per-step
-    batches a single step's rates move by ±0.15 from sampling noise alone.
-    """
-    from rich.console import Console
-    from rich.table import Table
-
-    records = read_metrics(run_dir)
-    if not records:
-        return
-    n = min(window or max(3, len(records) // 4), max(1, len(records) // 2))
-    table = Table(title=f"{run_dir}: {len(records)} steps (mean of first / last {n})")
-    table.add_column("metric")
-    table.add_column("start", justify="right")
-    table.add_column("end", justify="right")
-    for row in summary_rows(records, n):
-        table.add_row(*row)
-    Console().print(table)
-
-
-def plot(run_dir: Path) -> Path | None:
-    """``curves.png``: reward and accuracy/format per step, per role."""
-    records = read_metrics(run_dir)
-    if not records:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    steps = [r["step"] for r in records]
-    panels = (("reward", ("reward/",)), ("accuracy / format rate", ("acc/", "format/")))
-    for ax, (title, prefixes) in zip(axes, panels, strict=True):
-        keys = sorted({k for r in records for k in r if k.startswith(prefixes) and k.count("/") == 1})
-        for k in keys:
-            ys = [r.get(k) for r in records]
-            ax.plot(steps, [math.nan if y is None else y for y in ys], marker="o", ms=3, label=k)
-        ax.set_title(title)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-        if keys:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(run_dir) / "curves.png"
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
+    """The metrics of one batch in one process (:func:`metric_samples`, averaged)."""
+    return summarize(metric_samples(batch))

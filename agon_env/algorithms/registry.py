@@ -3,17 +3,17 @@
 An algorithm is data, not code paths: the env mode and reward scheme it asks the env
 for, how many adapters it trains, who drafts at step ``t`` (a role schedule), and which
 role's stream is trained. The trainer reads these fields and never branches on a name,
-so a new recipe is one small file calling :func:`register_algorithm`.
+so a new recipe is one :class:`AlgorithmPlugin` passed to :func:`register_algorithm`
+(the built-ins are the rows of :mod:`agon_env.algorithms.plugins`).
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-SEATS = ("agent_a", "agent_b")
-ROLES = ("drafter", "challenger")
+from agon_env.registry import unknown_id_message
+from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS
 
 
 def _alternate(step: int) -> str:
@@ -22,7 +22,7 @@ def _alternate(step: int) -> str:
 
 
 def _fixed(step: int) -> str:
-    return SEATS[0]
+    return AGENT_A
 
 
 ROLE_SCHEDULES: dict[str, Callable[[int], str]] = {"alternate": _alternate, "fixed": _fixed}
@@ -63,7 +63,7 @@ class AlgorithmPlugin:
         """``{role: seat}`` at ``step``; with one adapter the same seat plays both roles."""
         d = self.drafter(step)
         other = next((s for s in self.adapters if s != d), d)
-        return {"drafter": d, "challenger": other}
+        return {DRAFTER: d, CHALLENGER: other}
 
     def updates(self, step: int) -> dict[str, str]:
         """``{role: adapter}`` for every trained stream at ``step``."""
@@ -74,17 +74,16 @@ class AlgorithmPlugin:
 _ALGORITHMS: dict[str, AlgorithmPlugin] = {}
 
 
-def register_algorithm(name: str, plugin: AlgorithmPlugin) -> AlgorithmPlugin:
-    if name in _ALGORITHMS:
-        raise ValueError(f"algorithm {name!r} is already registered")
-    if plugin.name != name:
-        raise ValueError(f"plugin name {plugin.name!r} does not match the registered name {name!r}")
-    _ALGORITHMS[name] = plugin
+def register_algorithm(plugin: AlgorithmPlugin) -> AlgorithmPlugin:
+    """Add ``plugin`` under its own name; re-registering a name is an error."""
+    if plugin.name in _ALGORITHMS:
+        raise ValueError(f"algorithm {plugin.name!r} is already registered")
+    _ALGORITHMS[plugin.name] = plugin
     return plugin
 
 
 def _load_builtins() -> None:
-    from agon_env.algorithms import plugins  # noqa: F401  (each module registers itself)
+    from agon_env.algorithms import plugins  # noqa: F401  (registers the built-in rows)
 
 
 def algorithm_names() -> list[str]:
@@ -97,7 +96,4 @@ def get_algorithm(name: str) -> AlgorithmPlugin:
     try:
         return _ALGORITHMS[name]
     except KeyError:
-        close = difflib.get_close_matches(name, list(_ALGORITHMS), n=3, cutoff=0.4)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-        known = ", ".join(sorted(_ALGORITHMS))
-        raise ValueError(f"unknown algorithm {name!r}; {hint}known: {known}") from None
+        raise ValueError(unknown_id_message("algorithm", name, sorted(_ALGORITHMS))) from None

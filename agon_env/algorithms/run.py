@@ -19,7 +19,7 @@ from agon_env.algorithms.builders import resolve_device
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.config import TrainConfig, import_modules, to_dict, validate
 from agon_env.algorithms.distributed import DistContext
-from agon_env.algorithms.metrics import MetricsLogger, plot, print_summary
+from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer, check_world
 
 __all__ = ["train"]

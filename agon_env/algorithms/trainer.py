@@ -1,14 +1,16 @@
 """One training step: sample problems, roll out B×N episodes, update each trained stream.
 
-One step, for any algorithm plugin:
+:meth:`Trainer.train_step` reads as its four phases, for any algorithm plugin:
 
-1. the plugin says who drafts (role schedule) -> B problems from the sampler;
-2. :func:`~agon_env.algorithms.rollout.rollout` plays B×N episodes in lockstep;
-3. per role stream: ``[B, N]`` rewards -> group-relative advantages, σ = 0 groups dropped;
-4. per adapter: the GRPO loss of every stream that trains it, micro-batched, μ inner
-   iterations, its own AdamW + linear schedule; a non-finite loss skips the update;
-5. the step's metrics, returned to :func:`agon_env.algorithms.run.train`, which logs them
-   and checkpoints (``save`` / ``restore`` live here).
+1. **rollout** -- the plugin says who drafts (role schedule); B problems from the
+   sampler; :func:`~agon_env.algorithms.rollout.rollout` plays B×N episodes in lockstep;
+   the pair's divergence is measured on them before anything moves;
+2. **streams** -- per trained role: ``[B, N]`` rewards -> group-relative advantages,
+   σ = 0 groups dropped, token weights over the whole stream;
+3. **update** -- per adapter: the GRPO loss of every stream that trains it,
+   micro-batched, μ inner iterations, its own AdamW + schedule; a non-finite loss skips;
+4. **metrics** -- the step's figures, returned to :func:`agon_env.algorithms.run.train`,
+   which logs them and checkpoints (``save`` / ``restore`` live here).
 
 Nothing here branches on the algorithm's name: the plugin's fields decide. Under
 ``torchrun`` (or ``accelerate launch --multi_gpu``) each process plays a shard of the step's problems
@@ -29,13 +31,14 @@ from typing import Any
 import torch
 
 from agon_env.algorithms import distributed as dist
+from agon_env.algorithms import metrics as M
 from agon_env.algorithms.builders import (
     BACKENDS,
-    agent_state,
     build_agents,
     build_base,
     build_env,
     resolve_device,
+    temperature,
 )
 from agon_env.algorithms.checkpoint import (
     RunFolderError,
@@ -48,36 +51,15 @@ from agon_env.algorithms.config import ConfigError, TrainConfig, validate
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
-from agon_env.algorithms.metrics import (
-    merge_samples,
-    metric_samples,
-    summarize,
-)
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
-from agon_env.algorithms.rollout import RolloutBatch, Turn, rollout
+from agon_env.algorithms.rollout import RolloutBatch, rollout
 from agon_env.algorithms.sampler import ProblemSampler
+from agon_env.algorithms.schedules import lr_lambda
+from agon_env.episodes import Turn
+from agon_env.seeding import derive_seed
+from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["RunFolderError", "Trainer", "check_world", "lr_lambda"]
-
-
-DECAYS: dict[str, Any] = {
-    "linear": lambda s, warm, total: max(0.0, (total - s) / max(1, total - warm)),
-    "constant": lambda s, warm, total: 1.0,
-}
-"""LR multiplier after warm-up by schedule name: ``(step, warm-up steps, total) -> factor``."""
-
-
-def lr_lambda(total: int, warmup_ratio: float, schedule: str) -> Any:
-    """Multiplier of the base lr at optimiser step ``s`` (0-based)."""
-    warm = round(warmup_ratio * total)
-    decay = DECAYS[schedule]
-
-    def f(s: int) -> float:
-        if s < warm:
-            return (s + 1) / (warm + 1)  # never exactly 0: step 0 would be a wasted rollout
-        return decay(s, warm, total)
-
-    return f
+__all__ = ["RunFolderError", "Trainer", "check_world"]
 
 
 def check_world(cfg: TrainConfig, ctx: DistContext) -> None:
@@ -140,7 +122,7 @@ class Trainer:
             schedulers[name] = torch.optim.lr_scheduler.LambdaLR(
                 opt, lr_lambda(cfg.steps, cfg.optim.warmup_ratio, cfg.optim.schedule)
             )
-        sampler = ProblemSampler(len(env.task), seed=cfg.seed)
+        sampler = ProblemSampler(len(env.task), seed=derive_seed(cfg.seed, "problems"))
         return cls(cfg, plugin, env, base, backend, agents, optimizers, schedulers, sampler, ctx)
 
     @property
@@ -160,7 +142,6 @@ class Trainer:
             schedulers=self.schedulers,
             sampler=self.sampler.state_dict(),
             counters=dict(self.counters),
-            agents={n: agent_state(a) for n, a in self.agents.items()},
         )
 
     def restore(self, run_dir: Path) -> None:
@@ -171,9 +152,6 @@ class Trainer:
             self.schedulers[name].load_state_dict(state["schedulers"][name])
         self.sampler.load_state_dict(state["sampler"])
         self.counters.update(state["counters"])
-        for name, saved in state["agents"].items():
-            for key, value in saved.items():
-                setattr(self.agents[name], key, value)
         self.step = int(state["step"])
         set_rng_state(state["rng"])
         self._sync(self.plugin.adapters)
@@ -188,12 +166,33 @@ class Trainer:
     # -- one step ------------------------------------------------------------------------
 
     def train_step(self) -> dict[str, float]:
-        cfg, step = self.cfg, self.step
-        # A per-step seed for anything drawing from torch's global RNG; the agents' own
-        # sampling seeds advance with their call counts, which the checkpoint keeps.
-        torch.manual_seed(cfg.seed * 1_000_003 + step)
+        # Seeds anything that draws from torch's global RNG (dropout, if any); sampling
+        # seeds are per turn (see rollout), so a resumed run repeats the same step.
+        torch.manual_seed(derive_seed(self.cfg.seed, "step", self.step))
         t0 = time.perf_counter()
-        seats = self.plugin.seats(step)
+        seats = self.plugin.seats(self.step)
+        batch, local = self._rollout(seats)
+        streams = self._streams(batch, local)
+        t_update = time.perf_counter()
+        self._update_all(streams, local)
+        t_end = time.perf_counter()
+        local.update(
+            {
+                M.TIME_ROLLOUT: batch.gen_seconds,
+                M.TIME_SCORING: batch.score_seconds,
+                M.TIME_UPDATE: t_end - t_update,
+                M.TIME_STEP: t_end - t0,
+            }
+        )
+        metrics = self._metrics(batch, local)
+        self.step += 1
+        return metrics
+
+    # -- the four phases ----------------------------------------------------------------
+
+    def _rollout(self, seats: dict[str, str]) -> tuple[RolloutBatch, dict[str, float]]:
+        """B×N episodes of this rank's shard, and the pair's divergence before any update."""
+        cfg = self.cfg
         # Every rank draws the same global batch and plays its own shard of whole groups.
         problems, first = dist.shard(self.sampler.take(cfg.batch_problems), self.ctx)
         batch = rollout(
@@ -201,50 +200,52 @@ class Trainer:
             self.agents,
             problems,
             cfg.grpo.num_generations,
-            drafter=seats["drafter"],
-            seed=cfg.seed * 1_000_003 + step * 10_007,
+            drafter=seats[DRAFTER],
+            seed=cfg.seed,
+            step=self.step,
             episode_offset=first * cfg.grpo.num_generations,
         )
-        samples = merge_samples(dist.all_gather_objects(metric_samples(batch), self.ctx))
-        local: dict[str, float] = self._divergence_kl(batch, seats)
+        return batch, self._divergence_kl(batch, seats)
+
+    def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
+        """Each trained role's kept groups, keyed by the adapter they update."""
         streams: dict[str, list[StreamBatch]] = defaultdict(list)
         kept = total = 0
-        for role, adapter in self.plugin.updates(step).items():
+        for role, adapter in self.plugin.updates(self.step).items():
             sb, keep = self._stream(batch, role, adapter)
             k, n = dist.all_sum([int(keep.sum()), keep.numel()], self.ctx)
-            local[f"groups_dropped/{role}"] = 1.0 - k / max(1.0, n)
+            local[M.key(M.GROUPS_DROPPED, role)] = 1.0 - k / max(1.0, n)
             kept, total = kept + k, total + n
             if sb is not None:
                 streams[adapter].append(sb)
-        local["groups_dropped"] = 1.0 - kept / max(1.0, total)
-        t2 = time.perf_counter()
+        local[M.GROUPS_DROPPED] = 1.0 - kept / max(1.0, total)
+        return streams
+
+    def _update_all(self, streams: dict[str, list[StreamBatch]], local: dict[str, float]) -> None:
+        """One update per adapter (its schedule steps even when all its groups were dropped)."""
         for name in self.plugin.adapters:
             stats = self._update(name, streams.get(name, []))
             local.update(stats)
             if stats:  # updated on every rank, also one that held none of the kept groups
                 self._sync([name])
-            local[f"lr/{name}"] = self.schedulers[name].get_last_lr()[0]
+            local[M.key(M.LR, name)] = self.schedulers[name].get_last_lr()[0]
             with warnings.catch_warnings():
                 # The schedule follows training steps, also those whose groups were all dropped.
                 warnings.filterwarnings(
                     "ignore", message="Detected call of `lr_scheduler.step", category=UserWarning
                 )
                 self.schedulers[name].step()
-        t3 = time.perf_counter()
-        local.update(
-            {
-                "time/rollout": batch.gen_seconds,
-                "time/scoring": batch.score_seconds,
-                "time/update": t3 - t2,
-                "time/step": t3 - t0,
-                "nan_skipped": float(self.counters["nan_skipped"]),
-                "epoch": float(self.sampler.epoch),
-            }
-        )
-        metrics = {**summarize(samples), **self._across_ranks(local)}
-        metrics["tokens_per_s"] = metrics.get("tokens", 0.0) / max(metrics["time/rollout"], 1e-9)
-        self.step += 1
+
+    def _metrics(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, float]:
+        """The step's figures over all ranks: rollout outcomes plus the trainer's own."""
+        local[M.NAN_SKIPPED] = float(self.counters["nan_skipped"])
+        local[M.EPOCH] = float(self.sampler.epoch)
+        samples = M.merge_samples(dist.all_gather_objects(M.metric_samples(batch), self.ctx))
+        metrics = {**M.summarize(samples), **self._across_ranks(local)}
+        metrics[M.TOKENS_PER_S] = metrics.get(M.TOKENS, 0.0) / max(metrics[M.TIME_ROLLOUT], 1e-9)
         return metrics
+
+    # -- helpers ----------------------------------------------------------------------
 
     def _across_ranks(self, local: dict[str, float]) -> dict[str, float]:
         """One view of the step: times are the slowest rank's, everything else the ranks' mean.
@@ -296,7 +297,7 @@ class Trainer:
         return sb, keep
 
     def _temperature(self, adapter: str) -> float:
-        return float(self.cfg.sampling.temperatures.get(adapter, self.cfg.sampling.temperature))
+        return temperature(self.cfg, adapter)
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
         return completion_logprobs(
@@ -342,8 +343,8 @@ class Trainer:
                         continue
                     opt.step()
                     self.counters["updates"] += 1
-                    stats["loss"].append(total)
-                    stats["grad_norm"].append(float(norm))
+                    stats[M.LOSS].append(total)
+                    stats[M.GRAD_NORM].append(float(norm))
         finally:
             self.base.model.eval()
         return {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
@@ -351,7 +352,7 @@ class Trainer:
     def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]]) -> float:
         """Backward the stream's loss micro-batch by micro-batch; return its value."""
         g, total = self.cfg.grpo, 0.0
-        mb = self.cfg.sampling.micro_batch
+        mb = g.micro_batch
         for lo in range(0, len(sb.turns), mb):
             turns = sb.turns[lo : lo + mb]
             w = sb.weights[lo : lo + mb]
@@ -388,15 +389,15 @@ class Trainer:
         k = self.cfg.divergence_kl_rollouts
         if k == 0 or len(self.plugin.adapters) < 2:
             return {}
-        turns = [t for t in batch.stream("drafter")[:k] if t.completion.completion_ids]
+        turns = [t for t in batch.stream(DRAFTER)[:k] if t.completion.completion_ids]
         if not turns:
             return {}
         # The drafter's own log-probs came with its samples; only the rival needs a forward.
         own = pad_right(
             [t.completion.logprobs for t in turns], max(len(t.completion.logprobs) for t in turns)
         )
-        with self.base.use(seats["challenger"]):
-            rival = self._logprobs(turns, self._temperature(seats["drafter"]))
+        with self.base.use(seats[CHALLENGER]):
+            rival = self._logprobs(turns, self._temperature(seats[DRAFTER]))
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
         kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
-        return {"divergence/kl": float((kl * mask).sum() / mask.sum().clamp(min=1))}
+        return {M.KL: float((kl * mask).sum() / mask.sum().clamp(min=1))}

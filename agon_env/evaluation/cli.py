@@ -1,6 +1,6 @@
 """``agon eval`` and ``agon plot``.
 
-    agon eval runs/default-agon-seed0                  # all five modes on the run's task
+    agon eval runs/default-agon-seed0                  # every method on the run's task
     agon eval                                          # the untrained base (zero-shot, MoA)
     agon eval runs/a runs/b --seeds 0 1 2              # two runs, three sampling seeds each
     agon eval --data my.jsonl --question-field q --answer-field a   # any local dataset
@@ -15,12 +15,13 @@ import argparse
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agon_env.evaluation.evaluate import MODES
+from agon_env.evaluation.methods import METHODS
 
 
 def default_cache_dir() -> Path:
@@ -58,7 +59,9 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument(
         "--seeds", type=int, nargs="+", default=[0], help="sampling seeds (several: mean ± std, pass@k)"
     )
-    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES, help="methods to run")
+    p.add_argument(
+        "--methods", nargs="+", default=list(METHODS), choices=list(METHODS), help="methods to run"
+    )
     p.add_argument("--temperature", type=float, default=None, help="default: the run's sampling temperature")
     p.add_argument("--top-p", type=float, default=None)
     p.add_argument("--max-new-tokens", type=int, default=None, help="default: the run's")
@@ -136,7 +139,7 @@ def run_eval(args: argparse.Namespace) -> int:
     loader = PolicyLoader(sampling, device=args.device)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     evaluator = Evaluator(
-        data, seeds=args.seeds, modes=args.modes, confidence=args.confidence, cache=cache, log=log
+        data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
     )
     results = []
     try:
@@ -152,9 +155,9 @@ def run_eval(args: argparse.Namespace) -> int:
     report = {
         "data": data.describe(),
         "seeds": list(args.seeds),
-        "modes": list(args.modes),
+        "methods": list(args.methods),
         "confidence": args.confidence,
-        "sampling": sampling.describe(),
+        "sampling": asdict(sampling),
         "runs": results,
         "across_runs": across_runs(results, args.confidence),
         "seconds": time.perf_counter() - start,

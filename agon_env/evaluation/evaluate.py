@@ -1,18 +1,6 @@
 """The evaluator: every method on the same test problems, with the paper's baselines.
 
-Methods (``--modes``), each a way to seat policies in the env:
-
-================  ===========  =========================================================
-method            env mode     seats
-================  ===========  =========================================================
-``zero-shot``     solo         the base (all adapters disabled) on the bare prompt
-``moa``           challenge    base drafts, a second base sample refines after reading it
-                               (untrained Mixture-of-Agents)
-``standalone``    solo         each adapter alone on the bare prompt
-``self-cascade``  self         each adapter reads its own draft (the GRPO two-pass control)
-``cascade``       challenge    X drafts, Y answers after reading the summary, both orders;
-                               the reported order is chosen on validation
-================  ===========  =========================================================
+Methods (``--methods``) are the rows of :data:`agon_env.evaluation.methods.METHODS`.
 
 Every agent is wrapped in a :class:`~agon_env.evaluation.cache.CachedAgent`, so the
 first turns that several methods share (a drafter's standalone sample is its cascade
@@ -26,7 +14,6 @@ episode's outcome so any figure can be recomputed.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -34,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agon_env.agents.protocol import Agent
+from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
-from agon_env.evaluation.episodes import Episode, play
+from agon_env.evaluation.methods import BASE, METHODS, Method, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData
 from agon_env.evaluation.stats import (
@@ -47,11 +35,11 @@ from agon_env.evaluation.stats import (
     rate,
     spread,
 )
+from agon_env.seeding import derive_seed
+from agon_env.vocabulary import AGENT_A
 
-MODES = ("zero-shot", "moa", "standalone", "self-cascade", "cascade")
-BASE = "base"
-PAIR_SEED_OFFSET = 7_919
-"""The base's second independent sample (for its complementarity baseline) uses seed + this."""
+PAIR_STREAM = "second-sample"
+"""Seed key of the base's second independent sample (its blind-spot baseline)."""
 
 
 @dataclass
@@ -76,43 +64,6 @@ class Policies:
 
     def identity(self, name: str) -> str:
         return self.identities.get(name, f"{self.label}:{name}")
-
-
-@dataclass(frozen=True)
-class Method:
-    id: str
-    family: str
-    env_mode: str
-    seats: tuple[tuple[str, str], ...]
-    """``(env seat, policy name)``; ``agent_a`` always drafts."""
-
-    @property
-    def policies(self) -> tuple[str, ...]:
-        return tuple(p for _, p in self.seats)
-
-
-def plan_methods(policies: Policies, modes: Sequence[str]) -> list[Method]:
-    """The methods ``modes`` ask for that these policies can run (base-only runs skip adapter modes)."""
-    unknown = set(modes) - set(MODES)
-    if unknown:
-        raise ValueError(f"unknown eval mode(s) {sorted(unknown)}; choose from {list(MODES)}")
-    names = list(policies.adapters)
-    out: list[Method] = []
-    if policies.base is not None:
-        if "zero-shot" in modes:
-            out.append(Method("zero-shot", "zero-shot", "solo", (("agent_a", BASE),)))
-        if "moa" in modes:
-            out.append(Method("moa", "moa", "challenge", (("agent_a", BASE), ("agent_b", BASE))))
-    if "standalone" in modes:
-        out += [Method(f"standalone:{n}", "standalone", "solo", (("agent_a", n),)) for n in names]
-    if "self-cascade" in modes:
-        out += [Method(f"self-cascade:{n}", "self-cascade", "self", (("agent_a", n),)) for n in names]
-    if "cascade" in modes:
-        out += [
-            Method(f"cascade:{x}>{y}", "cascade", "challenge", (("agent_a", x), ("agent_b", y)))
-            for x, y in itertools.permutations(names, 2)
-        ]
-    return out
 
 
 # -- summaries ---------------------------------------------------------------------------
@@ -179,36 +130,50 @@ def _paired(
 
 @dataclass
 class Evaluator:
+    """Runs methods on :class:`EvalData`. Sampling seeds are per turn:
+    ``derive_seed(seed, "eval", policy identity, problem id, turn, stream)``, so every
+    policy samples from its own stream (two adapters never share noise), a policy's
+    draft of a problem is the same sample in every method that starts with it (the
+    cache serves it once), and the base's second sample is independent of its first.
+    """
+
     data: EvalData
     seeds: Sequence[int] = (0,)
-    modes: Sequence[str] = MODES
+    methods: Sequence[str] = tuple(METHODS)
     confidence: float = 0.95
     cache: SampleCache = field(default_factory=SampleCache)
     log: Callable[[str], None] = lambda _msg: None
 
-    def _agents(self, policies: Policies, seed: int) -> dict[str, CachedAgent]:
-        names = ([BASE] if policies.base is not None else []) + list(policies.adapters)
-        return {
-            n: CachedAgent(policies.agent(n), policies.identity(n), self.cache, seed, persistent=n == BASE)
-            for n in names
-        }
-
     def _run(
-        self, method: Method, policies: Policies, indices: list[int], seeds: Sequence[int]
+        self,
+        method: Method,
+        policies: Policies,
+        indices: list[int],
+        seeds: Sequence[int],
+        stream: str = "",
     ) -> dict[int, list[Episode]]:
-        env = self.data.env(method.env_mode)
+        env = self.data.env(method.family.env_mode)
+        who = {seat: policies.identity(name) for seat, name in method.seats}
+        seats = {
+            seat: CachedAgent(policies.agent(name), who[seat], self.cache, persistent=name == BASE)
+            for seat, name in method.seats
+        }
+        problem_ids = self.data.problem_ids(indices)
         out = {}
         for seed in seeds:
-            agents = self._agents(policies, seed)
-            seats = {seat: agents[name] for seat, name in method.seats}
-            out[seed] = play(env, seats, indices, seed)
+            starts = [Start(i, AGENT_A, derive_seed(seed, "eval-episode", i)) for i in indices]
+
+            def seed_of(i: int, seat: str, turn: int, seed: int = seed) -> int:
+                return derive_seed(seed, "eval", who[seat], problem_ids[i], turn, stream)
+
+            out[seed] = play_episodes(env, seats, starts, seed_of).episodes
         return out
 
     def evaluate(self, policies: Policies) -> dict[str, Any]:
         """All planned methods on the test problems, plus direction selection and complementarity."""
         start = time.perf_counter()
         hits0, misses0 = self.cache.hits, self.cache.misses
-        methods = plan_methods(policies, self.modes)
+        methods = plan_methods(self.methods, list(policies.adapters), policies.base is not None)
         test = self.data.test_indices
         results: dict[str, Any] = {}
         episodes: dict[str, dict[int, list[Episode]]] = {}
@@ -216,8 +181,8 @@ class Evaluator:
             t0 = time.perf_counter()
             episodes[m.id] = self._run(m, policies, test, self.seeds)
             results[m.id] = {
-                "family": m.family,
-                "env_mode": m.env_mode,
+                "family": m.family.name,
+                "env_mode": m.family.env_mode,
                 "policies": list(m.policies),
                 **summarize(episodes[m.id], self.confidence),
                 "seconds": time.perf_counter() - t0,
@@ -226,7 +191,7 @@ class Evaluator:
             acc = results[m.id]["pass@1"]["rate"]
             self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")
         out: dict[str, Any] = {"label": policies.label, "methods": results}
-        cascades = [m for m in methods if m.family == "cascade"]
+        cascades = [m for m in methods if m.family.chooses_direction]
         if cascades:
             out["selection"] = self._select(cascades, policies, results)
         out["complementarity"] = self._complementarity(policies, methods, episodes)
@@ -273,38 +238,37 @@ class Evaluator:
     def _complementarity(
         self, policies: Policies, methods: list[Method], episodes: dict[str, dict[int, list[Episode]]]
     ) -> dict[str, Any]:
-        """Error overlap of the two adapters standalone, and of two independent base samples."""
+        """Error overlap of the two adapters alone, and of two independent base samples."""
         out: dict[str, Any] = {}
-        standalone = [m for m in methods if m.family == "standalone"]
-        if len(standalone) >= 2:
-            a, b = standalone[0], standalone[1]
+
+        def conversions(base: bool) -> dict[str, Any]:
+            return {
+                m.id: _conversion(episodes[m.id])
+                for m in methods
+                if m.family.uses_base == base and len(m.seats) == 2
+            }
+
+        singles = [m for m in methods if m.family.single_sample and not m.family.uses_base]
+        if len(singles) >= 2:
+            a, b = singles[0], singles[1]
             xs, ys = _paired(episodes[a.id], episodes[b.id])
-            conv = {}
-            for m in methods:
-                if m.family == "cascade":
-                    flat = [e for eps in episodes[m.id].values() for e in eps]
-                    conv[m.id] = conversion(
-                        [e.first_correct for e in flat], [e.correct for e in flat]
-                    ).to_dict()
             out["adapters"] = {
                 "pair": [a.policies[0], b.policies[0]],
                 **complementarity(xs, ys).to_dict(),
-                "conversion": conv,
+                "conversion": conversions(base=False),
             }
-        if policies.base is not None and "zero-shot" in episodes:
-            pair = Method("zero-shot#pair", "zero-shot", "solo", (("agent_a", BASE),))
-            second = self._run(
-                pair, policies, self.data.test_indices, [s + PAIR_SEED_OFFSET for s in self.seeds]
-            )
-            second = {s - PAIR_SEED_OFFSET: eps for s, eps in second.items()}
-            xs, ys = _paired(episodes["zero-shot"], second)
-            conv = {}
-            if "moa" in episodes:
-                flat = [e for eps in episodes["moa"].values() for e in eps]
-                conv["moa"] = conversion([e.first_correct for e in flat], [e.correct for e in flat]).to_dict()
+        base_single = next((m for m in methods if m.family.single_sample and m.family.uses_base), None)
+        if base_single is not None:
+            second = self._run(base_single, policies, self.data.test_indices, self.seeds, stream=PAIR_STREAM)
+            xs, ys = _paired(episodes[base_single.id], second)
             out["base"] = {
                 "pair": ["base sample 1", "base sample 2"],
                 **complementarity(xs, ys).to_dict(),
-                "conversion": conv,
+                "conversion": conversions(base=True),
             }
         return out
+
+
+def _conversion(eps: Mapping[int, Sequence[Episode]]) -> dict[str, Any]:
+    flat = [e for seed_eps in eps.values() for e in seed_eps]
+    return conversion([e.first_correct for e in flat], [e.correct for e in flat]).to_dict()

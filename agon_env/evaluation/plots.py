@@ -13,10 +13,9 @@ Four figures, each overlaying any number of runs (e.g. ``agon``, ``coop``, ``grp
 ``trace_length.png``
     mean completion length in tokens over steps, per role.
 
-Training metrics come from the run folder's ``metrics.jsonl``. Keys are looked up
-through :data:`KEYS`, a list of accepted spellings per quantity, so a renamed metric
-in the trainer needs one line here rather than a broken figure; a figure with no
-matching key says so on its panel instead of failing.
+Training metrics come from the run folder's ``metrics.jsonl``, under the names
+:mod:`agon_env.algorithms.metrics` defines (imported here, so there is one spelling);
+a figure with no matching key says so on its panel instead of failing.
 """
 
 from __future__ import annotations
@@ -28,17 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SEATS = ("agent_a", "agent_b")
-ROLES = ("drafter", "challenger")
-
-KEYS: dict[str, tuple[str, ...]] = {
-    "acc": ("acc/{seat}/{role}", "accuracy/{seat}/{role}", "{seat}/acc/{role}"),
-    "win": ("win_rate/{seat}", "win/{seat}", "{seat}/win_rate"),
-    "conversion": ("conversion_rate", "conversion", "conversion/rate"),
-    "length": ("len_tokens/{role}", "length/{role}", "trace_tokens/{role}", "len/{role}"),
-    "length_seat": ("len_tokens/{seat}/{role}",),
-}
-"""Accepted metric names per quantity, first match wins."""
+from agon_env.algorithms import metrics as M
+from agon_env.vocabulary import ROLES, SEATS
 
 
 class NoMetricsError(FileNotFoundError):
@@ -54,14 +44,10 @@ class Run:
     def keys(self) -> set[str]:
         return {k for r in self.records for k in r}
 
-    def find(self, quantity: str, **fields: str) -> str | None:
-        """The first accepted spelling of ``quantity`` (formatted with ``fields``) this run logged."""
-        present = self.keys()
-        for pattern in KEYS[quantity]:
-            key = pattern.format(**fields)
-            if key in present:
-                return key
-        return None
+    def find(self, quantity: str, *qualifiers: str) -> str | None:
+        """The metric ``key(quantity, *qualifiers)`` when this run logged it."""
+        key = M.key(quantity, *qualifiers)
+        return key if key in self.keys() else None
 
     def series(self, key: str) -> tuple[list[float], list[float]]:
         xs, ys = [], []
@@ -134,7 +120,7 @@ def _pyplot() -> Any:
     return plt
 
 
-_LINESTYLES = {"drafter": "-", "challenger": "--"}
+_LINESTYLES = dict(zip(ROLES, ("-", "--"), strict=True))
 
 
 def _colors(n: int) -> list[Any]:
@@ -183,7 +169,7 @@ def plot_training_curves(runs: Sequence[Run], out: Path, smoothing: int | None =
     for ax, seat in zip(axes, SEATS, strict=True):
         for run, color in zip(runs, colors, strict=True):
             for role in ROLES:
-                key = run.find("acc", seat=seat, role=role)
+                key = run.find(M.ACC, seat, role)
                 if key:
                     _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
         _finish(ax, f"{seat}: accuracy per role", "accuracy", f"no accuracy logged for {seat}")
@@ -198,10 +184,10 @@ def plot_win_conversion(runs: Sequence[Run], out: Path, smoothing: int | None = 
     colors = _colors(len(runs))
     for run, color in zip(runs, colors, strict=True):
         for seat, ls in zip(SEATS, ("-", "--"), strict=True):
-            key = run.find("win", seat=seat)
+            key = run.find(M.WIN, seat)
             if key:
                 _curve(axes[0], run, key, color, f"{run.label}: {seat}", w, ls)
-        key = run.find("conversion")
+        key = run.find(M.CONVERSION)
         if key:
             _curve(axes[1], run, key, color, run.label, w)
     _finish(axes[0], "Win rate (right while the rival is wrong)", "win rate", "no two-model runs to show")
@@ -219,7 +205,7 @@ def plot_trace_length(runs: Sequence[Run], out: Path, smoothing: int | None = No
     colors = _colors(len(runs))
     for run, color in zip(runs, colors, strict=True):
         for role in ROLES:
-            key = run.find("length", role=role)
+            key = run.find(M.LEN_TOKENS, role)
             if key:
                 _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
     _finish(ax, _suptitle("Mean completion length", w), "tokens", "no lengths logged", unit_interval=False)

@@ -12,30 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.methods import METHODS, method_of
 from agon_env.evaluation.stats import Rate, pooled, spread
 
 REPORT_VERSION = 1
-BASE_FAMILIES = ("zero-shot", "moa")
 
 
 def method_label(method_id: str, result: dict[str, Any] | None = None) -> str:
-    family, _, rest = method_id.partition(":")
-    if family == "zero-shot":
-        label = "Zero-shot (base)"
-    elif family == "moa":
-        label = "MoA (untrained base → base)"
-    elif family == "standalone":
-        label = f"Standalone {rest}"
-    elif family == "self-cascade":
-        label = f"Self-cascade {rest} → {rest}"
-    elif family == "cascade":
-        x, _, y = rest.partition(">")
-        label = f"Cascade {x} → {y}"
-        if result is not None and "selected" in result:
-            label += " (chosen on validation)" if result["selected"] else " (not chosen; diagnostic)"
-    else:
-        label = method_id
-    return label
+    m = method_of(method_id, (result or {}).get("policies", ()))
+    if m is None:
+        return method_id
+    return m.label((result or {}).get("selected"))
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -180,7 +167,7 @@ def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
     shared = [
         m
         for m in runs[0]["methods"]
-        if all(m in r["methods"] for r in runs[1:]) and runs[0]["methods"][m]["family"] not in BASE_FAMILIES
+        if all(m in r["methods"] for r in runs[1:]) and not METHODS[runs[0]["methods"][m]["family"]].uses_base
     ]
     out = {}
     for mid in shared:

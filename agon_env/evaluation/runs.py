@@ -15,32 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agon_env.evaluation.evaluate import BASE, Policies
+from agon_env.agents.protocol import SamplingParams
+from agon_env.evaluation.evaluate import Policies
+from agon_env.evaluation.methods import BASE
+from agon_env.vocabulary import REFERENCE
 
 DEFAULT_MODEL = "smollm2-135m"
 
 
 class RunFolderError(ValueError):
     """A folder given as a run cannot be evaluated; the message says why."""
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """How every policy samples during evaluation (one setting for all methods, for a fair table)."""
-
-    temperature: float = 0.7
-    top_p: float = 1.0
-    max_new_tokens: int = 48
-    max_batch_size: int = 32
-
-    def describe(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def read_run_config(run_dir: str | Path) -> dict[str, Any]:
@@ -66,14 +56,13 @@ def default_preset() -> dict[str, Any]:
     return yaml.safe_load(text) or {}
 
 
-def sampling_from_config(cfg: dict[str, Any], **overrides: Any) -> Sampling:
-    s = cfg.get("sampling") or {}
-    base = Sampling(
-        temperature=float(s.get("temperature", Sampling.temperature)),
-        top_p=float(s.get("top_p", Sampling.top_p)),
-        max_new_tokens=int(s.get("max_new_tokens", Sampling.max_new_tokens)),
-    )
-    return Sampling(**{**asdict(base), **{k: v for k, v in overrides.items() if v is not None}})
+def sampling_from_config(cfg: dict[str, Any], **overrides: Any) -> SamplingParams:
+    """The run's rollout sampling (its ``sampling`` section), with command-line overrides."""
+    known = {f.name for f in fields(SamplingParams)}
+    saved = {k: v for k, v in (cfg.get("sampling") or {}).items() if k in known}
+    if "stop" in saved:
+        saved["stop"] = tuple(saved["stop"])
+    return SamplingParams(**{**saved, **{k: v for k, v in overrides.items() if v is not None}})
 
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
@@ -106,19 +95,21 @@ def _fingerprint(source: Path | dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def _identity(model: str, who: str, sampling: Sampling) -> str:
+def _identity(model: str, who: str, sampling: SamplingParams) -> str:
     from agon_env.agents.prompts import RolePrompts
 
     prompts = hashlib.sha256(repr(RolePrompts()).encode()).hexdigest()[:12]
-    s = sampling.describe()
-    s.pop("max_batch_size")  # how a batch is split does not change what is sampled
+    s = asdict(sampling)
+    # How a batch is split does not change what is sampled; seeds are per row.
+    for k in ("max_batch_size", "max_batch_tokens", "seed"):
+        s.pop(k)
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
 class PolicyLoader:
     """Loads each base model once and builds agents over it."""
 
-    def __init__(self, sampling: Sampling, device: str = "cpu") -> None:
+    def __init__(self, sampling: SamplingParams, device: str = "cpu") -> None:
         self.sampling, self.device = sampling, device
         self._bases: dict[str, Any] = {}
 
@@ -131,23 +122,10 @@ class PolicyLoader:
 
     def _agent(self, name: str, base: Any, adapter: str) -> Any:
         from agon_env.agents import LLMAgent
-        from agon_env.agents.hf_backend import SamplingParams
 
-        s = self.sampling
-        # seed=None: each call draws its generator seed from torch's global RNG, which the
-        # evaluator seeds per (seed, stage), so a whole evaluation repeats exactly.
-        params = SamplingParams(
-            temperature=s.temperature,
-            top_p=s.top_p,
-            max_new_tokens=s.max_new_tokens,
-            max_batch_size=s.max_batch_size,
-            seed=None,
-        )
-        return LLMAgent(name=name, base=base, adapter=adapter, sampling=params)
+        return LLMAgent(name=name, base=base, adapter=adapter, sampling=self.sampling)
 
     def base_policies(self, model: str, label: str = "base") -> Policies:
-        from agon_env.agents.adapters import REFERENCE
-
         base = self.shared_base(model)
         return Policies(
             label=label,

@@ -12,15 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.methods import METHODS
 from agon_env.evaluation.plots import _colors, _pyplot, _save
-
-_FAMILY_MARKERS = {
-    "zero-shot": "o",
-    "moa": "s",
-    "standalone": "^",
-    "self-cascade": "D",
-    "cascade": "*",
-}
 
 
 def _short(method_id: str) -> str:
@@ -108,15 +101,17 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
             x, r = m.get("mean_length"), m["pass@1"]
             if x is None or r.get("rate") is None:
                 continue
-            family = m.get("family", mid.split(":")[0])
-            is_base = family in ("zero-shot", "moa")
+            family = METHODS.get(m.get("family", mid.split(":")[0]))
+            if family is None:
+                continue
+            is_base = family.uses_base
             if is_base and mid in base_done:
                 continue
-            seen_families.add(family)
+            seen_families.add(family.name)
             y = r["rate"]
             c = "black" if is_base else color
             # The direction validation did not choose is drawn hollow.
-            face = "none" if family == "cascade" and m.get("selected") is False else c
+            face = "none" if family.chooses_direction and m.get("selected") is False else c
             legend = (
                 "untrained base" if is_base and not base_done else (name if first and not is_base else None)
             )
@@ -124,10 +119,10 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
                 [x],
                 [y],
                 yerr=[[y - r["low"]], [r["high"] - y]],
-                fmt=_FAMILY_MARKERS.get(family, "o"),
+                fmt=family.marker,
                 color=c,
                 mfc=face,
-                ms=12 if family == "cascade" else 8,
+                ms=12 if family.chooses_direction else 8,
                 capsize=3,
                 lw=1,
                 alpha=0.9,
@@ -151,9 +146,9 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
     from matplotlib.lines import Line2D
 
     family_handles = [
-        Line2D([], [], marker=_FAMILY_MARKERS[f], ls="", color="0.3", label=f)
-        for f in _FAMILY_MARKERS
-        if f in seen_families
+        Line2D([], [], marker=f.marker, ls="", color="0.3", label=f.name)
+        for f in METHODS.values()
+        if f.name in seen_families
     ]
     if entries:
         runs_legend = ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="run")

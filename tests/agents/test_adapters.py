@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agon_env.agents.adapters import REFERENCE, LoraSpec, SharedBase
+from agon_env.agents.adapters import LoraSpec, SharedBase
+from agon_env.vocabulary import REFERENCE
 
 
 def _logits(base: SharedBase, name: str, x: torch.Tensor) -> torch.Tensor:

@@ -4,11 +4,18 @@ import pytest
 
 import agon_env
 from agon_env.agents import Agent, Completion, LLMAgent, RandomAgent, SamplingParams, ScriptedAgent
+from agon_env.envs.draft_challenge import challenger_text
 from agon_env.envs.format import parse_completion
+from agon_env.vocabulary import REFERENCE
 
 OBS = [
     {"text": "What is 2 + 2?", "problem": "What is 2 + 2?", "draft": "", "role": 0},
-    {"text": "...", "problem": "What is 3 + 3?", "draft": "3 + 3 = 7.", "role": 1},
+    {
+        "text": challenger_text("What is 3 + 3?", "3 + 3 = 7."),
+        "problem": "What is 3 + 3?",
+        "draft": "3 + 3 = 7.",
+        "role": 1,
+    },
 ]
 
 
@@ -36,28 +43,22 @@ def test_llm_agent_renders_role_prompts_and_returns_token_data(tiny_pair):
     assert "3 + 3 = 7." not in tiny_pair.tokenizer.decode(out[0].prompt_ids)
 
 
-def test_llm_agent_fixed_seed_varies_per_call_but_replays(tiny_pair):
-    def run():
-        agent = LLMAgent(
-            "a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=4, temperature=1, seed=1)
-        )
-        return [c.completion_ids for c in agent.act(OBS[:1] * 2)], [
-            c.completion_ids for c in agent.act(OBS[:1] * 2)
-        ]
-
-    first, second = run()
-    assert first != second  # a second call is not a clone of the first
-    assert run() == (first, second)
+def test_llm_agent_row_seeds_replay_whatever_the_batch(tiny_pair):
     agent = LLMAgent("a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=4, temperature=1))
-    assert [c.completion_ids for c in agent.act(OBS, seed=9)] == [
-        c.completion_ids for c in agent.act(OBS, seed=9)
-    ]
+
+    def ids(obs, seeds):
+        return [c.completion_ids for c in agent.act(obs, seeds=seeds)]
+
+    pair = ids(OBS[:1] * 2, [11, 12])
+    assert pair == ids(OBS[:1] * 2, [11, 12])  # the same seeds replay
+    assert pair[0] != pair[1]  # two seeds on one prompt: two samples
+    assert ids(OBS[:1], [12]) == pair[1:]  # a row's sample does not depend on its batch
 
 
 def test_llm_agent_refuses_a_missing_adapter_and_plays_the_base(tiny_pair):
     with pytest.raises(KeyError, match="no adapter 'ghost'"):
         LLMAgent("x", tiny_pair, adapter="ghost")
-    ref = LLMAgent("ref", tiny_pair, adapter="__base__", sampling=SamplingParams(max_new_tokens=3, seed=0))
+    ref = LLMAgent("ref", tiny_pair, adapter=REFERENCE, sampling=SamplingParams(max_new_tokens=3, seed=0))
     assert len(ref.act(OBS)) == 2
 
 

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agon_env.agents.adapters import REFERENCE
-from agon_env.agents.hf_backend import BufferCache, HFBackend, SamplingParams
+from agon_env.agents.hf_backend import BufferCache, HFBackend
+from agon_env.agents.protocol import SamplingParams
+from agon_env.vocabulary import REFERENCE
 
 PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result. Do not trust it.", "hi", "0 1 2"]
 GREEDY = SamplingParams(max_new_tokens=12, temperature=0, stop=())

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from agon_env.agents.models import build_tiny_tokenizer
 from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
+from agon_env.envs.draft_challenge import challenger_text
 
 DRAFT_OBS = {"text": "What is 2 + 3?", "problem": "What is 2 + 3?", "draft": "", "role": 0}
 CHALLENGE_OBS = {
-    "text": "What is 2 + 3?\n\nA rival's draft ...",
+    "text": challenger_text("What is 2 + 3?", "2 + 3 = 6 by counting."),
     "problem": "What is 2 + 3?",
     "draft": "2 + 3 = 6 by counting.",
     "role": 1,
@@ -34,8 +35,14 @@ def test_challenger_sees_problem_and_draft_and_is_told_to_verify():
 
 
 def test_hidden_mode_challenger_without_draft_is_rendered_as_a_draft_turn():
-    obs = dict(CHALLENGE_OBS, draft="")
+    obs = dict(DRAFT_OBS, role=1)  # what the env emits in hidden mode
     assert observation_messages(obs) == observation_messages(DRAFT_OBS)
+
+
+def test_challenge_examples_are_worded_by_the_env():
+    msgs = observation_messages(CHALLENGE_OBS)
+    q, d, _ = RolePrompts().challenger_examples[0]
+    assert msgs[1] == {"role": "user", "content": challenger_text(q, d)}
 
 
 def test_few_shot_can_be_disabled_and_system_dropped():
@@ -43,9 +50,10 @@ def test_few_shot_can_be_disabled_and_system_dropped():
     assert msgs == [{"role": "user", "content": "What is 2 + 3?"}]
 
 
-def test_env_text_mode_uses_the_env_text_verbatim():
-    msgs = observation_messages(CHALLENGE_OBS, RolePrompts(use_env_text=True, few_shot=False))
-    assert msgs[-1]["content"] == CHALLENGE_OBS["text"]
+def test_the_user_turn_is_the_env_text_verbatim():
+    for obs in (DRAFT_OBS, CHALLENGE_OBS):
+        msgs = observation_messages(obs, RolePrompts(few_shot=False))
+        assert msgs[-1]["content"] == obs["text"]
 
 
 def test_render_ends_with_generation_header():

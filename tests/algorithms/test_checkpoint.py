@@ -19,7 +19,7 @@ from agon_env.algorithms.checkpoint import (
     set_rng_state,
 )
 from agon_env.algorithms.sampler import ProblemSampler
-from agon_env.algorithms.trainer import lr_lambda
+from agon_env.algorithms.schedules import lr_lambda
 
 ID = RunIdentity("tiny", ("agent_a", "agent_b"), 16, 32)
 
@@ -37,7 +37,6 @@ def _save(tmp_path, identity=ID, step=3):
         schedulers={"agent_a": sched},
         sampler={"epoch": 0, "position": 5},
         counters={"nan_skipped": 1},
-        agents={"agent_a": {"calls": 4}},
     )
 
 

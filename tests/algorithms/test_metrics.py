@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from agon_env.algorithms.metrics import MetricsLogger, plot, read_metrics, summary_rows
+from agon_env.algorithms.run_log import MetricsLogger, plot, read_metrics, summary_rows
 
 
 def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):

@@ -125,13 +125,13 @@ def test_self_refine_metrics_use_each_turns_own_info():
 
 
 def test_unknown_algorithm_suggests():
-    with pytest.raises(ValueError, match="did you mean 'agon'"):
+    with pytest.raises(ValueError, match="Did you mean 'agon'"):
         get_algorithm("agn")
 
 
 def test_register_and_validate_plugins():
     with pytest.raises(ValueError, match="already registered"):
-        register_algorithm("agon", get_algorithm("agon"))
+        register_algorithm(get_algorithm("agon"))
     with pytest.raises(ValueError, match="role_schedule"):
         AlgorithmPlugin(name="x", summary="", env_mode="challenge", role_schedule="random")
     with pytest.raises(ValueError, match="trained_roles"):

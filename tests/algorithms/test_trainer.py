@@ -15,9 +15,9 @@ import torch
 
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.config import load_config
-from agon_env.algorithms.metrics import read_metrics
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.rollout import rollout
+from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.trainer import Trainer
 
 HERE = Path(__file__).parent

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from agon_env.algorithms.cli_train import main
-from agon_env.algorithms.metrics import read_metrics
+from agon_env.algorithms.run_log import read_metrics
 
 
 @pytest.mark.skipif(

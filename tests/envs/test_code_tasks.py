@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 
 import pytest
@@ -10,10 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agon_env.envs.tasks.code import (
+    ASSERT_LIMITS,
+    STDIO_LIMITS,
     CodeContestsTask,
-    HumanEvalTask,
     MBPPTask,
+    codecontests,
     codecontests_row,
+    humaneval,
+    load_codecontests_problems,
+    load_mbpp_problems,
+    mbpp,
 )
 from agon_env.envs.tasks.code_checks import (
     IOCase,
@@ -125,13 +132,57 @@ def test_stdio_fail_fast_and_budget():
     assert [c.status for c in report.cases] == ["passed", "skipped", "skipped", "skipped"]
 
 
+# --- loaders and task classes ---------------------------------------------------------------------
+
+
+def _jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)
+
+
+def test_loaders_build_problems_that_the_task_classes_score(tmp_path):
+    mbpp_rows = [
+        {
+            "task_id": i,
+            "text": f"Return {i}.",
+            "code": f"def f():\n    return {i}",
+            "test_list": [f"assert f() == {i}"],
+        }
+        for i in (5, 11, 12, 600)
+    ]
+    path = _jsonl(tmp_path / "mbpp.jsonl", mbpp_rows)
+    problems = load_mbpp_problems(path, split="test", limit=1)
+    assert [p.id for p in problems] == ["mbpp/11"] and "assert f() == 11" in problems[0].prompt
+    task = MBPPTask(problems)
+    assert task.name == "mbpp" and task.limits == ASSERT_LIMITS
+    assert task.score(task[0], mbpp_rows[1]["code"]) and not task.score(task[0], mbpp_rows[0]["code"])
+    with pytest.raises(KeyError, match="text"):
+        load_mbpp_problems(_jsonl(tmp_path / "bad.jsonl", [{"task_id": 11, "test_list": ["assert 1"]}]))
+
+    cc_rows = [
+        {
+            "id": "sum",
+            "description": "Print a + b.",
+            "tests": [{"input": "1 2", "output": "3"}],
+            "ref_all_pass": True,
+        },
+        {"id": "bad", "description": "?", "tests": [{"input": "", "output": "1"}], "ref_all_pass": False},
+        {"id": "none", "description": "no tests", "tests": []},
+    ]
+    path = _jsonl(tmp_path / "cc.jsonl", cc_rows)
+    assert [p.id for p in load_codecontests_problems(path, only_ref_pass=False)] == ["sum", "bad"]
+    cc = CodeContestsTask(load_codecontests_problems(path), workers=1)
+    assert [p.id for p in cc] == ["sum"] and cc.name == "codecontests" and cc.limits == STDIO_LIMITS
+    assert cc.score(cc[0], "print(sum(map(int, input().split())))")
+
+
 # --- HumanEval ------------------------------------------------------------------------------------
 
 
 def test_humaneval_loads_from_the_package_and_scores():
-    task = HumanEvalTask(limit=3)
+    task = humaneval(limit=3)
     p = task[0]
-    assert len(HumanEvalTask()) == 164 and p.id == "HumanEval/0"
+    assert len(humaneval()) == 164 and p.id == "HumanEval/0"
     assert "has_close_elements" in p.prompt and "complete Python function" in p.prompt
     full = (
         "```python\ndef has_close_elements(numbers, threshold):\n"
@@ -144,13 +195,13 @@ def test_humaneval_loads_from_the_package_and_scores():
 
 @pytest.mark.parametrize("index", range(0, 164, 16))
 def test_humaneval_canonical_solutions_pass_subset(index):
-    task = HumanEvalTask()
+    task = humaneval()
     assert task.score(task[index], task[index].answer["reference"])
 
 
 @pytest.mark.slow
 def test_humaneval_all_canonical_solutions_pass():
-    task = HumanEvalTask()
+    task = humaneval()
     failing = [p.id for p in task if not task.score(p, p.answer["reference"])]
     assert failing == []
 
@@ -160,19 +211,19 @@ def test_humaneval_all_canonical_solutions_pass():
 
 @needs_mbpp
 def test_mbpp_splits_and_prompt():
-    test, train = MBPPTask(split="test"), MBPPTask(split="train")
+    test, train = mbpp(split="test"), mbpp(split="train")
     assert len(test) == 500 and {p.meta["task_id"] for p in test} == set(range(11, 511))
-    assert all(p.meta["task_id"] >= 511 for p in train) and len(MBPPTask(split="all")) == 974
+    assert all(p.meta["task_id"] >= 511 for p in train) and len(mbpp(split="all")) == 974
     p = test[0]
     assert p.answer["tests"][0] in p.prompt and p.answer["tests"][1] not in p.prompt
     with pytest.raises(ValueError):
-        MBPPTask(split="validation")
+        mbpp(split="validation")
 
 
 @needs_mbpp
 def test_mbpp_reference_code_passes_on_a_subset():
     # The two rows with test_setup_code (367, 927) exercise the setup path.
-    task = MBPPTask(split="all")
+    task = mbpp(split="all")
     picked = [p for p in task if p.meta["task_id"] in {2, 11, 57, 100, 200, 367, 400, 510, 600, 927}]
     assert len(picked) == 10
     failing = [p.id for p in picked if not task.check(p, p.answer["reference"]).all_passed]
@@ -185,8 +236,8 @@ def test_mbpp_reference_code_passes_on_a_subset():
 
 @needs_cc
 def test_codecontests_filter_and_prompt():
-    assert len(CodeContestsTask(only_ref_pass=False)) == 300
-    task = CodeContestsTask()
+    assert len(codecontests(only_ref_pass=False)) == 300
+    task = codecontests()
     assert len(task) == 225 and all(p.meta["ref_all_pass"] for p in task)
     assert (
         "standard input" in task[0].prompt and task[0].answer["tests"][0].output not in task[0].prompt[-50:]
@@ -195,7 +246,7 @@ def test_codecontests_filter_and_prompt():
 
 @needs_cc
 def test_codecontests_task_copies_and_pickles_without_its_pool():
-    task = CodeContestsTask(limit=2)
+    task = codecontests(limit=2)
     assert task.score(task[0], task[0].answer["reference"])
     clone = pickle.loads(pickle.dumps(task))
     train, _ = task.split(0.5)
@@ -205,7 +256,7 @@ def test_codecontests_task_copies_and_pickles_without_its_pool():
 
 @pytest.mark.parametrize("junk", ["", "```", "\x00\x01", "<answer>", "print(" * 500, "x" * 200_000])
 def test_scores_never_raise_on_junk(junk):
-    task = HumanEvalTask(limit=1)
+    task = humaneval(limit=1)
     assert task.score(task[0], junk) is False
 
 
@@ -262,7 +313,7 @@ def _assert_matches_record(outcomes: list[tuple[str, bool, bool, float | None]])
 
 @needs_cc
 def test_codecontests_references_score_as_recorded_fast():
-    task = CodeContestsTask(only_ref_pass=False, limits=RECORDED, total_wall_s=300)
+    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=300)
     ids = [p.id for p in task.problems][:270:15]  # file order
     ids += ["1086_b_minimum_diameter_tree_8860", "487_c_prefix_product_sequence_2443"]  # tolerance, layout
     task.problems = [p for p in task.problems if p.id in set(ids)]
@@ -275,5 +326,5 @@ def test_codecontests_references_score_as_recorded_fast():
 @needs_cc
 @pytest.mark.slow
 def test_codecontests_references_score_as_recorded_all():
-    task = CodeContestsTask(only_ref_pass=False, limits=RECORDED, total_wall_s=600)
+    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=600)
     _assert_matches_record(_reference_outcomes(task))

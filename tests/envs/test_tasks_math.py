@@ -3,8 +3,16 @@ import json
 import pytest
 
 from agon_env.envs.tasks.arith import ArithTask, evaluate
+from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.data import local_file
-from agon_env.envs.tasks.math import MathTask, deepmath, gsm8k, gsm8k_final_answer
+from agon_env.envs.tasks.math import (
+    MathTask,
+    deepmath,
+    gsm8k,
+    gsm8k_final_answer,
+    load_math_problems,
+    math_task,
+)
 
 
 def test_arith_is_deterministic_and_split_disjoint():
@@ -35,21 +43,52 @@ def test_arith_levels_and_errors():
 
 
 def test_math_task_in_memory_and_missing_field():
-    t = MathTask(problems=[{"question": "1+1?", "answer": "2"}, {"question": "half?", "answer": "\\frac12"}])
+    t = math_task(problems=[{"question": "1+1?", "answer": "2"}, {"question": "half?", "answer": "\\frac12"}])
     assert len(t) == 2 and t.score(t[0], "2") and t.score(t[1], "0.5")
     with pytest.raises(KeyError, match="row 1 has no field 'answer'"):
-        MathTask(problems=[{"question": "a", "answer": "1"}, {"question": "b"}])
+        math_task(problems=[{"question": "a", "answer": "1"}, {"question": "b"}])
     with pytest.raises(ValueError, match="exactly one"):
-        MathTask()
+        math_task()
 
 
 def test_math_task_field_mapping_from_file(tmp_path):
     f = tmp_path / "p.jsonl"
     f.write_text("\n".join(json.dumps({"q": f"{i}+1?", "a": i + 1, "uid": f"u{i}"}) for i in range(3)))
-    t = MathTask(path=f, question_field="q", answer_field="a", id_field="uid")
+    t = math_task(path=f, question_field="q", answer_field="a", id_field="uid")
     assert [p.id for p in t] == ["u0", "u1", "u2"] and t.score(t[2], "3")
     with pytest.raises(FileNotFoundError):
-        MathTask(path=tmp_path / "absent.jsonl")
+        math_task(path=tmp_path / "absent.jsonl")
+
+
+def test_load_math_problems_maps_filters_and_limits(tmp_path):
+    rows = [{"q": f"{i}+1?", "a": f" {i + 1} ", "level": i % 2} for i in range(6)]
+    problems = load_math_problems(
+        rows, question_field="q", answer_field="a", row_filter=lambda r: r["level"] == 1, limit=2
+    )
+    assert [(p.id, p.prompt, p.answer, p.meta) for p in problems] == [
+        ("0", "1+1?", "2", {"level": 1}),
+        ("1", "3+1?", "4", {"level": 1}),
+    ]
+    # The filter runs before the field check, so a row it drops may lack fields.
+    kept = load_math_problems(
+        [{"question": "x"}, *rows], question_field="q", answer_field="a", row_filter=lambda r: "q" in r
+    )
+    assert len(kept) == 6
+    with pytest.raises(KeyError, match="row 1 has no field 'q'"):
+        load_math_problems([rows[0], {"a": "1"}], question_field="q", answer_field="a")
+    f = tmp_path / "p.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in rows))
+    from_file = load_math_problems(
+        f, question_field="q", answer_field="a", answer_fn=lambda a: f"<{a}>", limit=1
+    )
+    assert [p.answer for p in from_file] == ["< 1 >"]
+
+
+def test_math_task_scores_prebuilt_problems():
+    t = MathTask([Problem(id="p", prompt="half?", answer="\\frac12")], name="mine", verify_timeout=2.0)
+    assert t.name == "mine" and t.score(t[0], "0.5") and not t.score(t[0], "2")
+    with pytest.raises(ValueError, match="at least one problem"):
+        MathTask([])
 
 
 def test_deepmath_filter_on_a_fixture(tmp_path):

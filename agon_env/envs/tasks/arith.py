@@ -19,6 +19,12 @@ level  shape                                        example
 
 Levels 3–5 put a 135M model in the paper's "hard regime"; ``×`` binds tighter than
 ``+``/``−`` as usual and results may be negative.
+
+Problem 0 of ``ArithTask(3)`` (``agon/arith-v0``'s default) as the model sees it::
+
+    What is 6 × 6 − 3?
+
+Gold answer: ``"33"`` (compared with :func:`~agon_env.envs.tasks.verify.answers_match`).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ class ArithTask:
 
     def __init__(
         self,
-        difficulty: int = 3,
+        difficulty: int = 2,
         size: int = 10_000,
         seed: int = 0,
         split: str = "train",

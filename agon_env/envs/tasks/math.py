@@ -1,17 +1,30 @@
 """Math tasks: ``agon/math-v0`` from memory, a local file or a hub id, and its variants.
 
-:class:`MathTask` maps rows to :class:`Problem` with ``question_field`` / ``answer_field``
-and checks answers with :func:`agon_env.envs.tasks.verify.answers_match`. The variants
-are thin functions over it:
+Loading and scoring are separate: :func:`load_math_problems` turns rows into
+:class:`Problem` objects (field mapping, answer extraction, filter, limit) and
+:class:`MathTask` only holds problems and checks answers with
+:func:`agon_env.envs.tasks.verify.answers_match`. The registered entry points are small
+factories over both:
 
-* :func:`gsm8k` -- the final answer after ``####``, commas stripped.
-* :func:`deepmath` -- DeepMath-103K (``zwhe99/DeepMath-103K`` or a local copy), keeping
-  ``difficulty >= min_difficulty`` (8 by default) and dropping yes/no/true/false answers,
-  as the paper does.
+* :func:`math_task` -- ``agon/math-v0``: ``problems=[{question, answer}]`` or ``path=``.
+* :func:`gsm8k` -- ``agon/gsm8k-v0``: the final answer after ``####``, commas stripped.
+* :func:`deepmath` -- ``agon/deepmath-v0``: DeepMath-103K (``zwhe99/DeepMath-103K`` or a
+  local copy), keeping ``difficulty >= min_difficulty`` (8 by default) and dropping
+  yes/no/true/false answers, as the paper does.
+
+One GSM8K problem as the model sees it (the prompt is the question, verbatim)::
+
+    Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and
+    bakes muffins for her friends every day with four. She sells the remainder at the
+    farmers' market daily for $2 per fresh duck egg. How much in dollars does she make
+    every day at the farmers' market?
+
+Gold answer: ``"18"`` (from ``... #### 18``); ``"$18"`` or ``"18.0"`` also score correct.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,60 +34,82 @@ from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.envs.tasks.verify import BINARY, answers_match
 
 AnswerFn = Callable[[Any], str]
+RowFilter = Callable[[Mapping[str, Any]], bool]
+Rows = Iterable[Mapping[str, Any]]
 
 
-def rows_to_problems(
-    rows: Iterable[Mapping[str, Any]],
+def load_math_problems(
+    source: str | os.PathLike[str] | Rows,
+    *,
     question_field: str = "question",
     answer_field: str = "answer",
     id_field: str | None = None,
     answer_fn: AnswerFn | None = None,
-    prefix: str = "",
+    row_filter: RowFilter | None = None,
+    limit: int | None = None,
+    split: str = "train",
 ) -> list[Problem]:
-    """Rows to problems; a row missing a field fails with its number and the field name."""
+    """Problems from in-memory rows, or from a local file / hub id read on ``split``.
+
+    ``row_filter`` runs before ``limit``, so ``limit`` counts kept rows. A kept row
+    missing a field fails with its number and the field name. Without ``id_field`` a
+    problem's id is its position among the kept rows.
+    """
+    rows: Rows = load_rows(source, split=split) if isinstance(source, (str, os.PathLike)) else source
+    if row_filter is not None:
+        rows = [r for r in rows if row_filter(r)]
+    rows = list(rows) if limit is None else list(rows)[:limit]
     problems = []
     for i, row in enumerate(rows):
         for f in (question_field, answer_field):
             if f not in row or row[f] is None:
                 raise KeyError(f"row {i} has no field {f!r} (fields: {sorted(row)})")
         gold = answer_fn(row[answer_field]) if answer_fn else str(row[answer_field]).strip()
-        pid = str(row[id_field]) if id_field and id_field in row else f"{prefix}{i}"
+        pid = str(row[id_field]) if id_field and id_field in row else str(i)
         meta = {k: v for k, v in row.items() if k not in (question_field, answer_field)}
         problems.append(Problem(id=pid, prompt=str(row[question_field]).strip(), answer=gold, meta=meta))
     return problems
 
 
 class MathTask(ListTask):
-    """Problems with a single final answer, verified by math-verify."""
+    """Problems with a single final answer (a gold string), verified by math-verify."""
 
-    def __init__(
-        self,
-        problems: Sequence[Mapping[str, Any]] | None = None,
-        path: str | Path | None = None,
-        split: str = "train",
-        question_field: str = "question",
-        answer_field: str = "answer",
-        id_field: str | None = None,
-        answer_fn: AnswerFn | None = None,
-        row_filter: Callable[[Mapping[str, Any]], bool] | None = None,
-        limit: int | None = None,
-        name: str = "math",
-        verify_timeout: float = 5.0,
-    ) -> None:
-        if (problems is None) == (path is None):
-            raise ValueError(
-                "give exactly one of problems=[{...}] or path= (a local file or a hub dataset id)"
-            )
-        rows: Sequence[Mapping[str, Any]] = problems if problems is not None else load_rows(path, split=split)  # type: ignore[arg-type]
-        if row_filter is not None:
-            rows = [r for r in rows if row_filter(r)]
-        if limit is not None:
-            rows = list(rows)[:limit]
-        super().__init__(rows_to_problems(rows, question_field, answer_field, id_field, answer_fn), name=name)
+    def __init__(self, problems: Sequence[Problem], name: str = "math", verify_timeout: float = 5.0) -> None:
+        super().__init__(problems, name=name)
         self.verify_timeout = verify_timeout
 
     def score(self, problem: Problem, answer: str) -> bool:
         return answers_match(problem.answer, answer, timeout=self.verify_timeout)
+
+
+def math_task(
+    problems: Sequence[Mapping[str, Any]] | None = None,
+    path: str | Path | None = None,
+    split: str = "train",
+    question_field: str = "question",
+    answer_field: str = "answer",
+    id_field: str | None = None,
+    answer_fn: AnswerFn | None = None,
+    row_filter: RowFilter | None = None,
+    limit: int | None = None,
+    name: str = "math",
+    verify_timeout: float = 5.0,
+) -> MathTask:
+    """``agon/math-v0``: rows given as ``problems=`` or read from ``path=`` (file or hub id)."""
+    if (problems is None) == (path is None):
+        raise ValueError("give exactly one of problems=[{...}] or path= (a local file or a hub dataset id)")
+    source: str | Path | Rows = problems if problems is not None else path  # type: ignore[assignment]
+    loaded = load_math_problems(
+        source,
+        question_field=question_field,
+        answer_field=answer_field,
+        id_field=id_field,
+        answer_fn=answer_fn,
+        row_filter=row_filter,
+        limit=limit,
+        split=split,
+    )
+    return MathTask(loaded, name=name, verify_timeout=verify_timeout)
 
 
 def gsm8k_final_answer(solution: str) -> str:
@@ -85,13 +120,16 @@ def gsm8k_final_answer(solution: str) -> str:
 
 
 def gsm8k(path: str | Path | None = None, split: str = "test", **kwargs: Any) -> MathTask:
-    """GSM8K from ``path``, the offline copy (``gsm8k_{split}.jsonl``) or the hub (``openai/gsm8k``)."""
+    """GSM8K from ``path``, the offline copy (``gsm8k_{split}.jsonl``) or the hub (``openai/gsm8k``).
+
+    ``kwargs`` go to :func:`math_task` (``limit``, ``verify_timeout``, ...).
+    """
     if path is None:
         path = local_file(f"gsm8k_{split}.jsonl")
     if path is None:
         rows = load_rows("openai/gsm8k", split=split, name="main")
-        return MathTask(problems=rows, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
-    return MathTask(path=path, split=split, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
+        return math_task(problems=rows, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
+    return math_task(path=path, split=split, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
 
 
 def deepmath(
@@ -108,7 +146,7 @@ def deepmath(
         binary = str(row.get("final_answer", "")).strip().lower() in BINARY
         return hard and not (drop_binary and binary)
 
-    return MathTask(
+    return math_task(
         path=path or "zwhe99/DeepMath-103K",
         split=split,
         question_field="question",

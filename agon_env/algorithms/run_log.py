@@ -1,0 +1,179 @@
+"""Where a run's metrics go: ``metrics.jsonl``, TensorBoard, a progress bar, a summary, a plot.
+
+The metrics themselves are computed (and named) in :mod:`agon_env.algorithms.metrics`;
+this module only writes, reads back, tabulates and draws them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from agon_env.algorithms import metrics as M
+from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
+
+
+class MetricsLogger:
+    """Writes each step's metrics to ``metrics.jsonl`` and TensorBoard, and drives a progress bar.
+
+    On resume the JSONL is cut back to the steps before ``start_step`` (a killed run may
+    have logged steps its last checkpoint does not cover) and TensorBoard purges them too.
+    """
+
+    def __init__(self, run_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True) -> None:
+        self.run_dir = run_dir
+        self.path = run_dir / "metrics.jsonl"
+        self._truncate(start_step)
+        self.tb: Any = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=start_step if start_step else None)
+        except ImportError:  # tensorboard is optional; JSONL is the record of truth
+            self.tb = None
+        self.bar: Any = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step")
+
+    def _truncate(self, start_step: int) -> None:
+        if not self.path.exists():
+            return
+        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and _step(ln) < start_step]
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(ln + "\n" for ln in keep))
+        tmp.replace(self.path)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        record = {"step": step, **{k: _finite(v) for k, v in metrics.items()}}
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+        if self.tb is not None:
+            for k, v in metrics.items():
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    self.tb.add_scalar(k, v, step)
+            self.tb.flush()
+        if self.bar is not None:
+            shown = {k: metrics[k] for k in _BAR_KEYS if k in metrics}
+            self.bar.set_postfix({k.split("/")[-1] if "/" in k else k: f"{v:.2f}" for k, v in shown.items()})
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+_BAR_KEYS = (
+    M.key(M.ACC, DRAFTER),
+    M.key(M.ACC, CHALLENGER),
+    M.key(M.FORMAT, DRAFTER),
+    M.GROUPS_DROPPED,
+    M.TOKENS_PER_S,
+)
+
+
+def _finite(v: Any) -> Any:
+    # JSON has no NaN; a skipped update's loss is logged as null.
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _step(line: str) -> int:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return 1 << 62  # a half-written last line from a killed run: drop it
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+SUMMARY_KEYS = (
+    *(M.key(q, role) for q in (M.REWARD, M.ACC, M.FORMAT) for role in (DRAFTER, CHALLENGER)),
+    M.CONVERSION,
+    M.DRAFT_UNUSABLE,
+    *(M.key(M.WIN, seat) for seat in SEATS),
+    M.ANSWER_DISAGREEMENT,
+    M.KL,
+    *(M.key(q, role) for q in (M.LEN_TOKENS, M.TRUNCATED) for role in (DRAFTER, CHALLENGER)),
+    M.GROUPS_DROPPED,
+    M.NAN_SKIPPED,
+    M.TOKENS_PER_S,
+    M.TIME_STEP,
+)
+"""What the end-of-run table shows, in order."""
+
+
+def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str]]:
+    """``(metric, start, end)``: means over the first and last ``window`` steps."""
+    rows = []
+    head, tail = records[:window], records[-window:]
+    for key in SUMMARY_KEYS:
+        a = [r[key] for r in head if r.get(key) is not None]
+        b = [r[key] for r in tail if r.get(key) is not None]
+        if a or b:
+            rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-"))
+    return rows
+
+
+def print_summary(run_dir: Path, window: int | None = None) -> None:
+    """Start vs end of the run; ``window`` steps are averaged at each end.
+
+    The default window is a quarter of the run (at least 3 steps): on small per-step
+    batches a single step's rates move by ±0.15 from sampling noise alone.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    records = read_metrics(run_dir)
+    if not records:
+        return
+    n = min(window or max(3, len(records) // 4), max(1, len(records) // 2))
+    table = Table(title=f"{run_dir}: {len(records)} steps (mean of first / last {n})")
+    table.add_column("metric")
+    table.add_column("start", justify="right")
+    table.add_column("end", justify="right")
+    for row in summary_rows(records, n):
+        table.add_row(*row)
+    Console().print(table)
+
+
+def plot(run_dir: Path) -> Path | None:
+    """``curves.png``: reward and accuracy/format per step, per role."""
+    records = read_metrics(run_dir)
+    if not records:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    steps = [r["step"] for r in records]
+    panels = (("reward", (M.REWARD,)), ("accuracy / format rate", (M.ACC, M.FORMAT)))
+    for ax, (title, prefixes) in zip(axes, panels, strict=True):
+        keys = [M.key(q, role) for q in prefixes for role in (DRAFTER, CHALLENGER)]
+        keys = [k for k in keys if any(k in r for r in records)]
+        for k in keys:
+            ys = [r.get(k) for r in records]
+            ax.plot(steps, [math.nan if y is None else y for y in ys], marker="o", ms=3, label=k)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if keys:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(run_dir) / "curves.png"
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

@@ -1,0 +1,206 @@
+"""Playing episodes: env copies in lockstep, one batched agent call per seat per stage.
+
+Training rollouts (:mod:`agon_env.algorithms.rollout`), evaluation
+(:mod:`agon_env.evaluation.evaluate`) and the metrics of both read episodes from here
+and only from here. :func:`play_episodes` resets one copy of the env per
+:class:`Start`, and while any copy is unfinished asks each waiting seat's agent *once*
+for all the observations waiting on it, so an LLM agent samples a whole stage as one
+batch. Each turn's sampling seed comes from the caller's ``seed_of(episode, seat,
+turn)``, so the samples do not depend on how the episodes are batched or sharded.
+
+What comes back is typed: an :class:`Episode` per start, holding a :class:`Turn` per
+completion with the env's own verdict (:class:`~agon_env.envs.draft_challenge.TurnResult`:
+seat, role, reward, correctness, format, length, what draft it read) next to the
+observation and the completion the agent returned. Nothing is re-parsed or re-judged
+after the env has scored it.
+
+The env is driven only through the PettingZoo AEC API (``reset`` / ``agent_selection``
+/ ``observe`` / ``step`` / ``terminations`` / ``truncations``) plus the ``results`` it
+publishes at the end of an episode; agents only through
+:class:`~agon_env.agents.protocol.Agent`.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from agon_env.agents.protocol import Agent
+from agon_env.envs.draft_challenge import TurnResult
+from agon_env.vocabulary import CHALLENGER
+
+SeedFn = Callable[[int, str, int], int]
+"""``(episode index, seat, turn number within the episode) -> sampling seed``."""
+
+
+@dataclass(frozen=True)
+class Start:
+    """How one episode begins: which problem, who drafts, and the env's reset seed."""
+
+    problem_index: int
+    drafter: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class Turn(TurnResult):
+    """One completion in one episode: the env's verdict on it, plus what went in and out."""
+
+    episode: int
+    """Index of the episode in the list given to :func:`play_episodes`."""
+    observation: Mapping[str, Any]
+    completion: Any
+    """What the agent returned (a :class:`~agon_env.agents.protocol.Completion` for LLM agents)."""
+
+    @classmethod
+    def of(cls, result: TurnResult, episode: int, observation: Mapping[str, Any], completion: Any) -> Turn:
+        own = {f.name: getattr(result, f.name) for f in fields(TurnResult)}
+        return cls(**own, episode=episode, observation=observation, completion=completion)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One finished episode: its start and its turns in play order (draft first)."""
+
+    index: int
+    problem_id: str
+    start: Start
+    turns: tuple[Turn, ...]
+
+    @property
+    def problem_index(self) -> int:
+        return self.start.problem_index
+
+    def turn(self, role: str) -> Turn | None:
+        """The turn played in ``role`` (``None`` when the mode has no such turn)."""
+        return next((t for t in self.turns if t.role == role), None)
+
+    @property
+    def draft(self) -> Turn:
+        return self.turns[0]
+
+    @property
+    def challenge(self) -> Turn | None:
+        return self.turn(CHALLENGER)
+
+    @property
+    def correct(self) -> bool:
+        """The episode's reported answer is its last turn's."""
+        return self.turns[-1].correct
+
+    @property
+    def first_correct(self) -> bool:
+        return self.turns[0].correct
+
+    @property
+    def format_ok(self) -> bool:
+        return self.turns[-1].format_ok
+
+    @property
+    def tokens(self) -> int | None:
+        """Tokens generated over all turns: a cascade's cost includes its draft."""
+        counts = [t.tokens for t in self.turns]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+    @property
+    def chars(self) -> int:
+        return sum(t.chars for t in self.turns)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready outcome (no completion text): what ``eval.json`` stores per episode."""
+        return {
+            "problem_index": self.problem_index,
+            "problem_id": self.problem_id,
+            "seed": self.start.seed,
+            "correct": self.correct,
+            "first_correct": self.first_correct,
+            "format_ok": self.format_ok,
+            "tokens": self.tokens,
+            "chars": self.chars,
+            "turns": [t.outcome() for t in self.turns],
+        }
+
+
+@dataclass
+class Played:
+    """The episodes of one :func:`play_episodes` call and where its time went."""
+
+    episodes: list[Episode]
+    acting_s: float = 0.0
+    """Seconds inside ``agent.act`` (generation)."""
+    stepping_s: float = 0.0
+    """Seconds inside ``env.step`` (parsing, verification, rewards)."""
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    """``(seat, batch size)`` of every agent call, in order."""
+
+
+def spawn(env: Any) -> Any:
+    """A fresh copy of ``env`` to play one episode in (the template is never stepped)."""
+    # DraftChallengeEnv.spawn shares the (possibly large) task; other AEC envs get a copy.
+    return env.spawn() if hasattr(env, "spawn") else copy.deepcopy(env)
+
+
+def _done(env: Any) -> bool:
+    return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
+
+
+def play_episodes(
+    env: Any,
+    agents: Mapping[str, Agent],
+    starts: Sequence[Start],
+    seed_of: SeedFn | None = None,
+) -> Played:
+    """Play one episode per start in lockstep; episodes come back in the order of ``starts``.
+
+    ``agents`` maps env seats to agents (one-seat modes need only the drafter's).
+    ``seed_of`` gives each turn its sampling seed; without it agents sample unseeded.
+    """
+    envs = [spawn(env) for _ in starts]
+    for e, s in zip(envs, starts, strict=True):
+        e.reset(seed=s.seed, options={"drafter": s.drafter, "problem_index": int(s.problem_index)})
+    seen: list[list[tuple[Mapping[str, Any], Any]]] = [[] for _ in envs]
+    played = Played([])
+    while True:
+        waiting: dict[str, list[int]] = {}
+        for i, e in enumerate(envs):
+            if not _done(e):
+                waiting.setdefault(e.agent_selection, []).append(i)
+        if not waiting:
+            break
+        for seat, idx in waiting.items():
+            if seat not in agents:
+                raise KeyError(f"the env asks seat {seat!r} to act, but only {sorted(agents)} have agents")
+            observations = [envs[i].observe(seat) for i in idx]
+            seeds = None if seed_of is None else [seed_of(i, seat, len(seen[i])) for i in idx]
+            t0 = time.perf_counter()
+            actions = list(agents[seat].act(observations, seeds=seeds))
+            played.acting_s += time.perf_counter() - t0
+            played.calls.append((seat, len(idx)))
+            if len(actions) != len(idx):
+                raise ValueError(
+                    f"the agent for seat {seat!r} returned {len(actions)} actions for {len(idx)} observations"
+                )
+            t0 = time.perf_counter()
+            for i, obs, action in zip(idx, observations, actions, strict=True):
+                seen[i].append((obs, action))
+                envs[i].step(action)
+            played.stepping_s += time.perf_counter() - t0
+    for i, (e, s) in enumerate(zip(envs, starts, strict=True)):
+        results = tuple(e.results)
+        if len(results) != len(seen[i]):
+            raise RuntimeError(
+                f"episode {i} (problem {s.problem_index}) scored {len(results)} turns "
+                f"for {len(seen[i])} actions"
+            )
+        turns = tuple(
+            Turn.of(result, i, obs, action) for (obs, action), result in zip(seen[i], results, strict=True)
+        )
+        problem_id = str(getattr(getattr(e, "problem", None), "id", s.problem_index))
+        played.episodes.append(Episode(i, problem_id, s, turns))
+    return played
+
+
+__all__ = ["Episode", "Played", "SeedFn", "Start", "Turn", "play_episodes", "spawn"]

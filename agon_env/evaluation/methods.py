@@ -1,0 +1,140 @@
+"""Evaluation methods as a table: how each seats policies in the env, and what it reports.
+
+A *method family* is a row of :data:`METHODS`; :func:`plan_methods` expands the rows a
+user asks for (``agon eval --methods``) into concrete :class:`Method` s for the policies
+at hand (``standalone`` gives one method per adapter, ``cascade`` one per ordered pair).
+Everything downstream -- which methods choose a direction on validation, which give the
+blind-spot pairs, which are the untrained base's (identical in every run), labels and
+plot markers -- reads the row's fields, never the family's name.
+
+================  ===========  =========================================================
+family            env mode     seats
+================  ===========  =========================================================
+``zero-shot``     solo         the base (all adapters disabled) on the bare prompt
+``moa``           challenge    base drafts, a second base sample refines after reading it
+                               (untrained Mixture-of-Agents)
+``standalone``    solo         each adapter alone on the bare prompt
+``self-cascade``  self         each adapter reads its own draft (the GRPO two-pass control)
+``cascade``       challenge    X drafts, Y answers after reading the summary, both orders;
+                               the reported order is chosen on validation
+================  ===========  =========================================================
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agon_env.registry import unknown_id_message
+from agon_env.vocabulary import AGENT_A, AGENT_B
+
+BASE = "base"
+"""Policy name of the untrained base in an evaluation."""
+
+Seating = tuple[tuple[str, str], ...]
+"""``(env seat, policy name)`` pairs; ``agent_a`` always drafts."""
+
+
+@dataclass(frozen=True)
+class MethodFamily:
+    name: str
+    env_mode: str
+    label: str
+    """Report label; ``{x}`` / ``{y}`` are the drafting / answering policies."""
+    seatings: Callable[[Sequence[str]], list[Seating]]
+    """Adapter names -> one seating per method of this family."""
+    uses_base: bool = False
+    """Seats only the untrained base: the same in every run (cached, not averaged across runs)."""
+    single_sample: bool = False
+    """One policy, one turn: its outcomes pair up for the blind-spot (error overlap) figures."""
+    chooses_direction: bool = False
+    """Several seatings of which one is reported, chosen on validation (never on test)."""
+    marker: str = "o"
+    """Matplotlib marker in the accuracy-vs-length figure."""
+
+    def method_id(self, seating: Seating) -> str:
+        policies = [p for _, p in seating]
+        if self.uses_base:
+            return self.name
+        return f"{self.name}:{'>'.join(policies)}"
+
+
+def _one(seating: Seating) -> Callable[[Sequence[str]], list[Seating]]:
+    return lambda names: [seating]
+
+
+METHODS: dict[str, MethodFamily] = {
+    f.name: f
+    for f in (
+        MethodFamily(
+            "zero-shot", "solo", "Zero-shot (base)", _one(((AGENT_A, BASE),)),
+            uses_base=True, single_sample=True, marker="o",
+        ),
+        MethodFamily(
+            "moa", "challenge", "MoA (untrained base → base)", _one(((AGENT_A, BASE), (AGENT_B, BASE))),
+            uses_base=True, marker="s",
+        ),
+        MethodFamily(
+            "standalone", "solo", "Standalone {x}", lambda names: [((AGENT_A, n),) for n in names],
+            single_sample=True, marker="^",
+        ),
+        MethodFamily(
+            "self-cascade", "self", "Self-cascade {x} → {x}", lambda names: [((AGENT_A, n),) for n in names],
+            marker="D",
+        ),
+        MethodFamily(
+            "cascade", "challenge", "Cascade {x} → {y}",
+            lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
+            chooses_direction=True, marker="*",
+        ),
+    )
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Method:
+    id: str
+    family: MethodFamily
+    seats: Seating
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return tuple(p for _, p in self.seats)
+
+    def label(self, selected: bool | None = None) -> str:
+        x, y = self.policies[0], self.policies[-1]
+        text = self.family.label.format(x=x, y=y)
+        if self.family.chooses_direction and selected is not None:
+            text += " (chosen on validation)" if selected else " (not chosen; diagnostic)"
+        return text
+
+
+def check_names(names: Sequence[str]) -> None:
+    for n in names:
+        if n not in METHODS:
+            raise ValueError(unknown_id_message("eval method", n, list(METHODS)))
+
+
+def plan_methods(names: Sequence[str], adapters: Sequence[str], has_base: bool) -> list[Method]:
+    """The methods ``names`` ask for that these policies can run (base-only runs skip adapter ones)."""
+    check_names(names)
+    out = []
+    for family in METHODS.values():
+        if family.name not in names or (family.uses_base and not has_base):
+            continue
+        out += [Method(family.method_id(s), family, s) for s in family.seatings(list(adapters))]
+    return out
+
+
+def method_of(method_id: str, policies: Sequence[str] = ()) -> Method | None:
+    """The :class:`Method` behind a stored id (``cascade:agent_a>agent_b``), for reports."""
+    name, _, rest = method_id.partition(":")
+    family = METHODS.get(name)
+    if family is None:
+        return None
+    names = rest.split(">") if rest else list(policies)
+    for seating in family.seatings(names or [BASE]):
+        if family.method_id(seating) == method_id:
+            return Method(method_id, family, seating)
+    return None
