@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from agon_env.seeding import derive_seed
+
 
 class ProblemSampler:
     """Shuffled passes over ``range(size)``; its whole state is ``(epoch, position)``.
@@ -22,7 +24,7 @@ class ProblemSampler:
 
     def _shuffled(self, epoch: int) -> list[int]:
         order = list(range(self.size))
-        random.Random(f"{self.seed}/{epoch}").shuffle(order)
+        random.Random(derive_seed(self.seed, "epoch", epoch)).shuffle(order)
         return order
 
     def take(self, count: int) -> list[int]:

@@ -173,7 +173,7 @@ class Evaluator:
         """All planned methods on the test problems, plus direction selection and complementarity."""
         start = time.perf_counter()
         hits0, misses0 = self.cache.hits, self.cache.misses
-        methods = plan_methods(self.methods, list(policies.adapters), policies.base is not None)
+        methods = plan_methods(policies, self.methods)
         test = self.data.test_indices
         results: dict[str, Any] = {}
         episodes: dict[str, dict[int, list[Episode]]] = {}

@@ -25,9 +25,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agon_env.registry import unknown_id_message
 from agon_env.vocabulary import AGENT_A, AGENT_B
+
+if TYPE_CHECKING:
+    from agon_env.evaluation.evaluate import Policies
 
 BASE = "base"
 """Policy name of the untrained base in an evaluation."""
@@ -116,14 +120,14 @@ def check_names(names: Sequence[str]) -> None:
             raise ValueError(unknown_id_message("eval method", n, list(METHODS)))
 
 
-def plan_methods(names: Sequence[str], adapters: Sequence[str], has_base: bool) -> list[Method]:
-    """The methods ``names`` ask for that these policies can run (base-only runs skip adapter ones)."""
+def plan_methods(policies: Policies, names: Sequence[str]) -> list[Method]:
+    """The methods ``names`` ask for that ``policies`` can run (base-only runs skip adapter ones)."""
     check_names(names)
     out = []
     for family in METHODS.values():
-        if family.name not in names or (family.uses_base and not has_base):
+        if family.name not in names or (family.uses_base and policies.base is None):
             continue
-        out += [Method(family.method_id(s), family, s) for s in family.seatings(list(adapters))]
+        out += [Method(family.method_id(s), family, s) for s in family.seatings(list(policies.adapters))]
     return out
 
 

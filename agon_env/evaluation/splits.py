@@ -20,6 +20,7 @@ from typing import Any
 import agon_env
 from agon_env.envs.tasks.base import Task
 from agon_env.registry import ENV_KWARGS
+from agon_env.seeding import derive_seed
 
 
 @dataclass
@@ -90,7 +91,7 @@ def sample_indices(size: int, n_test: int, n_val: int, seed: int = 0) -> tuple[l
             f"the task has {size} problems, fewer than {n_test} test + {n_val} validation; "
             "lower --problems / --val-problems"
         )
-    chosen = random.Random(f"agon-eval/{seed}").sample(range(size), n_test + n_val)
+    chosen = random.Random(derive_seed(seed, "eval-problems")).sample(range(size), n_test + n_val)
     return sorted(chosen[:n_test]), sorted(chosen[n_test:])
 
 

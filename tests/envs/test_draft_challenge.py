@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agon_env
-from agon_env.envs.draft_challenge import DraftChallengeEnv
+from agon_env.envs.draft_challenge import NO_SUMMARY, DraftChallengeEnv, TurnResult, challenger_text
 
 PROBLEMS = [
     {"question": "What is 17 + 25?", "answer": "42"},
@@ -174,3 +174,33 @@ def test_fuzz_env_with_sampled_actions(mode, scheme, seed):
         env.step(None if term or trunc else space.sample())
         steps += 1
     assert not env.agents and steps in (2, 3, 4)
+
+
+def test_a_draft_without_usable_summary_still_gets_a_challenge():
+    # Truncated draft: no summary block. The challenger is still the challenger, told so.
+    obs, rewards, infos = play(make(), ["I think it is 41 and", fmt("42")])
+    challenger_obs = obs[1][1]
+    assert challenger_obs["role"] == 1 and challenger_obs["draft"] == NO_SUMMARY
+    assert NO_SUMMARY in challenger_obs["text"] and "verify it and re-derive" in challenger_obs["text"]
+    assert infos["agent_b"]["draft_unusable"] and not infos["agent_a"]["draft_unusable"]
+    assert rewards["agent_b"] == 3.5  # right after a wrong draft: the conversion bonus
+
+
+def test_results_are_typed_turns_matching_infos():
+    env = make()
+    _, rewards, infos = play(env, [fmt("41", summary="S-41"), fmt("42")])
+    draft, challenge = env.unwrapped.results
+    assert isinstance(draft, TurnResult) and (draft.seat, draft.role) == ("agent_a", "drafter")
+    assert (challenge.seat, challenge.role, challenge.correct, challenge.answer) == ("agent_b", "challenger", True, "42")
+    assert challenge.draft == "S-41" and draft.draft == ""
+    assert [r.reward for r in env.unwrapped.results] == [rewards["agent_a"], rewards["agent_b"]]
+    assert infos["agent_b"]["turns"] == [challenge.outcome()]
+
+
+def test_the_challenger_text_is_the_one_wording_and_self_mode_says_own():
+    obs, _, _ = play(make(), [fmt("41", summary="S-41"), fmt("42")])
+    assert obs[1][1]["text"] == challenger_text("What is 17 + 25?", "S-41")
+    assert "A rival's draft" in obs[1][1]["text"]
+    obs, _, _ = play(make(mode="self"), [fmt("41", summary="S-41"), fmt("42")])
+    assert obs[1][1]["text"] == challenger_text("What is 17 + 25?", "S-41", own=True)
+    assert "Your own earlier draft" in obs[1][1]["text"]

@@ -81,7 +81,7 @@ def test_eval_falls_back_to_the_checkpoint(tiny_run, tmp_path):
         {"adapters": {n: base.adapter_state_dict(n) for n in ("agent_a", "agent_b")}}, run / "checkpoint.pt"
     )
     shutil.rmtree(run / "adapters")
-    assert agon("eval", run, *TINY, "--no-cache", "--modes", "standalone") == 0
+    assert agon("eval", run, *TINY, "--no-cache", "--methods", "standalone") == 0
     report = json.loads((run / "eval" / "eval.json").read_text())
     assert set(report["runs"][0]["methods"]) == {"standalone:agent_a", "standalone:agent_b"}
 
@@ -112,7 +112,7 @@ def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
         "a",
         "--model",
         "tiny",
-        "--modes",
+        "--methods",
         "zero-shot",
     ]
     assert agon("eval", *argv, *TINY, "--no-cache", "--out", out) == 0
@@ -121,7 +121,7 @@ def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
 
 
 def test_plot_on_a_run_and_its_eval(tiny_run, tmp_path, capsys):
-    assert agon("eval", tiny_run, *TINY, "--no-cache", "--modes", "zero-shot", "standalone") == 0
+    assert agon("eval", tiny_run, *TINY, "--no-cache", "--methods", "zero-shot", "standalone") == 0
     assert agon("plot", tiny_run, "--out", tmp_path / "png") == 0
     printed = capsys.readouterr().out.split()
     assert sorted(p.rsplit("/", 1)[-1] for p in printed if p.endswith(".png")) == [

@@ -32,7 +32,7 @@ def test_indices_are_disjoint_seeded_and_sorted():
         sample_indices(10, 8, 5)
 
 
-def test_plan_covers_each_mode_and_skips_what_cannot_run():
+def test_plan_covers_each_method_and_skips_what_cannot_run():
     two = policies(FakeAgent("base", always), agent_a=FakeAgent("a", always), agent_b=FakeAgent("b", always))
     ids = [m.id for m in plan_methods(two, ["zero-shot", "moa", "standalone", "self-cascade", "cascade"])]
     assert ids == [
@@ -47,7 +47,7 @@ def test_plan_covers_each_mode_and_skips_what_cannot_run():
     ]
     base_only = Policies(label="base", base=FakeAgent("base", always))
     assert [m.id for m in plan_methods(base_only, ["zero-shot", "cascade", "standalone"])] == ["zero-shot"]
-    with pytest.raises(ValueError, match="unknown eval mode"):
+    with pytest.raises(ValueError, match="unknown eval method"):
         plan_methods(two, ["best-of-n"])
 
 
@@ -96,7 +96,7 @@ def test_accuracies_match_what_the_agents_can_solve(data):
 def test_direction_is_chosen_on_validation(data):
     a = FakeAgent("a", hashed("a", 2))
     b = FakeAgent("b", hashed("b", 4), fixes=True)
-    res = Evaluator(data, seeds=[0], modes=["cascade"]).evaluate(policies(agent_a=a, agent_b=b))
+    res = Evaluator(data, seeds=[0], methods=["cascade"]).evaluate(policies(agent_a=a, agent_b=b))
     sel = res["selection"]
     assert sel["chosen"] == "cascade:agent_a>agent_b"
     assert sel["validation"]["cascade:agent_a>agent_b"]["trials"] == len(data.val_indices)
@@ -106,7 +106,7 @@ def test_direction_is_chosen_on_validation(data):
 
 def test_agents_are_called_once_per_stage_on_the_whole_batch(data):
     a, b = FakeAgent("a", always), FakeAgent("b", never)
-    Evaluator(data, seeds=[0], modes=["standalone", "cascade"]).evaluate(policies(agent_a=a, agent_b=b))
+    Evaluator(data, seeds=[0], methods=["standalone", "cascade"]).evaluate(policies(agent_a=a, agent_b=b))
     n_test, n_val = len(data.test_indices), len(data.val_indices)
     # Every call is a whole split; drafts shared by standalone and cascade come from the cache.
     assert set(a.calls) <= {n_test, n_val} and set(b.calls) <= {n_test, n_val}
@@ -123,7 +123,7 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
         return rng.random() < 0.5
 
     base = FakeAgent("base", coin)
-    res = Evaluator(data, seeds=[0, 1, 2, 3], modes=["zero-shot"]).evaluate(Policies("base", base))
+    res = Evaluator(data, seeds=[0, 1, 2, 3], methods=["zero-shot"]).evaluate(Policies("base", base))
     z = res["methods"]["zero-shot"]
     assert z["pass@1"]["trials"] == 4 * len(data.test_indices)
     assert set(z["per_seed"]) == {"0", "1", "2", "3"}
@@ -135,17 +135,43 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
 
 def test_base_samples_persist_on_disk(tmp_path, data):
     base = FakeAgent("base", hashed("base", 3))
-    ev = Evaluator(data, seeds=[0], modes=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    ev = Evaluator(data, seeds=[0], methods=["zero-shot", "moa"], cache=SampleCache(tmp_path))
     first = ev.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
     assert first["cache"]["misses"] > 0
     calls = len(base.calls)
     # A fresh process (new cache object) reads the same samples back: no new generation.
-    again = Evaluator(data, seeds=[0], modes=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    again = Evaluator(data, seeds=[0], methods=["zero-shot", "moa"], cache=SampleCache(tmp_path))
     second = again.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
     assert len(base.calls) == calls and second["cache"]["misses"] == 0
     assert second["methods"]["moa"]["pass@1"] == first["methods"]["moa"]["pass@1"]
     # Another identity (say another temperature) must not hit those entries.
-    other = Evaluator(data, seeds=[0], modes=["zero-shot"], cache=SampleCache(tmp_path))
+    other = Evaluator(data, seeds=[0], methods=["zero-shot"], cache=SampleCache(tmp_path))
     assert (
         other.evaluate(Policies("base", base, identities={"base": "fake-base|T=0.5"}))["cache"]["hits"] == 0
     )
+
+
+class SeedLog(FakeAgent):
+    """A FakeAgent that records the seed it was given for each (problem, role)."""
+
+    def __init__(self, name, solves):
+        super().__init__(name, solves)
+        self.seeds: dict[tuple[str, int], list[int]] = {}
+
+    def act(self, observations, *, seeds=None):
+        for o, s in zip(observations, seeds, strict=True):
+            self.seeds.setdefault((o["problem"], int(o["role"])), []).append(s)
+        return super().act(observations, seeds=seeds)
+
+
+def test_every_policy_samples_its_own_stream_and_drafts_are_shared(data):
+    base, a, b = SeedLog("base", always), SeedLog("a", always), SeedLog("b", always)
+    pol = Policies("run", base, {"agent_a": a, "agent_b": b}, {"base": "B", "agent_a": "A", "agent_b": "Bb"})
+    Evaluator(data, seeds=[0]).evaluate(pol)
+    problem = next(iter(k for k in a.seeds if k[1] == 0))[0]
+    # The two adapters' drafts of one problem draw different noise...
+    assert a.seeds[(problem, 0)][0] != b.seeds[(problem, 0)][0]
+    # ...a's draft is sampled once (cached) and reused by its cascade and self-cascade...
+    assert len(a.seeds[(problem, 0)]) == 1
+    # ...and the base's second sample (the blind-spot baseline) is another stream.
+    assert len(set(base.seeds[(problem, 0)])) == 2

@@ -4,6 +4,7 @@ import random
 import pytest
 from eval_fakes import FakeAgent, hashed
 
+from agon_env.algorithms import metrics as M
 from agon_env.evaluation.evaluate import Evaluator, Policies
 from agon_env.evaluation.plots import NoMetricsError, load_run, plot_all, smooth
 from agon_env.evaluation.report import write_report
@@ -63,9 +64,10 @@ def test_smooth_is_a_trailing_mean():
 def test_load_run_tolerates_a_torn_line_and_finds_keys(tmp_path):
     run = load_run(fake_run(tmp_path / "agon-seed0", "agon"))
     assert len(run.records) == 30 and run.label == "agon-seed0"
-    assert run.find("acc", seat="agent_b", role="challenger") == "acc/agent_b/challenger"
-    assert run.find("conversion") == "conversion_rate"
-    assert run.find("win", seat="agent_b") == "win_rate/agent_b"
+    assert run.find(M.ACC, "agent_b", "challenger") == "acc/agent_b/challenger"
+    assert run.find(M.CONVERSION) == "conversion_rate"
+    assert run.find(M.WIN, "agent_b") == "win_rate/agent_b"
+    assert run.find(M.WIN, "agent_c") is None
 
 
 def test_a_folder_without_metrics_fails_with_one_clear_line(tmp_path):

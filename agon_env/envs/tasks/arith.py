@@ -20,11 +20,11 @@ level  shape                                        example
 Levels 3–5 put a 135M model in the paper's "hard regime"; ``×`` binds tighter than
 ``+``/``−`` as usual and results may be negative.
 
-Problem 0 of ``ArithTask(3)`` (``agon/arith-v0``'s default) as the model sees it::
+Problem 0 of ``ArithTask()`` (difficulty 2, ``agon/arith-v0``'s default) as the model sees it::
 
-    What is 6 × 6 − 3?
+    What is 3 − 4?
 
-Gold answer: ``"33"`` (compared with :func:`~agon_env.envs.tasks.verify.answers_match`).
+Gold answer: ``"-1"`` (compared with :func:`~agon_env.envs.tasks.verify.answers_match`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import random
 
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.verify import answers_match
+from agon_env.seeding import derive_seed
 
 _OPS = {"+": lambda a, b: a + b, "−": lambda a, b: a - b, "×": lambda a, b: a * b}
 _PY = {"+": "+", "−": "-", "×": "*"}
@@ -91,7 +92,7 @@ class ArithTask:
     def __getitem__(self, index: int) -> Problem:
         if not 0 <= index < self.size:
             raise IndexError(index)
-        rng = random.Random(f"arith/{self.seed}/{self.split}/{self.difficulty}/{index}")
+        rng = random.Random(derive_seed(self.seed, "arith", self.split, self.difficulty, index))
         expr = _expression(rng, self.difficulty)
         return Problem(
             id=f"{self.split}-{index}",

@@ -76,8 +76,10 @@ class ListTask:
         """Deterministic (train, held-out) split; used by eval to pick directions on validation."""
         import random
 
+        from agon_env.seeding import derive_seed
+
         idx = list(range(len(self.problems)))
-        random.Random(seed).shuffle(idx)
+        random.Random(derive_seed(seed, "task-split")).shuffle(idx)
         cut = max(1, min(len(idx) - 1, round(len(idx) * fraction)))
         first, second = (
             self._subset([self.problems[i] for i in sorted(part)]) for part in (idx[:cut], idx[cut:])
