@@ -15,10 +15,12 @@ broke) and returns a small report otherwise.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pettingzoo.test import api_test, seed_test
 
 from agon_env.registry import make
@@ -71,6 +73,32 @@ def check_episode_contract(env: Any) -> None:
             assert "SUMMARY-OK" in obs["draft"], "the challenger's observation lacks the drafter's summary"
 
 
+SAMPLE_ANSWERS = ("42", "", "-1.5", "\\frac{1}{2}", "x^2 + 1", "def f(x):\n    return x", "日本 🙂 <answer>")
+"""Answers every task's ``score`` must judge without raising (the env would score them 0)."""
+
+
+def check_scores(env: Any, limit: int = 5) -> None:
+    """``task.score`` returns a bool on sample answers for the first problems, never raises.
+
+    The env catches a raising ``score`` (a run must survive odd model text), so this is
+    where a broken scorer fails loudly, with its traceback.
+    """
+    task = env.task
+    for i in range(min(limit, len(task))):
+        problem = task[i]
+        for answer in SAMPLE_ANSWERS:
+            try:
+                verdict = task.score(problem, answer)
+            except Exception as exc:
+                raise AssertionError(
+                    f"{getattr(task, 'name', type(task).__name__)}.score raised on problem {problem.id} "
+                    f"with answer {answer!r}:\n{traceback.format_exc()}"
+                ) from exc
+            assert isinstance(verdict, (bool, np.bool_)), (
+                f"score must return a bool, got {type(verdict).__name__} on problem {problem.id}"
+            )
+
+
 def check_env(
     env: str | EnvFactory,
     num_cycles: int = 50,
@@ -84,4 +112,5 @@ def check_env(
     seed_test(factory, num_cycles=seed_cycles)
     checked = check_problems_fit(factory(), limit=max_problems)
     check_episode_contract(factory())
+    check_scores(factory())
     return ConformanceReport(name, checked, num_cycles, seed_cycles)

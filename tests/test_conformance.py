@@ -61,3 +61,19 @@ def test_check_env_catches_a_leaky_env():
         check_env(
             lambda: Leaky(agon_env.make("agon/arith-v0").task), num_cycles=5, seed_cycles=5, max_problems=2
         )
+
+
+def test_check_env_fails_with_the_traceback_of_a_raising_scorer():
+    from agon_env.envs.tasks.base import ListTask, Problem
+
+    class Broken(ListTask):
+        name = "broken"
+
+        def score(self, problem, answer):
+            return 1 / len(answer) > 0  # raises on the empty answer
+
+    def factory():
+        return agon_env.make("agon/math-v0", task=Broken([Problem("p", "What is 1 + 1?", "2")]))
+
+    with pytest.raises(AssertionError, match="(?s)broken.score raised.*answer ''.*ZeroDivisionError"):
+        check_env(factory, num_cycles=2, seed_cycles=2)

@@ -26,6 +26,8 @@ LEN_TOKENS = "len_tokens"
 TRUNCATED = "truncated"
 DRAFT_UNUSABLE = "draft_unusable"
 """Challenger turns shown no usable draft summary (the env's NO_SUMMARY line)."""
+SCORE_ERRORS = "score_errors"
+"""How many answers the task's ``score`` raised on this step (a count, not a rate)."""
 # Per-episode rates.
 CONVERSION = "conversion_rate"
 """P(challenger right | its paired draft wrong)."""
@@ -75,6 +77,8 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
                 acc[key(LEN_TOKENS, *q)].append(t.tokens)
         if t.role == CHALLENGER and t.draft:
             acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
+        if t.answer:
+            acc[SCORE_ERRORS].append(float(t.score_error is not None))
     for ep in batch.episodes:
         d, c = ep.turn(DRAFTER), ep.challenge
         if d is None or c is None:
@@ -99,10 +103,15 @@ def merge_samples(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]
     return dict(out)
 
 
+TOTALS = (TOKENS, SCORE_ERRORS)
+"""Samples that are summed over the step rather than averaged."""
+
+
 def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
-    """Means of every sample list, except ``tokens``, which is a total."""
-    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k != TOKENS}
-    out[TOKENS] = float(sum(samples.get(TOKENS, [])))
+    """Means of every sample list, except :data:`TOTALS`, which are sums."""
+    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k not in TOTALS}
+    for k in TOTALS:
+        out[k] = float(sum(samples.get(k, [])))
     return out
 
 

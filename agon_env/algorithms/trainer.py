@@ -59,7 +59,7 @@ from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["RunFolderError", "Trainer", "check_world"]
+__all__ = ["RunFolderError", "TaskScoreError", "Trainer", "check_world"]
 
 
 def check_world(cfg: TrainConfig, ctx: DistContext) -> None:
@@ -69,6 +69,10 @@ def check_world(cfg: TrainConfig, ctx: DistContext) -> None:
             f"batch_problems={cfg.batch_problems} cannot be split over {ctx.world} processes: "
             f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
         )
+
+
+class TaskScoreError(RuntimeError):
+    """Every answer of a step failed to score: the task is broken, not the policy."""
 
 
 @dataclass
@@ -205,7 +209,20 @@ class Trainer:
             step=self.step,
             episode_offset=first * cfg.grpo.num_generations,
         )
+        self._check_scoring(batch)
         return batch, self._divergence_kl(batch, seats)
+
+    def _check_scoring(self, batch: RolloutBatch) -> None:
+        """Stop a run whose task raised on every answer of a step: it would train on noise."""
+        scored = [t for t in batch.turns if t.answer]
+        failed = [t for t in scored if t.score_error is not None]
+        n_failed, n_scored = dist.all_sum([len(failed), len(scored)], self.ctx)
+        if n_scored and n_failed == n_scored:
+            first = failed[0].score_error if failed else "(raised on another rank)"
+            raise TaskScoreError(
+                f"step {self.step}: the task's score() raised on all {int(n_scored)} answers; "
+                f"fix the task (first traceback below)\n{first}"
+            )
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""
@@ -272,10 +289,12 @@ class Trainer:
         idx.sort(key=lambda i: turns[i].completion.prompt_ids)
         chosen = [turns[i] for i in idx]
         mask = completion_mask([t.completion.completion_ids for t in chosen]) if chosen else None
-        # The loss normalisers count kept sequences and tokens over all ranks (every rank
-        # takes part, also one without kept groups), so the ranks' losses sum to the full loss.
+        # The normalisers count the *whole* stream -- dropped groups included, as TRL and
+        # Dr. GRPO do -- so a kept sequence weighs the same however many groups were dropped
+        # and ablations with different drop rates compare. Summed over all ranks (every rank
+        # takes part, also one without kept groups), so the ranks' losses add up.
         n_seqs, n_tokens = dist.all_sum(
-            [len(chosen), float(mask.sum()) if mask is not None else 0.0], self.ctx
+            [len(turns), float(sum(len(t.completion.completion_ids) for t in turns))], self.ctx
         )
         if mask is None:
             return None, keep

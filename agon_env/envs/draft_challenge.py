@@ -51,8 +51,9 @@ Example::
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
@@ -131,6 +132,8 @@ class TurnResult:
     """What this turn's role earned (a seat that plays twice gets one reward per turn)."""
     draft: str
     """What this turn was shown of the draft ('' when none: drafting, hidden mode)."""
+    score_error: str | None
+    """The traceback when the task's ``score`` raised on this turn's answer (it then scored 0)."""
 
     @property
     def draft_unusable(self) -> bool:
@@ -140,10 +143,10 @@ class TurnResult:
     def outcome(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
         kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
-        return {**kept, "draft_unusable": self.draft_unusable}
+        return {**kept, "draft_unusable": self.draft_unusable, "score_error": self.score_error is not None}
 
 
-_TEXTS = ("text", "summary", "draft")
+_TEXTS = ("text", "summary", "draft", "score_error")
 
 
 @dataclass(frozen=True)
@@ -154,10 +157,14 @@ class _Turn:
     parsed: Parsed
     outcome: Outcome
     draft: str
+    score_error: str | None
 
 
 class DraftChallengeEnv(AECEnv):
     """The draft-and-challenge game over any :class:`~agon_env.envs.tasks.base.Task`."""
+
+    _warned_tasks: ClassVar[set[str]] = set()
+    """Tasks whose ``score`` raising has been reported (once per task per process)."""
 
     metadata = {
         "name": "agon_draft_challenge_v0",
@@ -275,8 +282,8 @@ class DraftChallengeEnv(AECEnv):
             return
         text, tokens = _action_text(action)
         parsed = parse_completion(text)
-        outcome = self._outcome(parsed, text, tokens)
-        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, self._draft_shown(self.stage)))
+        outcome, error = self._outcome(parsed, text, tokens)
+        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, self._draft_shown(self.stage), error))
         self._cumulative_rewards[agent] = 0.0
         if self.stage == DRAFT and self.spec_mode.challenge:
             self.stage = CHALLENGE
@@ -286,15 +293,29 @@ class DraftChallengeEnv(AECEnv):
             self._finish()
         self._accumulate_rewards()
 
-    def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> Outcome:
-        correct = bool(parsed.answer) and self._score(parsed.answer or "")
-        return Outcome(correct=correct, format_ok=parsed.format_ok, length=tokens if tokens else len(text))
+    def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> tuple[Outcome, str | None]:
+        correct, error = self._score(parsed.answer) if parsed.answer else (False, None)
+        length = tokens if tokens else len(text)
+        return Outcome(correct=correct, format_ok=parsed.format_ok, length=length), error
 
-    def _score(self, answer: str) -> bool:
+    def _score(self, answer: str) -> tuple[bool, str | None]:
+        """The task's verdict, and the traceback when ``score`` raised (then the turn scores 0).
+
+        One odd completion must not end a training run, but a task that raises must not
+        train silently at reward 0 either: the error is kept on the turn (and counted by
+        the metrics), and its first traceback per task is shown as a warning.
+        """
         try:
-            return bool(self.task.score(self.problem, answer))
-        except Exception:  # a task bug on odd model text must not end a training run
-            return False
+            return bool(self.task.score(self.problem, answer)), None
+        except Exception:
+            tb = traceback.format_exc()
+            name = getattr(self.task, "name", type(self.task).__name__)
+            if name not in DraftChallengeEnv._warned_tasks:
+                DraftChallengeEnv._warned_tasks.add(name)
+                gymnasium.logger.warn(
+                    f"task {name!r}: score() raised; the turn scores 0. First traceback:\n{tb}"
+                )
+            return False, tb
 
     def _turn_rewards(self) -> list[float]:
         draft = self.turns[0].outcome
@@ -316,6 +337,7 @@ class DraftChallengeEnv(AECEnv):
                 tokens=t.tokens,
                 reward=reward,
                 draft=t.draft,
+                score_error=t.score_error,
             )
             for i, (t, reward) in enumerate(zip(self.turns, self._turn_rewards(), strict=True))
         )

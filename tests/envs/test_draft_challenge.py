@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 import agon_env
 from agon_env.envs.draft_challenge import NO_SUMMARY, DraftChallengeEnv, TurnResult, challenger_text
+from agon_env.envs.tasks.base import ListTask, Problem
 
 PROBLEMS = [
     {"question": "What is 17 + 25?", "answer": "42"},
@@ -204,3 +205,23 @@ def test_the_challenger_text_is_the_one_wording_and_self_mode_says_own():
     obs, _, _ = play(make(mode="self"), [fmt("41", summary="S-41"), fmt("42")])
     assert obs[1][1]["text"] == challenger_text("What is 17 + 25?", "S-41", own=True)
     assert "Your own earlier draft" in obs[1][1]["text"]
+
+
+class _Broken(ListTask):
+    name = "broken-scorer"
+
+    def score(self, problem, answer):
+        raise ZeroDivisionError("scorer bug")
+
+
+def test_a_raising_scorer_is_reported_once_and_kept_on_the_turn(caplog):
+    env = agon_env.make("agon/math-v0", task=_Broken([Problem("p0", "What is 1 + 1?", "2")]))
+    with pytest.warns(UserWarning, match="broken-scorer.*score\\(\\) raised") as record:
+        play(env, [fmt("2"), fmt("2")])
+        _, _, infos = play(env, [fmt("2"), fmt("2")])
+    assert len([w for w in record if "broken-scorer" in str(w.message)]) == 1  # once per task
+    draft, challenge = env.unwrapped.results
+    assert not draft.correct and "ZeroDivisionError: scorer bug" in draft.score_error
+    assert infos["agent_a"]["score_error"] is True
+    _, _, _ = play(env, ["no answer at all", fmt("2")])
+    assert env.unwrapped.results[0].score_error is None  # nothing to score, nothing raised
