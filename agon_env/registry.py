@@ -4,8 +4,7 @@ An id maps to a string entry point plus default kwargs. The entry point builds e
 
 * a **task** (anything with ``__len__``, ``__getitem__`` and ``score``): ``make`` wraps it
   in :class:`~agon_env.envs.draft_challenge.DraftChallengeEnv`, routing env keywords
-  (``mode``, ``reward_scheme``, ``lam``, ``gamma``, ``max_text_length``, ``render_mode``)
-  to the env and everything else to the task; or
+  (:data:`ENV_KWARGS`) to the env and everything else to the task; or
 * a whole ``pettingzoo.AECEnv`` subclass, which gets every kwarg. (A factory function is
   called with the task kwargs only; if it returns an ``AECEnv`` that env is used as is,
   so register the class itself when env keywords must reach it.)
@@ -33,7 +32,9 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-ENV_KWARGS = frozenset({"mode", "reward_scheme", "lam", "gamma", "max_text_length", "render_mode"})
+ENV_KWARGS = frozenset(
+    {"mode", "reward_scheme", "lam", "gamma", "max_text_length", "render_mode", "redact_answer"}
+)
 
 
 @dataclass(frozen=True)

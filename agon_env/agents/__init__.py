@@ -13,7 +13,7 @@ from agon_env.vocabulary import REFERENCE
 _LAZY = {
     "LoraSpec": "agon_env.agents.adapters",
     "SharedBase": "agon_env.agents.adapters",
-        "HFBackend": "agon_env.agents.hf_backend",
+    "HFBackend": "agon_env.agents.hf_backend",
     "LLMAgent": "agon_env.agents.llm_agent",
     "load_base": "agon_env.agents.models",
     "ALIASES": "agon_env.agents.models",

@@ -59,6 +59,8 @@ CHALLENGER_EXAMPLES: tuple[tuple[str, str, str], ...] = (
         "<summary>Re-derived 9 - 4 = 5, agreeing with the draft.</summary>\n<answer>5</answer>",
     ),
 )
+
+
 @dataclass
 class RolePrompts:
     """How an agent turns an observation into chat messages."""

@@ -1,23 +1,22 @@
 """Training configuration: dataclasses with a docstring per field (cleanrl-style).
 
-A run's config is built in three layers: the dataclass defaults below, then a YAML
-preset (the embedded ``default`` shipped in ``agon_env/configs/`` unless ``--config``
-names another), then command-line overrides. Every leaf is reachable as a dotted key
-(``--optim.lr 1e-4``) and, when its name is unique, by that name alone (``--lr 1e-4``).
+The dataclass defaults below *are* the default run: ``agon train`` with no arguments runs
+``TrainConfig()``. A preset (``configs/NAME.yaml``) lists only the keys that differ from
+it, and command-line flags (``--optim.lr 1e-4``, see ``agon train --help``) go on top.
+:func:`from_dict` is the one way YAML becomes a config (presets, a run's ``config.yaml``);
 :func:`validate` checks everything before a model is loaded and says what to fix.
 """
 
 from __future__ import annotations
 
-import ast
+import copy
 import dataclasses
 import difflib
-import inspect
-import itertools
+import functools
+import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from agon_env.agents.protocol import SamplingParams
 
 
 class ConfigError(ValueError):
-    """A config that cannot run; the message lists every problem and how to fix it."""
+    """A config that cannot run; the message has one line per problem, naming the key and the fix."""
 
 
 @dataclass
@@ -57,7 +56,7 @@ class EnvConfig:
     id: str = "agon/arith-v0"
     """Registered task id (see ``agon envs``)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
-    """Task keyword arguments for ``agon_env.make`` (e.g. ``{difficulty: 2}``); reset when id changes."""
+    """Task keyword arguments for ``agon_env.make`` (e.g. ``difficulty=3``); reset when id changes."""
     lam: float = 0.5
     """Format weight λ in every reward scheme."""
     gamma: float | None = None
@@ -115,10 +114,9 @@ class TrainConfig:
     save_every: int = 1
     """Checkpoint every this many steps (and always at the end)."""
     time_budget_min: float = 14.0
-    """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it.
-
-    The run then saves, plots and prints its summary as if ``steps`` had been reached.
-    14: the embedded default ends within 15 minutes on 2 CPU cores, busy or not."""
+    """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it; the
+    run then saves, plots and prints its summary as if ``steps`` had been reached. 14: the default
+    run ends within 15 minutes on 2 CPU cores, busy or not."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True
@@ -126,9 +124,9 @@ class TrainConfig:
     threads: int = 0
     """torch CPU threads (0 = torch's default). 1 is fastest for tiny models on a busy machine."""
     imports: list[str] = field(default_factory=list)
-    """Modules to import first; they may register your own tasks or algorithms (comma-separated)."""
+    """Modules to import first; they may register your own tasks or algorithms."""
     temperatures: dict[str, float] = field(default_factory=dict)
-    """Per-adapter sampling temperature overrides, e.g. ``{agent_b: 1.2}``: rivals that differ from step 0."""
+    """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0."""
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -142,199 +140,177 @@ class TrainConfig:
         return Path(self.out_dir.format(algo=self.algo, seed=self.seed))
 
 
-# -- introspection: docstrings and leaf keys --------------------------------------------
+# -- YAML <-> dataclasses ---------------------------------------------------------------
 
 
-@cache
-def field_docs(cls: type) -> dict[str, str]:
-    """Attribute docstrings (the string right after each field), read from the source."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, nxt in itertools.pairwise(body):
-        named = isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-        if named and isinstance(nxt, ast.Expr) and isinstance(getattr(nxt.value, "value", None), str):
-            docs[node.target.id] = " ".join(nxt.value.value.split())  # type: ignore[union-attr]
-    return docs
-
-
-def _is_section(tp: Any) -> bool:
-    return dataclasses.is_dataclass(tp)
-
-
-@cache
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def leaf_fields(cls: type = TrainConfig, prefix: str = "") -> dict[str, tuple[Any, str]]:
-    """``{"optim.lr": (type, doc), ...}`` for every leaf of the config tree."""
-    out: dict[str, tuple[Any, str]] = {}
-    docs = field_docs(cls)
-    for f in dataclasses.fields(cls):
-        tp = _hints(cls)[f.name]
-        if _is_section(tp):
-            out.update(leaf_fields(tp, f"{prefix}{f.name}."))
-        else:
-            out[f"{prefix}{f.name}"] = (tp, docs.get(f.name, ""))
-    return out
-
-
-ALIASES = {
-    "model": "model.name",
-    "env": "env.id",
-    "n": "grpo.num_generations",
-    "difficulty": "env.kwargs.difficulty",
-}
-"""Command-line-only shorthands (``--model tiny``); in YAML ``model:`` stays a section."""
-
-
-def short_names() -> dict[str, str]:
-    """Leaf names that are unique across sections -> their dotted key (``lr`` -> ``optim.lr``)."""
-    keys = list(leaf_fields())
-    last = [k.rsplit(".", 1)[-1] for k in keys]
-    return {n: k for n, k in zip(last, keys, strict=True) if last.count(n) == 1 and n != k}
-
-
-def resolve_key(key: str) -> str:
-    """A dotted key, a unique short name, or a dict entry (``env.kwargs.difficulty``) -> dotted key."""
-    under = key.replace("-", "_")
-    if under in _all_keys() or under in short_names():
-        key = under
-    if key in _all_keys():
-        return key
-    shorts = short_names()
-    if key in shorts:
-        return shorts[key]
-    head = key.rsplit(".", 1)[0]
-    if head in _all_keys() and _origin(leaf_fields()[head][0]) is dict:
-        return key
-    guess = difflib.get_close_matches(key, [*_all_keys(), *shorts], n=3)
-    hint = f"; did you mean {', '.join(guess)}?" if guess else "; see `agon train --help`"
-    raise ConfigError(f"unknown config key {key!r}{hint}")
-
-
-def _all_keys() -> set[str]:
-    return set(leaf_fields())
-
-
-def _origin(tp: Any) -> Any:
-    return typing.get_origin(tp) or tp
-
-
-# -- building ----------------------------------------------------------------------------
-
-
-def _parse_scalar(text: str) -> Any:
-    # YAML 1.1 reads "1e-4" as a string; the command line should not need "1.0e-4".
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        return yaml.safe_load(text) if text != "" else None
-
-
-def _coerce(key: str, tp: Any, value: Any) -> Any:
-    """Check ``value`` (from YAML or the command line) against the field type ``tp``."""
-    if isinstance(value, str) and tp is not str:
-        value = _parse_scalar(value)
-    optional = type(None) in typing.get_args(tp)
-    if value is None and optional:
-        return None
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    base = _origin(args[0]) if optional else _origin(tp)
-    if base is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if base is str and isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
-    if base is list and isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    if not isinstance(value, base) or (base is not bool and isinstance(value, bool)):
-        raise ConfigError(f"{key}: expected {base.__name__}{' or null' if optional else ''}, got {value!r}")
-    return value
-
-
-def _set(cfg: TrainConfig, key: str, value: Any) -> None:
-    key = resolve_key(key)
-    fields = leaf_fields()
-    if key not in fields:  # an entry of a dict field
-        head, entry = key.rsplit(".", 1)
-        obj = cfg
-        for part in head.split("."):
-            obj = getattr(obj, part)
-        obj[entry] = yaml.safe_load(value) if isinstance(value, str) else value
-        return
-    *path, leaf = key.split(".")
-    obj = cfg
-    for part in path:
-        obj = getattr(obj, part)
-    setattr(obj, leaf, _coerce(key, fields[key][0], value))
-
-
-def _is_leaf(key: str) -> bool:
-    try:
-        return resolve_key(key) in _all_keys()
-    except ConfigError:
-        return False
-
-
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def leaf_keys(cls: type = TrainConfig, prefix: str = "") -> dict[str, Any]:
+    """``{"optim.lr": float, ...}``: every leaf of the config tree and its type."""
     out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict) and not _is_leaf(key):
-            out.update(_flatten(v, f"{key}."))
+    for name, tp in _hints(cls).items():
+        if dataclasses.is_dataclass(tp):
+            out.update(leaf_keys(tp, f"{prefix}{name}."))  # type: ignore[arg-type]
         else:
-            out[key] = v
+            out[f"{prefix}{name}"] = tp
     return out
 
 
-def apply(cfg: TrainConfig, updates: dict[str, Any]) -> TrainConfig:
-    """Apply nested or dotted ``updates`` in place and return ``cfg``."""
-    for key, value in _flatten(updates).items():
-        _set(cfg, key, value)
-    return cfg
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def convert(key: str, tp: Any, value: Any) -> Any:
+    """``value`` (from YAML) as the field type ``tp``, or a :class:`ConfigError` naming ``key``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return convert(key, inner[0], value) if len(inner) == 1 else value
+    if tp is Any:
+        return value
+    if origin in (list, tuple):
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, (list, tuple)):
+            return origin(convert(key, args[0] if args else Any, v) for v in items)
+    elif origin is dict:
+        if isinstance(value, Mapping):
+            val_tp = args[1] if args else Any
+            return {str(k): convert(f"{key}.{k}", val_tp, v) for k, v in value.items()}
+    elif tp is float and isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            return float(value)  # YAML 1.1 reads 1e-4 (no dot) as a string
+        except ValueError:
+            pass
+    elif isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+        return value
+    raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}; fix the value")
+
+
+def _unknown(key: str) -> ConfigError:
+    keys = list(leaf_keys())
+    by_leaf = {k.rsplit(".", 1)[-1]: k for k in keys}
+    guess = difflib.get_close_matches(key, keys, n=3)
+    guess += [by_leaf[n] for n in difflib.get_close_matches(key.rsplit(".", 1)[-1], by_leaf, n=2)]
+    hint = f"did you mean {', '.join(dict.fromkeys(guess))}?" if guess else "see `agon train --help`"
+    return ConfigError(f"unknown config key {key!r}: {hint}")
+
+
+def _build(obj: Any, data: Mapping[str, Any], prefix: str) -> Any:
+    hints = _hints(type(obj))
+    changes: dict[str, Any] = {}
+    for name, value in data.items():
+        key = f"{prefix}{name}"
+        if name not in hints:
+            raise _unknown(key)
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{key}: expected a mapping of {key}.* keys, got {value!r}")
+            changes[name] = _build(getattr(obj, name), value, f"{key}.")
+        else:
+            changes[name] = convert(key, tp, value)
+    try:
+        return dataclasses.replace(obj, **changes)
+    except ValueError as exc:  # e.g. SamplingParams.__post_init__
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: {exc}") from None
+
+
+def _nest(updates: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"optim.lr": x, "grpo": {...}}`` -> nested; a dotted key splits at every dot."""
+    out: dict[str, Any] = {}
+    for key, value in updates.items():
+        *path, leaf = str(key).split(".")
+        node = out
+        for part in path:
+            node = node.setdefault(part, {})
+        if isinstance(value, Mapping):
+            node.setdefault(leaf, {}).update(_nest(value))
+        else:
+            node[leaf] = value
+    return out
+
+
+def from_dict(data: Mapping[str, Any], base: TrainConfig | None = None) -> TrainConfig:
+    """``base`` (default ``TrainConfig()``) with ``data``'s nested or dotted keys; dicts replace whole."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"a config must be a mapping of keys to values, got {type(data).__name__}")
+    return _build(copy.deepcopy(base) if base else TrainConfig(), _nest(data), "")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+
+def to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """Plain nested dict (tuples as lists) for ``yaml.safe_dump``; :func:`from_dict` reads it back."""
+    return _plain(dataclasses.asdict(cfg))
+
+
+# -- presets and run folders -------------------------------------------------------------
 
 
 def preset_names() -> list[str]:
-    folder = resources.files("agon_env").joinpath("configs")
-    packaged = [p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")]
-    local = [p.stem for p in Path("configs").glob("*.yaml")] if Path("configs").is_dir() else []
-    return sorted({*packaged, *local})
+    folder = Path("configs")
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
 
 
-def preset_text(name: str) -> str:
-    """YAML text of a preset: a file path, else ``./configs/NAME.yaml``, else the packaged one."""
+def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where else ""
+        raise ConfigError(f"{what} {path}: not valid YAML{line}; fix the file") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what} {path}: expected a mapping of config keys, got {type(data).__name__}")
+    return data
+
+
+def preset_config(name: str) -> TrainConfig:
+    """A preset: a ``.yaml`` path, else ``./configs/NAME.yaml``, applied to ``TrainConfig()``."""
     path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return path.read_text()
-    local = Path("configs") / f"{name}.yaml"
-    if local.is_file():
-        return local.read_text()
-    packaged = resources.files("agon_env").joinpath("configs", f"{name}.yaml")
-    if packaged.is_file():
-        return packaged.read_text()
-    raise ConfigError(f"no config preset {name!r}: pass a .yaml path or one of {preset_names()}")
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        path = Path("configs") / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"--config {name}: no such preset; pass a .yaml path or one of {preset_names()}")
+    try:
+        return from_dict(_read_yaml(path, "preset"))
+    except ConfigError as exc:
+        raise ConfigError(f"preset {path}: {exc}") from None
 
 
-def load_config(preset: str | None = "default", overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Defaults, then ``preset``, then ``overrides``; validated."""
-    cfg = TrainConfig()
-    if preset:
-        data = yaml.safe_load(preset_text(preset)) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"preset {preset!r} must be a YAML mapping of config keys")
-        apply(cfg, data)
-    updates = _flatten(overrides or {})
-    if any(resolve_key(k) == "env.id" and v != cfg.env.id for k, v in updates.items()):
-        cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
-    apply(cfg, updates)
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The config ``agon train`` wrote to ``<run_dir>/config.yaml``, its ``imports`` imported."""
+    path = Path(run_dir) / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file; is {run_dir} a run folder written by `agon train`?")
+    try:
+        cfg = from_dict(_read_yaml(path, "run config"))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     import_modules(cfg)
-    validate(cfg)
     return cfg
+
+
+def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+    """``TrainConfig()`` or ``preset``, then ``overrides`` (nested or dotted keys); validated.
+
+    Changing ``env.id`` away from the preset's drops the preset's ``env.kwargs`` unless
+    ``overrides`` sets them too: those belong to the preset's task.
+    """
+    base = preset_config(preset) if preset else TrainConfig()
+    updates = _nest(overrides or {})
+    env = updates.get("env", {})
+    if isinstance(env, Mapping) and env.get("id", base.env.id) != base.env.id and "kwargs" not in env:
+        base.env.kwargs = {}
+    return ready(from_dict(updates, base))
 
 
 def import_modules(cfg: TrainConfig) -> None:
@@ -348,23 +324,28 @@ def import_modules(cfg: TrainConfig) -> None:
             raise ConfigError(f"imports: cannot import {name!r} ({exc}); is it on PYTHONPATH?") from None
 
 
-def to_dict(cfg: TrainConfig) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
-
-
-def from_dict(data: dict[str, Any]) -> TrainConfig:
-    return apply(TrainConfig(), data)
+def ready(cfg: TrainConfig) -> TrainConfig:
+    """Import ``cfg.imports``, then :func:`validate`: the one check a config gets before it runs."""
+    import_modules(cfg)
+    return validate(cfg)
 
 
 # -- validation ----------------------------------------------------------------------------
 
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
+    # The choice tables live with the code that uses them; torch loads only here.
+    from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
+    from agon_env.algorithms.schedules import DECAYS
 
-    def one_of(key: str, value: Any, choices: Any) -> tuple[bool, str]:
-        return value in choices, f"{key} = {value!r}: choose one of {sorted(choices)}"
+    def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
+        value = functools.reduce(getattr, key.split("."), c)
+        return bool(ok(value)), f"{key} = {value!r}: {fix}"
+
+    def one_of(key: str, choices: Any) -> tuple[bool, str]:
+        return need(key, lambda v: v in choices, f"choose one of {sorted(choices)}")
 
     def algo_ok() -> tuple[bool, str]:
         try:
@@ -373,58 +354,57 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             return False, f"algo: {exc}"
         return True, ""
 
+    at_least_1 = "set it to 1 or more"
     return [
         algo_ok(),
-        (c.steps >= 1, f"steps = {c.steps}: set steps to 1 or more"),
-        (c.batch_problems >= 1, f"batch_problems = {c.batch_problems}: set it to 1 or more"),
-        (c.save_every >= 1, f"save_every = {c.save_every}: set it to 1 or more"),
-        (c.time_budget_min >= 0, f"time_budget_min = {c.time_budget_min}: use 0 (no budget) or minutes > 0"),
-        (c.threads >= 0, f"threads = {c.threads}: use 0 (torch default) or a positive count"),
-        (c.divergence_kl_rollouts >= 0, "divergence_kl_rollouts must be ≥ 0 (0 turns the KL metric off)"),
-        (
-            c.grpo.num_generations >= 2,
-            f"grpo.num_generations = {c.grpo.num_generations}: GRPO needs N ≥ 2 rollouts per group "
-            "(a single rollout has no reward variance and every group would be dropped)",
+        need("steps", lambda v: v >= 1, at_least_1),
+        need("batch_problems", lambda v: v >= 1, at_least_1),
+        need("save_every", lambda v: v >= 1, at_least_1),
+        need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
+        need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
+        need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
+        need(
+            "grpo.num_generations",
+            lambda v: v >= 2,
+            "GRPO needs N ≥ 2 rollouts per group (a single rollout has no reward variance)",
         ),
-        one_of("grpo.advantage", c.grpo.advantage, ADVANTAGES),
-        one_of("grpo.aggregation", c.grpo.aggregation, AGGREGATIONS),
-        (0 < c.grpo.eps < 1, f"grpo.eps = {c.grpo.eps}: the clip range must be in (0, 1), e.g. 0.2"),
-        (
-            c.grpo.eps_high is None or c.grpo.eps_high >= c.grpo.eps,
-            f"grpo.eps_high = {c.grpo.eps_high}: must be ≥ grpo.eps ({c.grpo.eps}) or null",
+        one_of("grpo.advantage", ADVANTAGES),
+        one_of("grpo.aggregation", AGGREGATIONS),
+        need("grpo.eps", lambda v: 0 < v < 1, "the clip range must be in (0, 1), e.g. 0.2"),
+        need(
+            "grpo.eps_high",
+            lambda v: v is None or v >= c.grpo.eps,
+            f"must be ≥ grpo.eps ({c.grpo.eps}) or null",
         ),
-        (c.grpo.beta >= 0, f"grpo.beta = {c.grpo.beta}: the KL weight must be ≥ 0"),
-        (c.grpo.inner_iters >= 1, f"grpo.inner_iters = {c.grpo.inner_iters}: set it to 1 or more"),
-        (c.grpo.max_grad_norm >= 0, "grpo.max_grad_norm must be ≥ 0 (0 turns clipping off)"),
-        (c.optim.lr > 0, f"optim.lr = {c.optim.lr}: the learning rate must be > 0, e.g. 5e-5"),
-        (0 <= c.optim.warmup_ratio < 1, f"optim.warmup_ratio = {c.optim.warmup_ratio}: must be in [0, 1)"),
-        one_of("optim.schedule", c.optim.schedule, ("linear", "constant")),  # keys of trainer.DECAYS
-        (c.optim.weight_decay >= 0, "optim.weight_decay must be ≥ 0"),
-        (c.sampling.temperature > 0, f"sampling.temperature = {c.sampling.temperature}: must be > 0"),
-        (0 < c.sampling.top_p <= 1, f"sampling.top_p = {c.sampling.top_p}: must be in (0, 1]"),
-        (c.sampling.max_new_tokens >= 1, "sampling.max_new_tokens must be ≥ 1"),
-        (c.grpo.micro_batch >= 1, "grpo.micro_batch must be ≥ 1"),
-        (
-            all(isinstance(t, (int, float)) and t > 0 for t in c.temperatures.values()),
-            f"temperatures = {c.temperatures}: every temperature must be a number > 0",
-        ),
-        one_of("model.backend", c.model.backend, ("hf", "vllm")),  # keys of builders.BACKENDS
-        one_of("model.device", c.model.device, ("auto", "cpu", "cuda")),
-        one_of("model.dtype", c.model.dtype, ("auto", "float32", "bfloat16", "float16")),
-        (0 < c.model.gpu_memory_utilization <= 1, "model.gpu_memory_utilization must be in (0, 1]"),
-        (c.model.lora_r >= 1 and c.model.lora_alpha > 0, "model.lora_r must be ≥ 1 and model.lora_alpha > 0"),
-        (c.model.lora_b_init_std >= 0, "model.lora_b_init_std must be ≥ 0"),
-        (c.env.lam >= 0, f"env.lam = {c.env.lam}: the format weight must be ≥ 0"),
-        (c.env.gamma is None or c.env.gamma >= 0, f"env.gamma = {c.env.gamma}: must be ≥ 0 or null (off)"),
-        (
-            "mode" not in c.env.kwargs and "reward_scheme" not in c.env.kwargs,
-            "env.kwargs sets mode/reward_scheme, but the algo decides those: pick another --algo instead",
+        need("grpo.beta", lambda v: v >= 0, "the KL weight must be ≥ 0 (0 = no reference forward)"),
+        need("grpo.inner_iters", lambda v: v >= 1, at_least_1),
+        need("grpo.max_grad_norm", lambda v: v >= 0, "use 0 (no clipping) or a norm > 0"),
+        need("grpo.micro_batch", lambda v: v >= 1, at_least_1),
+        need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
+        need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
+        one_of("optim.schedule", DECAYS),
+        need("optim.weight_decay", lambda v: v >= 0, "must be ≥ 0"),
+        need("sampling.temperature", lambda v: v > 0, "training samples, so it must be > 0"),
+        need("temperatures", lambda v: all(t > 0 for t in v.values()), "every temperature must be > 0"),
+        one_of("model.backend", BACKENDS),
+        one_of("model.device", ("auto", "cpu", "cuda")),
+        one_of("model.dtype", ("auto", *DTYPES)),
+        need("model.gpu_memory_utilization", lambda v: 0 < v <= 1, "must be in (0, 1]"),
+        need("model.lora_r", lambda v: v >= 1, at_least_1),
+        need("model.lora_alpha", lambda v: v > 0, "must be > 0"),
+        need("model.lora_b_init_std", lambda v: v >= 0, "use 0 (zero init) or a std > 0"),
+        need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
+        need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
+        need(
+            "env.kwargs",
+            lambda v: "mode" not in v and "reward_scheme" not in v,
+            "mode and reward_scheme are the algo's to set: pick another --algo instead (the algo decides those)",
         ),
     ]
 
 
 def validate(cfg: TrainConfig) -> TrainConfig:
-    """Raise :class:`ConfigError` listing every problem; return ``cfg`` when it can run."""
+    """Raise :class:`ConfigError` listing every problem, else return ``cfg`` (:func:`ready` imports first)."""
     problems = [msg for ok, msg in _checks(cfg) if not ok]
     if not problems:
         from agon_env.algorithms.registry import get_algorithm
@@ -433,8 +413,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
         unknown = set(cfg.temperatures) - set(plugin.adapters)
         if unknown:
             problems.append(
-                f"temperatures names {sorted(unknown)}, "
-                f"but {cfg.algo} uses adapters {list(plugin.adapters)}"
+                f"temperatures names {sorted(unknown)}, but {cfg.algo} uses adapters {list(plugin.adapters)}"
             )
     if problems:
         raise ConfigError("invalid training config:\n  - " + "\n  - ".join(problems))

@@ -26,6 +26,8 @@ LEN_TOKENS = "len_tokens"
 TRUNCATED = "truncated"
 DRAFT_UNUSABLE = "draft_unusable"
 """Challenger turns shown no usable draft summary (the env's NO_SUMMARY line)."""
+SUMMARY_LEAK = "summary_leak"
+"""Challenger turns whose shown draft summary states the draft's final answer anyway."""
 SCORE_ERRORS = "score_errors"
 """How many answers the task's ``score`` raised on this step (a count, not a rate)."""
 # Per-episode rates.
@@ -77,6 +79,8 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
                 acc[key(LEN_TOKENS, *q)].append(t.tokens)
         if t.role == CHALLENGER and t.draft:
             acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
+            if not t.draft_unusable:
+                acc[SUMMARY_LEAK].append(float(t.summary_leak))
         if t.answer:
             acc[SCORE_ERRORS].append(float(t.score_error is not None))
     for ep in batch.episodes:

@@ -102,6 +102,8 @@ SUMMARY_KEYS = (
     *(M.key(q, role) for q in (M.REWARD, M.ACC, M.FORMAT) for role in (DRAFTER, CHALLENGER)),
     M.CONVERSION,
     M.DRAFT_UNUSABLE,
+    M.SUMMARY_LEAK,
+    M.SCORE_ERRORS,
     *(M.key(M.WIN, seat) for seat in SEATS),
     M.ANSWER_DISAGREEMENT,
     M.KL,

@@ -64,6 +64,7 @@ from agon_env.envs.format import Parsed, parse_completion, strip_answer_blocks
 from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
+from agon_env.envs.tasks.verify import mentions_answer, redact_answer
 from agon_env.vocabulary import AGENT_A, ROLES, SEATS, other_seat
 
 DRAFT, CHALLENGE = 0, 1
@@ -132,6 +133,8 @@ class TurnResult:
     """What this turn's role earned (a seat that plays twice gets one reward per turn)."""
     draft: str
     """What this turn was shown of the draft ('' when none: drafting, hidden mode)."""
+    summary_leak: bool
+    """The draft this turn was shown states the draft's final answer (answer block removed or not)."""
     score_error: str | None
     """The traceback when the task's ``score`` raised on this turn's answer (it then scored 0)."""
 
@@ -157,6 +160,7 @@ class _Turn:
     parsed: Parsed
     outcome: Outcome
     draft: str
+    summary_leak: bool
     score_error: str | None
 
 
@@ -181,7 +185,11 @@ class DraftChallengeEnv(AECEnv):
         gamma: float | None = None,
         max_text_length: int = 65536,
         render_mode: str | None = None,
+        redact_answer: bool = False,
     ) -> None:
+        """``redact_answer`` (beyond the paper, off by default) also blanks every statement of
+        the draft's final answer inside the summary the challenger is shown; the paper's rule
+        removes only the answer block, and ``summary_leak`` measures what that lets through."""
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {sorted(MODES)}")
@@ -194,6 +202,7 @@ class DraftChallengeEnv(AECEnv):
         self.mode, self.spec_mode = mode, MODES[mode]
         self.reward_scheme, self.lam, self.gamma = reward_scheme, lam, gamma
         self.max_text_length = max_text_length
+        self.redact_answer = redact_answer
         self.render_mode = render_mode
         self.possible_agents = list(SEATS)
         text = UnicodeText(max_text_length)
@@ -212,6 +221,7 @@ class DraftChallengeEnv(AECEnv):
             gamma=self.gamma,
             max_text_length=self.max_text_length,
             render_mode=self.render_mode,
+            redact_answer=self.redact_answer,
         )
 
     def observation_space(self, agent: str) -> Dict:
@@ -265,7 +275,17 @@ class DraftChallengeEnv(AECEnv):
         """What a turn in ``role`` reads of the draft ('' when it reads none)."""
         if role != CHALLENGE or not self.spec_mode.shows_draft or not self.turns:
             return ""
-        return shown_draft(self.turns[0].parsed.summary)
+        draft = self.turns[0].parsed
+        shown = shown_draft(draft.summary)
+        return redact_answer(shown, draft.answer) if self.redact_answer and shown != NO_SUMMARY else shown
+
+    def _leaks(self, shown: str) -> bool:
+        """Whether the shown draft states the draft's own final answer (the task's matching)."""
+        answer = self.turns[0].parsed.answer if self.turns else None
+        if not shown or shown == NO_SUMMARY or not answer:
+            return False
+        mentions = getattr(self.task, "mentions_answer", mentions_answer)
+        return bool(mentions(shown, answer))
 
     def observe(self, agent: str) -> dict[str, Any]:
         role = self._role(agent)
@@ -283,7 +303,8 @@ class DraftChallengeEnv(AECEnv):
         text, tokens = _action_text(action)
         parsed = parse_completion(text)
         outcome, error = self._outcome(parsed, text, tokens)
-        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, self._draft_shown(self.stage), error))
+        shown = self._draft_shown(self.stage)
+        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), error))
         self._cumulative_rewards[agent] = 0.0
         if self.stage == DRAFT and self.spec_mode.challenge:
             self.stage = CHALLENGE
@@ -337,6 +358,7 @@ class DraftChallengeEnv(AECEnv):
                 tokens=t.tokens,
                 reward=reward,
                 draft=t.draft,
+                summary_leak=t.summary_leak,
                 score_error=t.score_error,
             )
             for i, (t, reward) in enumerate(zip(self.turns, self._turn_rewards(), strict=True))

@@ -103,6 +103,13 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
         "format_rate": rate([e.format_ok for e in all_eps], confidence).rate,
         "per_seed": per_seed,
     }
+    out["score_errors"] = sum(t.score_error is not None for e in all_eps for t in e.turns)
+    challenges = [e.challenge for e in all_eps if e.challenge is not None and e.challenge.draft]
+    if challenges:
+        # What the second turn was really shown: no usable summary, or one that states the answer.
+        out["draft_unusable"] = rate([t.draft_unusable for t in challenges], confidence).rate
+        usable = [t for t in challenges if not t.draft_unusable]
+        out["summary_leak"] = rate([t.summary_leak for t in usable], confidence).rate if usable else None
     if all_eps and len(all_eps[0].turns) > 1:
         out["first_turn_pass@1"] = rate([e.first_correct for e in all_eps], confidence).to_dict()
         out["conversion"] = conversion(

@@ -93,6 +93,25 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
             ],
         )
         lines.append("")
+    read = [(mid, m) for mid, m in methods.items() if "draft_unusable" in m]
+    if read:
+        lines += ["### What the second turn read", ""]
+        lines += _table(
+            ["Method", "draft gave no usable summary (%)", "shown summary states the draft's answer (%)"],
+            [
+                [method_label(mid, m), _pct(m["draft_unusable"]), _pct(m.get("summary_leak"))]
+                for mid, m in read
+            ],
+        )
+        lines += [
+            "",
+            "The answer block is removed from the summary the reader is shown; the second column "
+            "counts summaries that state the draft's result anyway (numbers compared by value).",
+            "",
+        ]
+    errors = sum(m.get("score_errors", 0) for m in methods.values())
+    if errors:
+        lines += [f"**The task's score() raised on {errors} answers** (scored as wrong).", ""]
     sel = run.get("selection")
     if sel:
         val = sel["validation"]

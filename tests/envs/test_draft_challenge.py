@@ -192,7 +192,12 @@ def test_results_are_typed_turns_matching_infos():
     _, rewards, infos = play(env, [fmt("41", summary="S-41"), fmt("42")])
     draft, challenge = env.unwrapped.results
     assert isinstance(draft, TurnResult) and (draft.seat, draft.role) == ("agent_a", "drafter")
-    assert (challenge.seat, challenge.role, challenge.correct, challenge.answer) == ("agent_b", "challenger", True, "42")
+    assert (challenge.seat, challenge.role, challenge.correct, challenge.answer) == (
+        "agent_b",
+        "challenger",
+        True,
+        "42",
+    )
     assert challenge.draft == "S-41" and draft.draft == ""
     assert [r.reward for r in env.unwrapped.results] == [rewards["agent_a"], rewards["agent_b"]]
     assert infos["agent_b"]["turns"] == [challenge.outcome()]
@@ -225,3 +230,18 @@ def test_a_raising_scorer_is_reported_once_and_kept_on_the_turn(caplog):
     assert infos["agent_a"]["score_error"] is True
     _, _, _ = play(env, ["no answer at all", fmt("2")])
     assert env.unwrapped.results[0].score_error is None  # nothing to score, nothing raised
+
+
+def test_summary_leak_is_measured_and_redaction_blanks_the_answer():
+    leaky = fmt("41", summary="Seventeen plus 25 is 41.")
+    env = make()
+    obs, _, _ = play(env, [leaky, fmt("42")])
+    assert (
+        "41" in obs[1][1]["draft"] and env.unwrapped.results[1].summary_leak
+    )  # the paper's rule lets it through
+    env = make(redact_answer=True)
+    obs, _, _ = play(env, [leaky, fmt("42")])
+    assert "41" not in obs[1][1]["text"] and "[withheld]" in obs[1][1]["draft"]
+    assert not env.unwrapped.results[1].summary_leak
+    _, _, _ = play(env, [fmt("41", summary="I added the tens."), fmt("42")])
+    assert not env.unwrapped.results[1].summary_leak and env.unwrapped.results[1].draft == "I added the tens."

@@ -139,3 +139,47 @@ def answers_match(gold: str, pred: str | None, timeout: float = 5.0) -> bool:
     if fg is not None and fp is not None:
         return fg == fp
     return _WORKER.check(g, p, timeout)
+
+
+_TOKEN_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?![\w])")
+
+
+def _answer_spans(text: str, answer: str) -> list[tuple[int, int]]:
+    """Where ``text`` states ``answer``: its normalised string, or a number equal to it."""
+    a = normalize(answer)
+    if not a:
+        return []
+    target = _as_fraction(a)
+    if target is not None:
+        spans = []
+        for m in _TOKEN_NUMBER.finditer(text):
+            f = _as_fraction(m.group(0).replace(",", ""))
+            if f is not None and f == target:
+                spans.append(m.span())
+        return spans
+    spans, start = [], text.lower().find(a.lower())
+    while start >= 0:
+        spans.append((start, start + len(a)))
+        start = text.lower().find(a.lower(), start + len(a))
+    return spans
+
+
+def mentions_answer(text: str, answer: str | None) -> bool:
+    """Whether ``text`` states ``answer`` (numbers compared by value, else as a normalised string).
+
+    Cheap on purpose (no math-verify call): it runs on every challenger turn to measure how
+    often the summary shown to the rival still gives the draft's result away.
+    """
+    return bool(answer) and bool(_answer_spans(text, str(answer)))
+
+
+REDACTED = "[withheld]"
+
+
+def redact_answer(text: str, answer: str | None) -> str:
+    """``text`` with every statement of ``answer`` (as :func:`mentions_answer` finds them) replaced."""
+    if not answer:
+        return text
+    for lo, hi in reversed(_answer_spans(text, str(answer))):
+        text = text[:lo] + REDACTED + text[hi:]
+    return text
