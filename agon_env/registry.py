@@ -61,6 +61,14 @@ class EnvSpec:
             obj = getattr(obj, part)
         return obj
 
+    def takes(self, keyword: str) -> bool:
+        """Whether the entry point accepts ``keyword`` (e.g. ``split``: a task built per split)."""
+        try:
+            params = inspect.signature(self.load()).parameters
+        except (TypeError, ValueError):
+            return False
+        return keyword in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
 
 _REGISTRY: dict[str, EnvSpec] = {}
 
@@ -91,6 +99,14 @@ def spec(id: str) -> EnvSpec:
         return _REGISTRY[id]
     except KeyError:
         raise KeyError(unknown_id_message("env id", id, sorted(_REGISTRY))) from None
+
+
+def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, Any]:
+    """``kwargs`` for ``make(id, ...)`` on ``split``, when the task is built per split and
+    ``kwargs`` does not name one already (a task without splits gets ``kwargs`` unchanged)."""
+    if split is None or "split" in kwargs or not spec(id).takes("split"):
+        return dict(kwargs)
+    return {**kwargs, "split": split}
 
 
 def registered_ids() -> list[str]:

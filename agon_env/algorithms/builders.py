@@ -34,7 +34,8 @@ def resolve_dtype(cfg: TrainConfig) -> torch.dtype:
 
 
 def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
-    import agon_env
+    """The training env: the task's ``train`` split (held-out problems are never drawn)."""
+    import agon_env.registry
 
     return agon_env.make(
         cfg.env.id,
@@ -42,7 +43,7 @@ def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
         reward_scheme=plugin.reward_scheme,
         lam=cfg.env.lam,
         gamma=cfg.env.gamma,
-        **cfg.env.kwargs,
+        **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
     )
 
 

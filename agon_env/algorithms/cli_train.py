@@ -1,95 +1,147 @@
-"""``agon train``: every config leaf becomes a flag, with its field docstring as help.
+"""``agon train``: ``TrainConfig`` on the command line, parsed by tyro.
 
-    agon train                                   # the embedded default (SmolLM2 + arith)
-    agon train --algo coop --lr 1e-4 --steps 50
+    agon train                                   # TrainConfig() as it is: SmolLM2 + arith
+    agon train --algo coop --optim.lr 1e-4 --steps 50
     agon train --config configs/paper-qwen3-0.6b-deepmath.yaml
     agon train --out-dir runs/x --resume         # continue a killed run
-    agon train --set env.kwargs.difficulty=3     # any dotted key
+    agon train --env.kwargs difficulty=3         # a dict field: KEY=VALUE ...
+    agon train --print-config                    # the resolved config as YAML
 
-Also runnable as ``python -m agon_env.algorithms.cli_train``.
+Every field is a dotted flag (``--optim.lr``) whose help is its docstring and default;
+:data:`SHORT_NAMES` adds a few short ones. ``--config`` picks a preset, which becomes
+the defaults the flags override. Also runnable as ``python -m agon_env.algorithms.cli_train``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from collections.abc import Sequence
 from typing import Any
 
+import tyro
+import yaml
+from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
+
 from agon_env.algorithms.config import (
-    ALIASES,
     ConfigError,
-    leaf_fields,
-    load_config,
+    TrainConfig,
+    convert,
+    preset_config,
     preset_names,
-    short_names,
+    ready,
+    to_dict,
 )
 
-_DEST = "cfg:"
+SHORT_NAMES = {
+    "--model": "--model.name",
+    "--env": "--env.id",
+    "--n": "--grpo.num-generations",
+    "--lr": "--optim.lr",
+}
+"""The only flags that are not a dotted key: ``--model tiny`` is ``--model.name tiny``."""
+
+_REGISTRY = ConstructorRegistry()
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp).replace("typing.", ""))
+def _inline(value: Any) -> str:
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=1 << 30).removesuffix("\n").removesuffix("\n...")
+    )
 
 
-def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+@_REGISTRY.primitive_rule
+def _dict_rule(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
+    """``dict[str, X]`` fields (``env.kwargs``, ``temperatures``) as ``KEY=VALUE ...``; values are YAML."""
+    if info.type_origin is not dict:
+        return None
+    value_type = (typing.get_args(info.type) or (str, Any))[1]
+
+    def parse(items: list[str]) -> dict[str, Any]:
+        out = {}
+        for item in items:
+            key, sep, text = item.partition("=")
+            if not sep or not key:
+                raise ValueError(f"{item!r}: write each entry as KEY=VALUE, e.g. difficulty=3")
+            out[key] = convert(key, value_type, yaml.safe_load(text) if text else None)
+        return out
+
+    return PrimitiveConstructorSpec(
+        nargs="*",
+        metavar="KEY=VALUE",
+        instance_from_str=parse,
+        is_instance=lambda x: isinstance(x, dict),
+        str_from_instance=lambda d: [f"{k}={_inline(v)}" for k, v in d.items()],
+    )
+
+
+def _expand(arg: str) -> str:
+    name, sep, value = arg.partition("=")
+    return SHORT_NAMES.get(name, name) + sep + value
+
+
+def _description() -> str:
     from agon_env.algorithms.registry import algorithm_names, get_algorithm
 
     algos = "; ".join(f"{n}: {get_algorithm(n).summary}" for n in algorithm_names())
+    shorts = ", ".join(f"{k} = {v}" for k, v in SHORT_NAMES.items())
+    return (
+        f"Train LoRA adapters in the draft-and-challenge env. Algorithms -- {algos}.\n"
+        f"--config NAME_OR_PATH: a preset (./configs/NAME.yaml or a .yaml path; here: "
+        f"{', '.join(preset_names()) or 'none'}); its values become the defaults below.\n"
+        f"--print-config: print the resolved config as YAML and exit. Short names: {shorts}."
+    )
+
+
+def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
+    """``(config, print_config)`` from ``agon train`` arguments; the config is validated.
+
+    ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
+    raises :class:`ConfigError`.
+    """
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config")
+    pre.add_argument("--print-config", action="store_true")
+    known, rest = pre.parse_known_args(list(argv))
+    base = preset_config(known.config) if known.config else TrainConfig()
+    args = [_expand(a) for a in rest]
+    cfg = tyro.cli(
+        TrainConfig,
+        args=args,
+        default=base,
+        prog="agon train",
+        description=_description(),
+        registry=_REGISTRY,
+    )
+    kwargs_given = any(a.partition("=")[0] == "--env.kwargs" for a in args)
+    if cfg.env.id != base.env.id and not kwargs_given:
+        cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
+    return ready(cfg), known.print_config
+
+
+def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    # Every argument after ``train`` goes to tyro as is: "+" is no flag prefix anyone uses.
     p = subparsers.add_parser(
         "train",
-        help="train adapters with an algorithm plugin (GRPO, agon, ...)",
-        description=f"Train LoRA adapters in the draft-and-challenge env. Algorithms -- {algos}.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="train adapters with an algorithm plugin (GRPO, agon, ...); see agon train --help",
+        prefix_chars="+",
+        add_help=False,
     )
-    presets = ", ".join(preset_names())
-    p.add_argument("--config", default="default", help=f"preset name or YAML path ({presets})")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any dotted key")
-    p.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
-    aliases: dict[str, list[str]] = {}
-    for short, key in short_names().items():
-        aliases.setdefault(key, []).append(short)
-    for alias, key in ALIASES.items():
-        aliases.setdefault(key, []).append(alias)
-    fields = leaf_fields()
-    for alias, key in ALIASES.items():
-        if key not in fields:  # a dict entry such as env.kwargs.difficulty
-            kw = {"dest": _DEST + key, "default": argparse.SUPPRESS, "metavar": "VALUE"}
-            p.add_argument(f"--{alias}", help=f"shorthand for --set {key}=VALUE", **kw)
-    for key, (tp, doc) in fields.items():
-        short = [n.replace("_", "-") for n in sorted(aliases.get(key, []), key=len)]
-        flags = list(dict.fromkeys([*(f"--{n}" for n in short), f"--{key.replace('_', '-')}", f"--{key}"]))
-        kw: dict[str, Any] = {"dest": _DEST + key, "default": argparse.SUPPRESS, "help": doc}
-        if tp is bool:
-            kw.update(nargs="?", const="true", metavar="BOOL")
-        else:
-            kw.update(metavar=_type_name(tp).upper().split("[")[0])
-        p.add_argument(*flags, **kw)
-    p.set_defaults(func=run_train)
+    p.add_argument("argv", nargs="*")
+    p.set_defaults(func=lambda args: run_train(args.argv))
     return p
 
 
-def config_from_args(args: argparse.Namespace) -> Any:
-    overrides: dict[str, Any] = {k[len(_DEST) :]: v for k, v in vars(args).items() if k.startswith(_DEST)}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--set {item!r}: write it as KEY=VALUE, e.g. --set env.kwargs.difficulty=3")
-        overrides[key.strip()] = value
-    return load_config(args.config, overrides)
-
-
-def run_train(args: argparse.Namespace) -> int:
+def run_train(argv: Sequence[str]) -> int:
     try:
-        cfg = config_from_args(args)
-    except (ConfigError, ValueError) as exc:
+        cfg, print_config = parse_train_args(argv)
+    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except ConfigError as exc:
         print(f"agon train: {exc}", file=sys.stderr)
         return 2
-    if args.print_config:
-        import yaml
-
-        from agon_env.algorithms.config import to_dict
-
+    if print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         return 0
     from agon_env.algorithms.checkpoint import RunFolderError
@@ -104,10 +156,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agon")
-    add_train_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["train", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args) or 0)
+    return run_train(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -114,9 +114,9 @@ class TrainConfig:
     save_every: int = 1
     """Checkpoint every this many steps (and always at the end)."""
     time_budget_min: float = 14.0
-    """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it; the
-    run then saves, plots and prints its summary as if ``steps`` had been reached. 14: the default
-    run ends within 15 minutes on 2 CPU cores, busy or not."""
+    """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it.
+    The run then saves, plots and prints its summary as if ``steps`` had been reached.
+    14: the default run ends within 15 minutes on 2 CPU cores, busy or not."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True
@@ -188,7 +188,7 @@ def convert(key: str, tp: Any, value: Any) -> Any:
             pass
     elif isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
         return value
-    raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}; fix the value")
+    raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
 
 
 def _unknown(key: str) -> ConfigError:
@@ -347,35 +347,24 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     def one_of(key: str, choices: Any) -> tuple[bool, str]:
         return need(key, lambda v: v in choices, f"choose one of {sorted(choices)}")
 
-    def algo_ok() -> tuple[bool, str]:
-        try:
-            get_algorithm(c.algo)
-        except ValueError as exc:
-            return False, f"algo: {exc}"
-        return True, ""
-
-    at_least_1 = "set it to 1 or more"
+    try:
+        adapters, algo = list(get_algorithm(c.algo).adapters), (True, "")
+    except ValueError as exc:
+        adapters, algo = None, (False, f"algo: {exc}")
+    at_least_1, algo_set = "set it to 1 or more", {"mode", "reward_scheme"}
     return [
-        algo_ok(),
+        algo,
         need("steps", lambda v: v >= 1, at_least_1),
         need("batch_problems", lambda v: v >= 1, at_least_1),
         need("save_every", lambda v: v >= 1, at_least_1),
         need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
-        need(
-            "grpo.num_generations",
-            lambda v: v >= 2,
-            "GRPO needs N ≥ 2 rollouts per group (a single rollout has no reward variance)",
-        ),
+        need("grpo.num_generations", lambda v: v >= 2, "GRPO needs N ≥ 2 rollouts per group"),
         one_of("grpo.advantage", ADVANTAGES),
         one_of("grpo.aggregation", AGGREGATIONS),
         need("grpo.eps", lambda v: 0 < v < 1, "the clip range must be in (0, 1), e.g. 0.2"),
-        need(
-            "grpo.eps_high",
-            lambda v: v is None or v >= c.grpo.eps,
-            f"must be ≥ grpo.eps ({c.grpo.eps}) or null",
-        ),
+        need("grpo.eps_high", lambda v: v is None or v >= c.grpo.eps, "must be ≥ grpo.eps or null"),
         need("grpo.beta", lambda v: v >= 0, "the KL weight must be ≥ 0 (0 = no reference forward)"),
         need("grpo.inner_iters", lambda v: v >= 1, at_least_1),
         need("grpo.max_grad_norm", lambda v: v >= 0, "use 0 (no clipping) or a norm > 0"),
@@ -386,6 +375,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("optim.weight_decay", lambda v: v >= 0, "must be ≥ 0"),
         need("sampling.temperature", lambda v: v > 0, "training samples, so it must be > 0"),
         need("temperatures", lambda v: all(t > 0 for t in v.values()), "every temperature must be > 0"),
+        need("temperatures", lambda v: set(v) <= set(adapters or v), f"{c.algo} uses adapters {adapters}"),
         one_of("model.backend", BACKENDS),
         one_of("model.device", ("auto", "cpu", "cuda")),
         one_of("model.dtype", ("auto", *DTYPES)),
@@ -396,9 +386,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
         need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
         need(
-            "env.kwargs",
-            lambda v: "mode" not in v and "reward_scheme" not in v,
-            "mode and reward_scheme are the algo's to set: pick another --algo instead (the algo decides those)",
+            "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
         ),
     ]
 
@@ -406,15 +394,6 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
 def validate(cfg: TrainConfig) -> TrainConfig:
     """Raise :class:`ConfigError` listing every problem, else return ``cfg`` (:func:`ready` imports first)."""
     problems = [msg for ok, msg in _checks(cfg) if not ok]
-    if not problems:
-        from agon_env.algorithms.registry import get_algorithm
-
-        plugin = get_algorithm(cfg.algo)
-        unknown = set(cfg.temperatures) - set(plugin.adapters)
-        if unknown:
-            problems.append(
-                f"temperatures names {sorted(unknown)}, but {cfg.algo} uses adapters {list(plugin.adapters)}"
-            )
     if problems:
         raise ConfigError("invalid training config:\n  - " + "\n  - ".join(problems))
     return cfg

@@ -53,6 +53,11 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--question-field", default="question", help="with --data: the question column")
     p.add_argument("--answer-field", default="answer", help="with --data: the answer column")
     p.add_argument("--split", default="test", help="task split to report on, when the task has splits")
+    p.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="report even if test prompts occur in validation or a training pool (the report says so)",
+    )
     p.add_argument("--problems", type=int, default=100, help="test problems")
     p.add_argument("--val-problems", type=int, default=50, help="validation problems (cascade direction)")
     p.add_argument("--problem-seed", type=int, default=0, help="seed of the test/validation problem sample")
@@ -109,7 +114,7 @@ def run_eval(args: argparse.Namespace) -> int:
         read_run_config,
         sampling_from_config,
     )
-    from agon_env.evaluation.splits import load_eval_data
+    from agon_env.evaluation.splits import HOW_CHECKED, check_heldout, load_eval_data, training_pool
 
     def log(msg: str) -> None:
         if not args.quiet:
@@ -130,11 +135,18 @@ def run_eval(args: argparse.Namespace) -> int:
         data = load_eval_data(
             env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
         )
+        check_heldout(
+            data,
+            [(str(r), training_pool(c)) for r, c in zip(args.runs, configs, strict=True)],
+            args.allow_overlap,
+        )
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
         print(f"agon eval: {exc}", file=sys.stderr)
         return 2
     log(
-        f"{env_id} {task_kwargs}: {len(data.test_indices)} test / {len(data.val_indices)} validation problems"
+        f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
+        f"problems; disjoint from validation and training by {HOW_CHECKED}"
+        + (" (overlap allowed by --allow-overlap)" if args.allow_overlap else "")
     )
     loader = PolicyLoader(sampling, device=args.device)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))

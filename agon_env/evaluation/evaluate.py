@@ -25,7 +25,7 @@ from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
 from agon_env.evaluation.methods import BASE, METHODS, Method, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
-from agon_env.evaluation.splits import EvalData
+from agon_env.evaluation.splits import EvalData, Part
 from agon_env.evaluation.stats import (
     complementarity,
     conversion,
@@ -155,17 +155,18 @@ class Evaluator:
         self,
         method: Method,
         policies: Policies,
-        indices: list[int],
+        part: Part,
         seeds: Sequence[int],
         stream: str = "",
     ) -> dict[int, list[Episode]]:
-        env = self.data.env(method.family.env_mode)
+        env = self.data.env(method.family.env_mode, part)
+        indices = part.indices
         who = {seat: policies.identity(name) for seat, name in method.seats}
         seats = {
             seat: CachedAgent(policies.agent(name), who[seat], self.cache, persistent=name == BASE)
             for seat, name in method.seats
         }
-        problem_ids = self.data.problem_ids(indices)
+        problem_ids = part.ids()
         out = {}
         for seed in seeds:
             starts = [Start(i, AGENT_A, derive_seed(seed, "eval-episode", i)) for i in indices]
@@ -181,7 +182,7 @@ class Evaluator:
         start = time.perf_counter()
         hits0, misses0 = self.cache.hits, self.cache.misses
         methods = plan_methods(policies, self.methods)
-        test = self.data.test_indices
+        test = self.data.test
         results: dict[str, Any] = {}
         episodes: dict[str, dict[int, list[Episode]]] = {}
         for m in methods:
@@ -208,8 +209,8 @@ class Evaluator:
 
     def _select(self, cascades: list[Method], policies: Policies, results: dict[str, Any]) -> dict[str, Any]:
         """Choose the cascade direction on validation; the choice never reads test results."""
-        val = self.data.val_indices
-        if not val:
+        val = self.data.validation
+        if not val.indices:
             raise ValueError(
                 "cascade needs validation problems to choose its direction; set --val-problems > 0"
             )
@@ -234,8 +235,8 @@ class Evaluator:
         choice, _ = select_then_report(
             candidates,
             {m.id: results[m.id] for m in cascades},
-            self.data.problem_ids(val),
-            self.data.problem_ids(self.data.test_indices),
+            val.prompts(),
+            self.data.test.prompts(),
             test_candidates=test_candidates,
         )
         for m in cascades:
@@ -266,7 +267,7 @@ class Evaluator:
             }
         base_single = next((m for m in methods if m.family.single_sample and m.family.uses_base), None)
         if base_single is not None:
-            second = self._run(base_single, policies, self.data.test_indices, self.seeds, stream=PAIR_STREAM)
+            second = self._run(base_single, policies, self.data.test, self.seeds, stream=PAIR_STREAM)
             xs, ys = _paired(episodes[base_single.id], second)
             out["base"] = {
                 "pair": ["base sample 1", "base sample 2"],

@@ -1,53 +1,76 @@
-"""Which problems an evaluation reports on (test) and which it may tune on (validation).
+"""Which problems an evaluation reports on (test), which it may tune on (validation), and
+the check that neither overlaps the other or the run's training pool.
 
-Both come from one task built from a registered id (any ``agon_env.make``-able task,
-including ``agon/math-v0`` over a local file with a field mapping). The validation
-problems are a seeded sample of indices disjoint from the test sample, so:
-
-* no task needs a separate validation split on disk (GSM8K, a user's JSONL);
-* the two sets are disjoint by construction, and
-  :func:`~agon_env.evaluation.selection.check_disjoint` re-checks it by problem id
-  (a dataset with duplicated ids fails loudly instead of leaking).
+Both come from a registered id (any ``agon_env.make``-able task, including
+``agon/math-v0`` over a local file with a field mapping). A task that takes ``split``
+gives each its own split -- content-disjoint by construction (arith partitions its
+expression space, file and hub tasks without official held-out splits carve them by a
+hash of the normalised question, see :func:`agon_env.envs.tasks.base.content_split`).
+A task without splits gives both from one problem list, as disjoint seeded samples.
+Either way the samples hold *distinct* prompts, and :func:`check_heldout` verifies, by
+normalised prompt text, that test ∩ validation = ∅ and test ∩ training pool = ∅ before
+anything is sampled.
 """
 
 from __future__ import annotations
 
-import inspect
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import agon_env
-from agon_env.envs.tasks.base import Task
-from agon_env.registry import ENV_KWARGS
+from agon_env.envs.tasks.base import Task, normalize_prompt
+from agon_env.registry import ENV_KWARGS, with_split
 from agon_env.seeding import derive_seed
+
+HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
+
+
+class OverlapError(ValueError):
+    """The test problems overlap the validation problems or the training pool."""
+
+
+@dataclass
+class Part:
+    """The problems of one evaluation part: a task and the indices drawn from it."""
+
+    task: Task
+    indices: list[int]
+
+    def ids(self) -> list[str]:
+        return [str(self.task[i].id) for i in self.indices]
+
+    def prompts(self) -> list[str]:
+        return [normalize_prompt(self.task[i].prompt) for i in self.indices]
 
 
 @dataclass
 class EvalData:
-    """A task, the env id it came from, and the test / validation problem indices."""
+    """The env id, its test and validation parts, and how their disjointness was checked."""
 
     env_id: str
-    task: Task
-    test_indices: list[int]
-    val_indices: list[int]
+    test: Part
+    validation: Part
     task_kwargs: dict[str, Any] = field(default_factory=dict)
+    split: str | None = "test"
+    check: dict[str, Any] = field(default_factory=dict)
+    """Filled by :func:`check_heldout`: overlap counts and whether overlap was allowed."""
 
-    def env(self, mode: str) -> Any:
-        """A template env in ``mode`` over this task (reward scheme is irrelevant to accuracy)."""
-        return agon_env.make(self.env_id, task=self.task, mode=mode)
-
-    def problem_ids(self, indices: list[int]) -> list[str]:
-        return [str(self.task[i].id) for i in indices]
+    def env(self, mode: str, part: Part) -> Any:
+        """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy)."""
+        return agon_env.make(self.env_id, task=part.task, mode=mode)
 
     def describe(self) -> dict[str, Any]:
         return {
             "env": self.env_id,
-            "task": getattr(self.task, "name", type(self.task).__name__),
+            "task": getattr(self.test.task, "name", type(self.test.task).__name__),
             "task_kwargs": {k: v for k, v in self.task_kwargs.items() if _jsonable(v)},
-            "task_size": len(self.task),
-            "test_problems": len(self.test_indices),
-            "validation_problems": len(self.val_indices),
+            "split": self.split,
+            "task_size": len(self.test.task),
+            "test_problems": len(self.test.indices),
+            "validation_problems": len(self.validation.indices),
+            "disjoint": self.check,
         }
 
 
@@ -55,12 +78,9 @@ def _jsonable(v: Any) -> bool:
     return isinstance(v, (str, int, float, bool, type(None)))
 
 
-def _accepts(fn: Any, name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+def takes_split(env_id: str) -> bool:
+    """Whether the task behind ``env_id`` is built per split (``split=`` keyword)."""
+    return agon_env.spec(env_id).takes("split")
 
 
 def build_task(env_id: str, task_kwargs: dict[str, Any] | None = None, split: str | None = "test") -> Task:
@@ -71,13 +91,29 @@ def build_task(env_id: str, task_kwargs: dict[str, Any] | None = None, split: st
     spec = agon_env.spec(env_id)
     kwargs = {**spec.kwargs, **(task_kwargs or {})}
     kwargs = {k: v for k, v in kwargs.items() if k not in ENV_KWARGS}
-    entry = spec.load()
-    if split is not None and "split" not in kwargs and _accepts(entry, "split"):
+    if split is not None and spec.takes("split"):
         kwargs["split"] = split
-    task = entry(**kwargs)
+    task = spec.load()(**kwargs)
     if not (hasattr(task, "score") and hasattr(task, "__getitem__") and hasattr(task, "__len__")):
         raise TypeError(f"{env_id} builds a {type(task).__name__}, not a task; agon eval needs a task id")
     return task
+
+
+def distinct_sample(
+    task: Task, n: int, seed: int, key: str, exclude: frozenset[str] | set[str] = frozenset()
+) -> list[int]:
+    """Up to ``n`` sorted indices of ``task`` with distinct normalised prompts, none in ``exclude``."""
+    order = list(range(len(task)))
+    random.Random(derive_seed(seed, "eval-problems", key)).shuffle(order)
+    seen, out = set(exclude), []
+    for i in order:
+        prompt = normalize_prompt(task[i].prompt)
+        if prompt not in seen:
+            seen.add(prompt)
+            out.append(i)
+            if len(out) == n:
+                break
+    return sorted(out)
 
 
 def sample_indices(size: int, n_test: int, n_val: int, seed: int = 0) -> tuple[list[int], list[int]]:
@@ -103,9 +139,66 @@ def load_eval_data(
     val_problems: int = 50,
     seed: int = 0,
 ) -> EvalData:
-    task = build_task(env_id, task_kwargs, split)
-    test, val = sample_indices(len(task), min(problems, len(task)), val_problems, seed)
+    """Test problems from ``split`` and validation problems from ``validation`` (or, for a
+    task without splits, both from its one list), each a seeded sample of distinct prompts."""
+    if problems < 1:
+        raise ValueError(f"need at least one test problem, got {problems}")
+    if val_problems < 0:
+        raise ValueError(f"validation problems must be >= 0, got {val_problems}")
+    test_task = build_task(env_id, task_kwargs, split)
+    per_split = split is not None and takes_split(env_id)
+    val_task = build_task(env_id, task_kwargs, "validation") if per_split and val_problems else test_task
+    test = distinct_sample(test_task, problems, seed, "test")
+    taken: set[str] = (
+        set() if val_task is not test_task else {normalize_prompt(test_task[i].prompt) for i in test}
+    )
+    val = distinct_sample(val_task, val_problems, seed, "validation", exclude=taken) if val_problems else []
     kwargs = dict(task_kwargs or {})
-    if split is not None:
-        kwargs.setdefault("split", split)
-    return EvalData(env_id, task, test, val, kwargs)
+    return EvalData(env_id, Part(test_task, test), Part(val_task, val), kwargs, split)
+
+
+def check_heldout(
+    data: EvalData, training_pools: Sequence[tuple[str, Task]] = (), allow_overlap: bool = False
+) -> dict[str, Any]:
+    """Verify test ∩ validation = ∅ and test ∩ each run's training pool = ∅, by normalised prompt.
+
+    Raises :class:`OverlapError` with the count and an example unless ``allow_overlap``;
+    either way records what it found in ``data.check`` (the report prints it).
+    """
+    test = dict(zip(data.test.prompts(), (data.test.task[i].prompt for i in data.test.indices), strict=True))
+    problems: list[str] = []
+    found: dict[str, Any] = {"how": HOW_CHECKED, "allowed_overlap": allow_overlap}
+    shared = set(test) & set(data.validation.prompts())
+    found["test_and_validation"] = len(shared)
+    if shared:
+        example = test[sorted(shared)[0]]
+        problems.append(
+            f"{len(shared)} of {len(test)} test prompts are also validation prompts (e.g. {example!r})"
+        )
+    found["test_and_training"] = {}
+    for label, pool in training_pools:
+        seen = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
+        shared = set(test) & seen
+        found["test_and_training"][label] = len(shared)
+        if shared:
+            example = test[sorted(shared)[0]]
+            problems.append(
+                f"{len(shared)} of {len(test)} test prompts occur in the training pool of {label} "
+                f"(e.g. {example!r})"
+            )
+    data.check = found
+    if problems and not allow_overlap:
+        raise OverlapError(
+            "; ".join(problems) + ": evaluate on held-out problems (--split test) or pass --allow-overlap"
+        )
+    return found
+
+
+def training_pool(run_config: dict[str, Any]) -> Task:
+    """The problems a run trained on: its task on the ``train`` split, as ``agon train`` built it."""
+    env = run_config.get("env") or {}
+    env_id = env.get("id") or "agon/arith-v0"
+    kwargs = {k: v for k, v in (env.get("kwargs") or {}).items() if k not in ENV_KWARGS}
+    return agon_env.spec(env_id).load()(
+        **{**agon_env.spec(env_id).kwargs, **with_split(env_id, kwargs, "train")}
+    )

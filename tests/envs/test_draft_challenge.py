@@ -225,7 +225,7 @@ def test_a_raising_scorer_is_reported_once_and_kept_on_the_turn(caplog):
         play(env, [fmt("2"), fmt("2")])
         _, _, infos = play(env, [fmt("2"), fmt("2")])
     assert len([w for w in record if "broken-scorer" in str(w.message)]) == 1  # once per task
-    draft, challenge = env.unwrapped.results
+    draft = env.unwrapped.results[0]
     assert not draft.correct and "ZeroDivisionError: scorer bug" in draft.score_error
     assert infos["agent_a"]["score_error"] is True
     _, _, _ = play(env, ["no answer at all", fmt("2")])

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from agon_env.envs.tasks.base import content_split
 from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
 
 pytest.importorskip("peft")
@@ -117,7 +118,10 @@ def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
     ]
     assert agon("eval", *argv, *TINY, "--no-cache", "--out", out) == 0
     report = json.loads((out / "eval.json").read_text())
-    assert report["data"]["env"] == "agon/math-v0" and report["data"]["task_size"] == 8
+    # A single file has no official splits: its test split is carved by content.
+    carved = sum(content_split(r["q"]) == "test" for r in rows)
+    assert report["data"]["env"] == "agon/math-v0" and report["data"]["task_size"] == carved < 8
+    assert report["data"]["disjoint"]["test_and_validation"] == 0
 
 
 def test_plot_on_a_run_and_its_eval(tiny_run, tmp_path, capsys):
@@ -132,3 +136,17 @@ def test_plot_on_a_run_and_its_eval(tiny_run, tmp_path, capsys):
     ]
     assert agon("plot", tmp_path, "--out", tmp_path / "png2") == 2
     assert "no metrics.jsonl" in capsys.readouterr().err
+
+
+def test_eval_on_the_training_split_is_refused_unless_allowed(tiny_run, tmp_path, capsys):
+    argv = ["eval", tiny_run, *TINY, "--no-cache", "--methods", "standalone", "--out", tmp_path / "x"]
+    assert agon(*argv, "--split", "train") == 2
+    err = capsys.readouterr().err
+    assert "test prompts occur in the training pool of" in err and "--allow-overlap" in err
+    assert not (tmp_path / "x").exists()
+    assert agon(*argv, "--split", "train", "--allow-overlap") == 0
+    check = json.loads((tmp_path / "x" / "eval.json").read_text())["data"]["disjoint"]
+    assert check["allowed_overlap"] and check["test_and_training"][str(tiny_run)] == 4
+    assert agon(*argv) == 0  # the test split is disjoint from the run's training pool
+    check = json.loads((tmp_path / "x" / "eval.json").read_text())["data"]["disjoint"]
+    assert check["test_and_training"][str(tiny_run)] == 0 and check["test_and_validation"] == 0

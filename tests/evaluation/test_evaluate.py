@@ -58,7 +58,7 @@ def test_accuracies_match_what_the_agents_can_solve(data):
     ev = Evaluator(data, seeds=[0])
     res = ev.evaluate(policies(base, agent_a=a, agent_b=b))
     m = res["methods"]
-    prompts = [data.task[i].prompt for i in data.test_indices]
+    prompts = [data.test.task[i].prompt for i in data.test.indices]
     n = len(prompts)
 
     def frac(f):
@@ -99,7 +99,7 @@ def test_direction_is_chosen_on_validation(data):
     res = Evaluator(data, seeds=[0], methods=["cascade"]).evaluate(policies(agent_a=a, agent_b=b))
     sel = res["selection"]
     assert sel["chosen"] == "cascade:agent_a>agent_b"
-    assert sel["validation"]["cascade:agent_a>agent_b"]["trials"] == len(data.val_indices)
+    assert sel["validation"]["cascade:agent_a>agent_b"]["trials"] == len(data.validation.indices)
     assert res["methods"]["cascade:agent_a>agent_b"]["selected"] is True
     assert res["methods"]["cascade:agent_b>agent_a"]["selected"] is False
 
@@ -107,7 +107,7 @@ def test_direction_is_chosen_on_validation(data):
 def test_agents_are_called_once_per_stage_on_the_whole_batch(data):
     a, b = FakeAgent("a", always), FakeAgent("b", never)
     Evaluator(data, seeds=[0], methods=["standalone", "cascade"]).evaluate(policies(agent_a=a, agent_b=b))
-    n_test, n_val = len(data.test_indices), len(data.val_indices)
+    n_test, n_val = len(data.test.indices), len(data.validation.indices)
     # Every call is a whole split; drafts shared by standalone and cascade come from the cache.
     assert set(a.calls) <= {n_test, n_val} and set(b.calls) <= {n_test, n_val}
     # a: test drafts, val drafts (a>b), test challenges (b>a), val challenges (b>a)
@@ -125,7 +125,7 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
     base = FakeAgent("base", coin)
     res = Evaluator(data, seeds=[0, 1, 2, 3], methods=["zero-shot"]).evaluate(Policies("base", base))
     z = res["methods"]["zero-shot"]
-    assert z["pass@1"]["trials"] == 4 * len(data.test_indices)
+    assert z["pass@1"]["trials"] == 4 * len(data.test.indices)
     assert set(z["per_seed"]) == {"0", "1", "2", "3"}
     assert z["pass@1_across_seeds"]["std"] > 0
     assert set(z["pass@k"]) == {"1", "2", "4"}

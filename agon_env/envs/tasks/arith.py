@@ -2,7 +2,23 @@
 
 The embedded default task. Problem ``i`` of a task is generated from
 ``(seed, split, difficulty, i)`` alone, so any index is reproducible without storing
-data and the ``train``/``test`` splits never share a generator stream.
+data. The splits partition the *expression space*: an expression belongs to the split
+:func:`~agon_env.envs.tasks.base.content_split` gives its prompt (20 % test, 10 %
+validation, 70 % train), and a split's generator draws until it lands in its own part,
+so no prompt occurs in two splits. The small levels repeat problems within a split;
+distinct problems per split (``python -m agon_env.envs.tasks.arith`` recounts them):
+
+=====  ======  ==========  ======
+level  train   validation  test
+=====  ======  ==========  ======
+1      73      10          17
+2      211     30          59
+3      6286    904         1810
+4, 5   > 10⁵   > 10⁴       > 10⁴
+=====  ======  ==========  ======
+
+``agon eval`` samples *distinct* test and validation problems, so at level 2 it can
+report on at most 59 test problems.
 
 Difficulty levels (calibrated on SmolLM2-135M-Instruct with two worked few-shot turns,
 T=0.7: single-digit sums 9/16, single-digit ``+``/``×`` 13/16, two-digit sums 1/16):
@@ -31,13 +47,12 @@ from __future__ import annotations
 
 import random
 
-from agon_env.envs.tasks.base import Problem
+from agon_env.envs.tasks.base import SPLITS, Problem, content_split
 from agon_env.envs.tasks.verify import answers_match
 from agon_env.seeding import derive_seed
 
 _OPS = {"+": lambda a, b: a + b, "−": lambda a, b: a - b, "×": lambda a, b: a * b}
 _PY = {"+": "+", "−": "-", "×": "*"}
-_SPLIT_SALT = {"train": 0, "test": 1, "validation": 2}
 
 
 def _expression(rng: random.Random, difficulty: int) -> str:
@@ -56,6 +71,26 @@ def _expression(rng: random.Random, difficulty: int) -> str:
         # Parenthesise the first pair so order of operations matters beyond precedence.
         parts[0], parts[2] = "(" + parts[0], parts[2] + ")"
     return " ".join(parts)
+
+
+def _prompt(expression: str) -> str:
+    return f"What is {expression}?"
+
+
+def distinct_problems(difficulty: int, split: str) -> int:
+    """How many distinct prompts ``split`` of a level holds (exact for levels 1-3)."""
+    if difficulty > 3:
+        raise ValueError("levels 4-5 have too many expressions to enumerate; count a sample instead")
+    digits, ops = range(10), "+−×"
+    if difficulty == 1:
+        exprs = [f"{a} + {b}" for a in digits for b in digits]
+    elif difficulty == 2:
+        exprs = [f"{a} {o} {b}" for a in digits for o in ops for b in digits]
+    else:
+        exprs = [
+            f"{a} {o} {b} {p} {c}" for a in digits for o in ops for b in digits for p in ops for c in digits
+        ]
+    return sum(content_split(_prompt(e)) == split for e in exprs)
 
 
 def evaluate(expression: str) -> int:
@@ -79,8 +114,8 @@ class ArithTask:
     ) -> None:
         if difficulty not in range(1, 6):
             raise ValueError(f"difficulty must be 1..5, got {difficulty}")
-        if split not in _SPLIT_SALT:
-            raise ValueError(f"split must be one of {sorted(_SPLIT_SALT)}, got {split!r}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
         if size < 1:
             raise ValueError(f"size must be positive, got {size}")
         self.difficulty, self.size, self.seed, self.split = difficulty, size, seed, split
@@ -94,12 +129,19 @@ class ArithTask:
             raise IndexError(index)
         rng = random.Random(derive_seed(self.seed, "arith", self.split, self.difficulty, index))
         expr = _expression(rng, self.difficulty)
+        while content_split(_prompt(expr)) != self.split:  # rejection: stay in this split's part
+            expr = _expression(rng, self.difficulty)
         return Problem(
             id=f"{self.split}-{index}",
-            prompt=f"What is {expr}?",
+            prompt=_prompt(expr),
             answer=str(evaluate(expr)),
             meta={"difficulty": self.difficulty, "expression": expr},
         )
 
     def score(self, problem: Problem, answer: str) -> bool:
         return answers_match(problem.answer, answer)
+
+
+if __name__ == "__main__":
+    for level in (1, 2, 3):
+        print(level, *(distinct_problems(level, s) for s in SPLITS))

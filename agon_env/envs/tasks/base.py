@@ -10,9 +10,44 @@ Tasks never import a model. Only code tasks touch the sandbox.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+from agon_env.seeding import derive_seed
+
+SPLITS = ("train", "validation", "test")
+"""Every task's splits. No normalised prompt occurs in two of them (see :func:`content_split`)."""
+_BUCKETS = 10
+_HELDOUT = {0: "test", 1: "test", 2: "validation"}
+"""Buckets of :func:`content_split`: 20 % test, 10 % validation, the rest train."""
+
+
+def normalize_prompt(text: str) -> str:
+    """The form prompts are compared in: case and whitespace do not make a new problem."""
+    return " ".join(str(text).lower().split())
+
+
+def content_split(prompt: str) -> str:
+    """The split a prompt belongs to, from a stable hash of its normalised text.
+
+    Tasks without official held-out splits carve them with this, so a problem's split is
+    a property of its content: the same question can never be in train and in test,
+    however many times (or under whatever id) the source repeats it.
+    """
+    bucket = derive_seed(0, "content-split", normalize_prompt(prompt)) % _BUCKETS
+    return _HELDOUT.get(bucket, "train")
+
+
+def check_split(split: str | None) -> None:
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"split must be one of {list(SPLITS)} (or None for every problem), got {split!r}")
+
+
+def carve(problems: Iterable[Problem], split: str | None) -> list[Problem]:
+    """The problems of ``split`` by :func:`content_split`; ``None`` keeps them all."""
+    check_split(split)
+    return [p for p in problems if split is None or content_split(p.prompt) == split]
 
 
 @dataclass(frozen=True)

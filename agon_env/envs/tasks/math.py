@@ -12,6 +12,13 @@ factories over both:
   local copy), keeping ``difficulty >= min_difficulty`` (8 by default) and dropping
   yes/no/true/false answers, as the paper does.
 
+Splits (``split=``, one of train / validation / test): sources without official held-out
+splits -- ``agon/math-v0`` rows or files, DeepMath (the hub has only ``train``) -- are
+*carved* by content (:func:`~agon_env.envs.tasks.base.content_split`: a hash of the
+normalised question), so no question is in two splits and training never sees a
+held-out one. GSM8K keeps its official test split; its validation split is carved out of
+the official train split, and its train split is the rest. ``split=None`` keeps every row.
+
 One GSM8K problem as the model sees it (the prompt is the question, verbatim)::
 
     Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and
@@ -29,7 +36,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.envs.tasks.base import ListTask, Problem
+from agon_env.envs.tasks.base import ListTask, Problem, check_split, content_split
 from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.envs.tasks.verify import BINARY, answers_match
 
@@ -48,17 +55,18 @@ def load_math_problems(
     row_filter: RowFilter | None = None,
     limit: int | None = None,
     split: str = "train",
+    keep_prompt: Callable[[str], bool] | None = None,
 ) -> list[Problem]:
     """Problems from in-memory rows, or from a local file / hub id read on ``split``.
 
-    ``row_filter`` runs before ``limit``, so ``limit`` counts kept rows. A kept row
-    missing a field fails with its number and the field name. Without ``id_field`` a
-    problem's id is its position among the kept rows.
+    ``row_filter`` (on rows) and ``keep_prompt`` (on the question, e.g. a content split)
+    run before ``limit``, so ``limit`` counts kept rows. A kept row missing a field fails
+    with its number and the field name. Without ``id_field`` a problem's id is its
+    position among the rows before ``keep_prompt``, so ids do not depend on the split.
     """
     rows: Rows = load_rows(source, split=split) if isinstance(source, (str, os.PathLike)) else source
     if row_filter is not None:
         rows = [r for r in rows if row_filter(r)]
-    rows = list(rows) if limit is None else list(rows)[:limit]
     problems = []
     for i, row in enumerate(rows):
         for f in (question_field, answer_field):
@@ -66,9 +74,20 @@ def load_math_problems(
                 raise KeyError(f"row {i} has no field {f!r} (fields: {sorted(row)})")
         gold = answer_fn(row[answer_field]) if answer_fn else str(row[answer_field]).strip()
         pid = str(row[id_field]) if id_field and id_field in row else str(i)
+        prompt = str(row[question_field]).strip()
+        if keep_prompt is not None and not keep_prompt(prompt):
+            continue
         meta = {k: v for k, v in row.items() if k not in (question_field, answer_field)}
-        problems.append(Problem(id=pid, prompt=str(row[question_field]).strip(), answer=gold, meta=meta))
+        problems.append(Problem(id=pid, prompt=prompt, answer=gold, meta=meta))
+        if limit is not None and len(problems) == limit:
+            break
     return problems
+
+
+def in_split(split: str | None) -> Callable[[str], bool] | None:
+    """The ``keep_prompt`` of a carved split (``None``: every prompt)."""
+    check_split(split)
+    return None if split is None else (lambda prompt: content_split(prompt) == split)
 
 
 class MathTask(ListTask):
@@ -85,7 +104,7 @@ class MathTask(ListTask):
 def math_task(
     problems: Sequence[Mapping[str, Any]] | None = None,
     path: str | Path | None = None,
-    split: str = "train",
+    split: str | None = None,
     question_field: str = "question",
     answer_field: str = "answer",
     id_field: str | None = None,
@@ -94,8 +113,13 @@ def math_task(
     limit: int | None = None,
     name: str = "math",
     verify_timeout: float = 5.0,
+    source_split: str = "train",
 ) -> MathTask:
-    """``agon/math-v0``: rows given as ``problems=`` or read from ``path=`` (file or hub id)."""
+    """``agon/math-v0``: rows given as ``problems=`` or read from ``path=`` (file or hub id).
+
+    ``split`` carves the rows by content (``None``: all of them); ``source_split`` is the
+    split of a hub dataset to read them from.
+    """
     if (problems is None) == (path is None):
         raise ValueError("give exactly one of problems=[{...}] or path= (a local file or a hub dataset id)")
     source: str | Path | Rows = problems if problems is not None else path  # type: ignore[assignment]
@@ -107,8 +131,11 @@ def math_task(
         answer_fn=answer_fn,
         row_filter=row_filter,
         limit=limit,
-        split=split,
+        split=source_split,
+        keep_prompt=in_split(split),
     )
+    if not loaded:
+        raise ValueError(f"{name}: no problems in split {split!r} (of {path or 'the given rows'})")
     return MathTask(loaded, name=name, verify_timeout=verify_timeout)
 
 
@@ -120,16 +147,36 @@ def gsm8k_final_answer(solution: str) -> str:
 
 
 def gsm8k(path: str | Path | None = None, split: str = "test", **kwargs: Any) -> MathTask:
-    """GSM8K from ``path``, the offline copy (``gsm8k_{split}.jsonl``) or the hub (``openai/gsm8k``).
+    """GSM8K from ``path``, the offline copy (``gsm8k_{train,test}.jsonl``) or the hub (``openai/gsm8k``).
 
-    ``kwargs`` go to :func:`math_task` (``limit``, ``verify_timeout``, ...).
+    ``test`` is the official test split; ``validation`` is carved out of the official
+    train split by content and ``train`` is the rest of it. ``kwargs`` go to
+    :func:`math_task` (``limit``, ``verify_timeout``, ...).
     """
+    check_split(split)
+    source_split = "test" if split == "test" else "train"
+    keep: Callable[[str], bool] | None = None
+    if split == "validation":
+        keep = in_split("validation")
+    elif split == "train":
+        keep = lambda prompt: content_split(prompt) != "validation"  # noqa: E731
     if path is None:
-        path = local_file(f"gsm8k_{split}.jsonl")
-    if path is None:
-        rows = load_rows("openai/gsm8k", split=split, name="main")
-        return math_task(problems=rows, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
-    return math_task(path=path, split=split, answer_fn=gsm8k_final_answer, name="gsm8k", **kwargs)
+        path = local_file(f"gsm8k_{source_split}.jsonl")
+    rows: Rows | str | Path = (
+        load_rows("openai/gsm8k", split=source_split, name="main") if path is None else path
+    )
+    loaded = load_math_problems(
+        rows,
+        answer_fn=gsm8k_final_answer,
+        split=source_split,
+        keep_prompt=keep,
+        **{
+            k: kwargs.pop(k)
+            for k in ("question_field", "answer_field", "id_field", "row_filter", "limit")
+            if k in kwargs
+        },
+    )
+    return MathTask(loaded, name="gsm8k", **kwargs)
 
 
 def deepmath(
@@ -148,7 +195,8 @@ def deepmath(
 
     return math_task(
         path=path or "zwhe99/DeepMath-103K",
-        split=split,
+        split=split,  # carved by content: the hub dataset has only a train split
+        source_split="train",
         question_field="question",
         answer_field="final_answer",
         row_filter=keep,

@@ -1,0 +1,70 @@
+"""Held-out splits are disjoint by content for every task with splits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agon_env.envs.tasks.arith import ArithTask, distinct_problems
+from agon_env.envs.tasks.base import SPLITS, content_split, normalize_prompt
+from agon_env.envs.tasks.data import local_file
+from agon_env.envs.tasks.math import deepmath, gsm8k, math_task
+
+
+def prompts(task, n=None):
+    return {normalize_prompt(task[i].prompt) for i in range(min(len(task), n or len(task)))}
+
+
+def assert_pairwise_disjoint(by_split):
+    for a in SPLITS:
+        for b in SPLITS:
+            if a < b:
+                assert not by_split[a] & by_split[b], (a, b, sorted(by_split[a] & by_split[b])[:3])
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
+def test_arith_splits_partition_the_expression_space(level):
+    by_split = {s: prompts(ArithTask(level, size=1500, split=s)) for s in SPLITS}
+    assert_pairwise_disjoint(by_split)
+    assert all(content_split(p) == s for s, ps in by_split.items() for p in ps)
+    if level <= 2:  # small levels: every distinct problem of the split shows up
+        assert {s: len(ps) for s, ps in by_split.items()} == {s: distinct_problems(level, s) for s in SPLITS}
+
+
+def test_normalised_prompts_decide_the_split():
+    assert content_split("What is 3 + 4?") == content_split("  what is 3  +  4? ")
+    assert normalize_prompt("A\n b") == "a b"
+
+
+def test_deepmath_carves_validation_and_test_from_its_one_split(tmp_path):
+    rows = [
+        {"question": f"Find x if x^{i} = {i}.", "final_answer": str(i), "difficulty": 8 + i % 2}
+        for i in range(60)
+    ]
+    rows += [{"question": "Is 7 prime?", "final_answer": "yes", "difficulty": 9}]  # dropped as binary
+    rows += [{"question": "Easy one?", "final_answer": "1", "difficulty": 3}]  # dropped as easy
+    path = tmp_path / "deepmath.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    by_split = {s: prompts(deepmath(path=str(path), split=s)) for s in SPLITS}
+    assert_pairwise_disjoint(by_split)
+    assert sum(len(v) for v in by_split.values()) == 60
+    assert min(len(v) for v in by_split.values()) > 0
+
+
+def test_math_file_is_carved_and_none_keeps_everything(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text("".join(json.dumps({"question": f"q{i}", "answer": str(i)}) + "\n" for i in range(40)))
+    by_split = {s: prompts(math_task(path=str(path), split=s)) for s in SPLITS}
+    assert_pairwise_disjoint(by_split)
+    assert len(math_task(path=str(path))) == 40 == sum(len(v) for v in by_split.values())
+    with pytest.raises(ValueError, match="split must be one of"):
+        math_task(path=str(path), split="dev")
+
+
+@pytest.mark.skipif(local_file("gsm8k_train.jsonl") is None, reason="needs ../shared/data")
+def test_gsm8k_keeps_its_test_split_and_carves_validation_from_train():
+    by_split = {s: prompts(gsm8k(split=s)) for s in SPLITS}
+    assert_pairwise_disjoint(by_split)
+    assert len(by_split["test"]) == 1319
+    assert all(content_split(p) == "validation" for p in by_split["validation"])
