@@ -130,8 +130,10 @@ def say(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def sampling_flags(p: Plan) -> list[str]:
-    return ["--temperature", str(p.temperature), "--max-new-tokens", str(p.max_new_tokens)]
+def sampling_flags(p: Plan, train: bool = False) -> list[str]:
+    """The plan's sampling for ``agon eval`` (its own flags) or ``agon train`` (dotted config keys)."""
+    prefix = "--sampling." if train else "--"
+    return [f"{prefix}temperature", str(p.temperature), f"{prefix}max-new-tokens", str(p.max_new_tokens)]
 
 
 # -- stages --------------------------------------------------------------------------------
@@ -194,19 +196,20 @@ def train(p: Plan, r: Runner, difficulty: int) -> None:
                     "train",
                     "--algo", arm,
                     "--model", p.model,
-                    "--difficulty", str(difficulty),
+                    "--env.kwargs", f"difficulty={difficulty}",
                     "--steps", str(p.steps),
                     "--batch-problems", str(p.batch_problems),
                     "--n", str(p.num_generations),
                     "--lr", str(p.lr),
                     "--seed", str(seed),
                     "--threads", str(p.threads),
-                    "--device", "cpu",
-                    "--progress", "false",
+                    "--model.device", "cpu",
+                    "--no-progress",
+                    "--time-budget-min", "0",
                     # Every arm checkpoints as often, so a kill costs each at most 5 steps.
                     "--save-every", "5",
                     "--out-dir", str(folder),
-                    *sampling_flags(p),
+                    *sampling_flags(p, train=True),
                     *resume,
                 ],
             )  # fmt: skip

@@ -254,36 +254,36 @@ def agon_cmd(w: Workload, algo: str, run_dir: Path) -> list[str]:
     """``agon train`` with every workload knob spelled out (no reliance on the default preset)."""
     flags = {
         "algo": algo,
-        "model": w.model,
-        "difficulty": w.difficulty,
+        "model.name": w.model,
+        "env.kwargs": f"difficulty={w.difficulty}",
         "steps": w.steps,
         "batch-problems": w.batch_problems,
-        "n": w.num_generations,
-        "max-new-tokens": w.max_new_tokens,
-        "micro-batch": w.micro_batch,
-        "temperature": w.temperature,
-        "top-p": w.top_p,
-        "lr": w.lr,
-        "warmup-ratio": w.warmup_ratio,
-        "lora-r": w.lora_r,
-        "lora-alpha": w.lora_alpha,
-        "eps": w.eps,
-        "max-grad-norm": w.max_grad_norm,
-        "beta": 0.0,
-        "inner-iters": 1,
-        "advantage": "std",
-        "aggregation": "seq-mean",
-        "lam": w.lam,
+        "grpo.num-generations": w.num_generations,
+        "sampling.max-new-tokens": w.max_new_tokens,
+        "grpo.micro-batch": w.micro_batch,
+        "sampling.temperature": w.temperature,
+        "sampling.top-p": w.top_p,
+        "optim.lr": w.lr,
+        "optim.warmup-ratio": w.warmup_ratio,
+        "model.lora-r": w.lora_r,
+        "model.lora-alpha": w.lora_alpha,
+        "grpo.eps": w.eps,
+        "grpo.max-grad-norm": w.max_grad_norm,
+        "grpo.beta": 0.0,
+        "grpo.inner-iters": 1,
+        "grpo.advantage": "std",
+        "grpo.aggregation": "seq-mean",
+        "env.lam": w.lam,
         "seed": w.seed,
         "threads": w.threads,
-        "device": "cpu",
+        "model.device": "cpu",
         # Checkpoint once at the end only: TRL is told save_strategy="no".
         "save-every": w.steps,
-        "progress": "false",
+        "time-budget-min": 0,
         "out-dir": str(run_dir),
     }
     args = [x for k, v in flags.items() for x in (f"--{k}", str(v))]
-    return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args]
+    return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args, "--no-progress"]
 
 
 def summarize(times: list[float], warmup: int) -> dict[str, float]:

@@ -54,12 +54,12 @@ def agon_steps(model: str, steps: int) -> dict[str, float]:
         str(steps),
         "--model",
         model,
-        "--backend",
+        "--model.backend",
         "vllm",
-        "--device",
+        "--model.device",
         "cuda",
     ]
-    argv += ["--out-dir", str(out), "--progress", "false", "--gpu-memory-utilization", "0.3"]
+    argv += ["--out-dir", str(out), "--no-progress", "--model.gpu-memory-utilization", "0.3"]
     code = train_main(argv)
     if code:
         raise SystemExit(f"agon train exited with {code}")

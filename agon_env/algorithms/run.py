@@ -17,7 +17,7 @@ import yaml
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.builders import resolve_device
 from agon_env.algorithms.checkpoint import prepare_run_dir
-from agon_env.algorithms.config import TrainConfig, import_modules, to_dict, validate
+from agon_env.algorithms.config import TrainConfig, ready, to_dict
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer, check_world
@@ -42,8 +42,7 @@ def train(cfg: TrainConfig) -> Path:
     writes the run folder.
     """
     started = time.perf_counter()
-    import_modules(cfg)
-    validate(cfg)
+    ready(cfg)  # a config built in code gets the same checks as one from the command line
     ctx = dist.init_from_env(resolve_device(cfg))
     try:
         return _train(cfg, ctx, started)

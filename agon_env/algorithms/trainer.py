@@ -47,7 +47,7 @@ from agon_env.algorithms.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agon_env.algorithms.config import ConfigError, TrainConfig, validate
+from agon_env.algorithms.config import ConfigError, TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
@@ -106,7 +106,6 @@ class Trainer:
 
     @classmethod
     def build(cls, cfg: TrainConfig, ctx: DistContext | None = None) -> Trainer:
-        validate(cfg)
         ctx = ctx or DistContext(device=resolve_device(cfg))
         check_world(cfg, ctx)
         if cfg.threads:

@@ -1,6 +1,6 @@
 """``agon eval`` and ``agon plot``.
 
-    agon eval runs/default-agon-seed0                  # every method on the run's task
+    agon eval runs/agon-seed0                  # every method on the run's task
     agon eval                                          # the untrained base (zero-shot, MoA)
     agon eval runs/a runs/b --seeds 0 1 2              # two runs, three sampling seeds each
     agon eval --data my.jsonl --question-field q --answer-field a   # any local dataset
@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from agon_env.algorithms.config import TrainConfig
 from agon_env.evaluation.methods import METHODS
 
 
@@ -91,14 +92,13 @@ def _kwargs(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def _task_choice(args: argparse.Namespace, cfg: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _task_choice(args: argparse.Namespace, cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
     if args.data:
         kwargs = {"path": args.data, "question_field": args.question_field, "answer_field": args.answer_field}
         return "agon/math-v0", {**kwargs, **_kwargs(args.env_kwarg)}
-    env_cfg = cfg.get("env") or {}
-    env_id = args.env or env_cfg.get("id") or "agon/arith-v0"
+    env_id = args.env or cfg.env.id
     # The run's task kwargs (e.g. difficulty) only apply when evaluating on the run's own env.
-    inherited = dict(env_cfg.get("kwargs") or {}) if env_id == env_cfg.get("id") else {}
+    inherited = dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
     return env_id, {**inherited, **_kwargs(args.env_kwarg)}
 
 
@@ -106,14 +106,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs, write_report
-    from agon_env.evaluation.runs import (
-        DEFAULT_MODEL,
-        PolicyLoader,
-        RunFolderError,
-        default_preset,
-        read_run_config,
-        sampling_from_config,
-    )
+    from agon_env.evaluation.runs import PolicyLoader, RunFolderError, read_run_config, sampling_for
     from agon_env.evaluation.splits import HOW_CHECKED, check_heldout, load_eval_data, training_pool
 
     def log(msg: str) -> None:
@@ -123,9 +116,9 @@ def run_eval(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         configs = [read_run_config(r) for r in args.runs]
-        cfg = configs[0] if configs else default_preset()
+        cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
         env_id, task_kwargs = _task_choice(args, cfg)
-        sampling = sampling_from_config(
+        sampling = sampling_for(
             cfg,
             temperature=args.temperature,
             top_p=args.top_p,
@@ -159,7 +152,7 @@ def run_eval(args: argparse.Namespace) -> int:
             for i, run in enumerate(args.runs):
                 results.append(evaluator.evaluate(loader.run_policies(run, index=i, model=args.model)))
         else:
-            model = args.model or (cfg.get("model") or {}).get("name") or DEFAULT_MODEL
+            model = args.model or cfg.model.name
             results.append(evaluator.evaluate(loader.base_policies(model)))
     except (RunFolderError, ValueError) as exc:
         print(f"agon eval: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ from agon_env.evaluation.methods import BASE, METHODS, Method, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData, Part
 from agon_env.evaluation.stats import (
+    cluster_bootstrap,
     complementarity,
     conversion,
     length_stats,
@@ -93,6 +94,11 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     out: dict[str, Any] = {
         "pass@1": pooled(seed_rates, confidence).to_dict(),
         "pass@1_across_seeds": spread([r.rate for r in seed_rates]).__dict__,
+        # Several samples of one problem are not independent: resample problems, not trials.
+        "pass@1_clustered": dict(
+            zip(("low", "high"), cluster_bootstrap(list(by_problem.values()), confidence), strict=True),
+            how="percentile bootstrap over problems (each problem's samples kept together)",
+        ),
         "pass@k": {
             str(k): v for k, v in pass_at_k_table([(len(v), sum(v)) for v in by_problem.values()]).items()
         },

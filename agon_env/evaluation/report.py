@@ -37,6 +37,11 @@ def _ci(r: dict[str, Any]) -> str:
     return f"[{_pct(r['low'])}, {_pct(r['high'])}]"
 
 
+def _method_ci(m: dict[str, Any], many_seeds: bool) -> str:
+    # With several seeds the trials are not independent: the problem-clustered interval.
+    return _ci(m["pass@1_clustered"] if many_seeds and "pass@1_clustered" in m else m["pass@1"])
+
+
 def _pass1(m: dict[str, Any]) -> str:
     seeds = m.get("pass@1_across_seeds") or {}
     if len(seeds.get("values") or ()) > 1:
@@ -67,7 +72,7 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
         [
             method_label(mid, m),
             _pass1(m),
-            _ci(m["pass@1"]),
+            _method_ci(m, many),
             _num(m["mean_length"]),
             _num(m["median_length"]),
             str(m["pass@1"]["trials"]),
@@ -77,8 +82,13 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
     lines += _table(header, rows)
     lines.append("")
     lines.append(
-        "pass@1 is the pooled fraction of correct final answers; the interval is Clopper–Pearson"
-        + (" over all seeds' trials pooled." if many else ".")
+        "pass@1 is the pooled fraction of correct final answers; the interval is "
+        + (
+            "a percentile bootstrap over problems (a problem's samples from all seeds resampled "
+            "together, since they are not independent)."
+            if many
+            else "Clopper–Pearson."
+        )
         + " Cascade lengths count both turns (the draft and the answer that read it)."
     )
     lines.append("")

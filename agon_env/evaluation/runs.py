@@ -15,54 +15,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agon_env.agents.protocol import SamplingParams
+from agon_env.algorithms.config import ConfigError, TrainConfig, load_run_config
 from agon_env.evaluation.evaluate import Policies
 from agon_env.evaluation.methods import BASE
 from agon_env.vocabulary import REFERENCE
-
-DEFAULT_MODEL = "smollm2-135m"
 
 
 class RunFolderError(ValueError):
     """A folder given as a run cannot be evaluated; the message says why."""
 
 
-def read_run_config(run_dir: str | Path) -> dict[str, Any]:
-    path = Path(run_dir) / "config.yaml"
+def read_run_config(run_dir: str | Path) -> TrainConfig:
+    """The run's ``config.yaml`` as a :class:`TrainConfig` (the same dataclasses ``agon train`` wrote)."""
     if not Path(run_dir).is_dir():
         raise RunFolderError(f"{run_dir}: no such run folder")
-    if not path.is_file():
-        raise RunFolderError(f"{run_dir} has no config.yaml: not a run folder written by `agon train`")
-    data = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(data, dict):
-        raise RunFolderError(f"{path} is not a YAML mapping")
-    return data
-
-
-def default_preset() -> dict[str, Any]:
-    """The packaged ``agon train`` default (model, env, sampling), used when no run is given."""
-    from importlib import resources
-
     try:
-        text = resources.files("agon_env").joinpath("configs", "default.yaml").read_text()
-    except (FileNotFoundError, ModuleNotFoundError):
-        return {}
-    return yaml.safe_load(text) or {}
+        return load_run_config(run_dir)
+    except ConfigError as exc:
+        raise RunFolderError(str(exc)) from None
 
 
-def sampling_from_config(cfg: dict[str, Any], **overrides: Any) -> SamplingParams:
-    """The run's rollout sampling (its ``sampling`` section), with command-line overrides."""
-    known = {f.name for f in fields(SamplingParams)}
-    saved = {k: v for k, v in (cfg.get("sampling") or {}).items() if k in known}
-    if "stop" in saved:
-        saved["stop"] = tuple(saved["stop"])
-    return SamplingParams(**{**saved, **{k: v for k, v in overrides.items() if v is not None}})
+def sampling_for(cfg: TrainConfig, **overrides: Any) -> SamplingParams:
+    """The run's rollout sampling, with the command line's overrides (``None``: keep the run's)."""
+    return replace(cfg.sampling, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
@@ -136,7 +116,7 @@ class PolicyLoader:
     def run_policies(self, run_dir: str | Path, index: int = 0, model: str | None = None) -> Policies:
         run_dir = Path(run_dir)
         cfg = read_run_config(run_dir)
-        model = model or (cfg.get("model") or {}).get("name") or DEFAULT_MODEL
+        model = model or cfg.model.name
         policies = self.base_policies(model, label=str(run_dir))
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
@@ -153,9 +133,8 @@ class PolicyLoader:
         return policies
 
     @staticmethod
-    def _add_from_state(base: Any, name: str, state: dict[str, Any], cfg: dict[str, Any]) -> None:
+    def _add_from_state(base: Any, name: str, state: dict[str, Any], cfg: TrainConfig) -> None:
         from agon_env.agents.adapters import LoraSpec
 
-        m = cfg.get("model") or {}
-        base.add_adapter(name, LoraSpec(r=int(m.get("lora_r", 16)), alpha=int(m.get("lora_alpha", 32))))
+        base.add_adapter(name, LoraSpec(r=cfg.model.lora_r, alpha=cfg.model.lora_alpha))
         base.load_adapter_state_dict(name, state)

@@ -194,11 +194,8 @@ def check_heldout(
     return found
 
 
-def training_pool(run_config: dict[str, Any]) -> Task:
+def training_pool(env_id: str, kwargs: dict[str, Any]) -> Task:
     """The problems a run trained on: its task on the ``train`` split, as ``agon train`` built it."""
-    env = run_config.get("env") or {}
-    env_id = env.get("id") or "agon/arith-v0"
-    kwargs = {k: v for k, v in (env.get("kwargs") or {}).items() if k not in ENV_KWARGS}
-    return agon_env.spec(env_id).load()(
-        **{**agon_env.spec(env_id).kwargs, **with_split(env_id, kwargs, "train")}
-    )
+    spec = agon_env.spec(env_id)
+    task_kwargs = {k: v for k, v in {**spec.kwargs, **kwargs}.items() if k not in ENV_KWARGS}
+    return spec.load()(**with_split(env_id, task_kwargs, "train"))

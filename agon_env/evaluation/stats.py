@@ -206,3 +206,37 @@ def conversion(
         raise ValueError(f"paired outcomes differ in length: {len(first_correct)} vs {len(second_correct)}")
     fixed = [bool(s) for f, s in zip(first_correct, second_correct, strict=True) if not f]
     return rate(fixed, confidence)
+
+
+BOOTSTRAP_REPS = 4000
+
+
+def cluster_bootstrap(per_problem: Sequence[Sequence[bool]], confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval of pass@1 when each problem was sampled several times.
+
+    Samples of one problem are not independent (the problem's difficulty is shared), so
+    a Clopper–Pearson interval over all seeds' trials pooled is too narrow. Resampling
+    whole problems (clusters) keeps that dependence. Seeded, so a report repeats.
+    """
+    import numpy as np
+
+    means = np.array([np.mean(x) for x in per_problem if len(x)], dtype=float)
+    if means.size == 0:
+        return (0.0, 1.0)
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, means.size, size=(BOOTSTRAP_REPS, means.size))
+    boot = means[draws].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return float(np.quantile(boot, alpha)), float(np.quantile(boot, 1 - alpha))
+
+
+def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Student-t interval of the mean of a few independent values (e.g. runs with different seeds)."""
+    vals = [float(v) for v in values if v is not None]
+    if len(vals) < 2:
+        return None
+    from scipy.stats import t
+
+    m, s = statistics.fmean(vals), statistics.stdev(vals)
+    half = float(t.ppf(0.5 + confidence / 2, len(vals) - 1)) * s / math.sqrt(len(vals))
+    return m - half, m + half

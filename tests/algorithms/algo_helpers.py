@@ -34,3 +34,17 @@ def scripted(name: str, texts: Sequence[str]) -> tuple[ScriptedAgent, list[Mappi
         return queue.pop(0)
 
     return ScriptedAgent(name, answer), seen
+
+
+def with_rewards(batch: Any, role: str, rewards: Sequence[float]) -> Any:
+    """``batch`` with ``role``'s stream rewarded ``rewards`` in stream order (turns are frozen)."""
+    from dataclasses import replace
+
+    from agon_env.algorithms.rollout import RolloutBatch
+
+    it = iter(rewards)
+    episodes = [
+        replace(e, turns=tuple(replace(t, reward=next(it)) if t.role == role else t for t in e.turns))
+        for e in batch.episodes
+    ]
+    return RolloutBatch(batch.problem_indices, batch.num_generations, episodes)

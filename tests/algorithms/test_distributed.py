@@ -19,7 +19,7 @@ from agon_env.algorithms.metrics import merge_samples, summarize
 HERE = Path(__file__).parent
 TINY = [
     "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
-    "--batch-problems", "4", "--num-generations", "4", "--max-new-tokens", "6", "--progress", "false",
+    "--batch-problems", "4", "--n", "4", "--sampling.max-new-tokens", "6", "--no-progress",
     "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1", "--seed", "5",
 ]  # fmt: skip
 TOLERANCE = 1e-5

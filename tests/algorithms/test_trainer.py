@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from algo_helpers import with_rewards
 
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.config import load_config
@@ -23,7 +24,7 @@ from agon_env.algorithms.trainer import Trainer
 HERE = Path(__file__).parent
 TINY = [
     "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
-    "--batch-problems", "2", "--n", "2", "--max-new-tokens", "4", "--progress", "false",
+    "--batch-problems", "2", "--n", "2", "--sampling.max-new-tokens", "4", "--no-progress",
     "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1",
 ]  # fmt: skip
 
@@ -42,10 +43,10 @@ def _cfg(tmp_path, **updates):
         "imports": "parity_env",
         "env.id": "test/parity-v0",
         "batch_problems": 2,
-        "num_generations": 4,
-        "max_new_tokens": 4,
+        "grpo.num_generations": 4,
+        "sampling.max_new_tokens": 4,
         "progress": False,
-        "lr": 1e-2,
+        "optim.lr": 1e-2,
         "out_dir": str(tmp_path / "run"),
         "threads": 1,
     }
@@ -79,7 +80,7 @@ def test_incompatible_checkpoint_is_refused_before_any_step(tmp_path, capsys):
     run = tmp_path / "run"
     assert main([*TINY, "--steps", "1", "--out-dir", str(run)]) == 0
     before = (run / "metrics.jsonl").read_text()
-    for extra in (["--lora-r", "8"], ["--algo", "grpo"]):
+    for extra in (["--model.lora-r", "8"], ["--algo", "grpo"]):
         assert main([*TINY, "--steps", "3", "--out-dir", str(run), "--resume", *extra]) == 2
         assert "incompatible checkpoint" in capsys.readouterr().err
     assert (run / "metrics.jsonl").read_text() == before
@@ -98,14 +99,12 @@ def test_time_budget_stops_cleanly(tmp_path, capsys):
 
 
 def test_update_changes_only_its_adapter(tmp_path):
-    tr = Trainer.build(_cfg(tmp_path, num_generations=4))
+    tr = Trainer.build(_cfg(tmp_path))
     frozen = {n: p.detach().clone() for n, p in tr.base.base_model.named_parameters() if "lora_" not in n}
     b_before = [p.detach().clone() for p in tr.base.parameters("agent_b")]
     a_before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
     batch = rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a")
-    batch.turns = [t for t in batch.turns if t.role == "drafter"]
-    for i, t in enumerate(batch.turns):
-        t.reward = float(i % 2)  # every group has variance
+    batch = with_rewards(batch, "drafter", [float(i % 2) for i in range(8)])  # every group has variance
     sb, keep = tr._stream(batch, "drafter", "agent_a")
     assert keep.all()
     stats = tr._update("agent_a", [sb])
@@ -118,9 +117,7 @@ def test_update_changes_only_its_adapter(tmp_path):
 
 def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
     tr = Trainer.build(_cfg(tmp_path))
-    batch = rollout(tr.env, tr.agents, [0], 4, drafter="agent_a")
-    for i, t in enumerate(batch.stream("drafter")):
-        t.reward = float(i % 2)
+    batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
     sb, _ = tr._stream(batch, "drafter", "agent_a")
     sb.turns[0].completion.logprobs[0] = float("nan")
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
@@ -133,7 +130,13 @@ def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
 def test_divergent_rivals(tmp_path):
     same = Trainer.build(_cfg(tmp_path, steps=1, divergence_kl_rollouts=4)).train_step()
     apart = Trainer.build(
-        _cfg(tmp_path, steps=1, divergence_kl_rollouts=4, lora_b_init_std=0.05, temperatures={"agent_b": 1.5})
+        _cfg(
+            tmp_path,
+            steps=1,
+            divergence_kl_rollouts=4,
+            **{"model.lora_b_init_std": 0.05},
+            temperatures={"agent_b": 1.5},
+        )
     ).train_step()
     assert same["divergence/kl"] == pytest.approx(0.0, abs=1e-9)  # B = 0: both adapters are the base
     assert apart["divergence/kl"] > 1e-4

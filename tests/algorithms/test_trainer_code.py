@@ -15,9 +15,9 @@ from agon_env.algorithms.run_log import read_metrics
 )
 def test_agon_step_on_humaneval_with_the_tiny_model(tmp_path):
     run = tmp_path / "he"
-    argv = ["--model", "tiny", "--algo", "agon", "--env", "agon/humaneval-v0", "--set", "env.kwargs.limit=3"]
-    argv += ["--batch-problems", "2", "--n", "2", "--max-new-tokens", "8", "--steps", "1"]
-    argv += ["--progress", "false", "--threads", "1", "--out-dir", str(run)]
+    argv = ["--model", "tiny", "--algo", "agon", "--env", "agon/humaneval-v0", "--env.kwargs", "limit=3"]
+    argv += ["--batch-problems", "2", "--n", "2", "--sampling.max-new-tokens", "8", "--steps", "1"]
+    argv += ["--no-progress", "--threads", "1", "--out-dir", str(run)]
     assert main(argv) == 0
     (record,) = read_metrics(run)
     assert record["step"] == 0 and record["time/scoring"] > 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from algo_helpers import with_rewards
 
 from agon_env.agents import smollm2_available
 from agon_env.algorithms.config import load_config
@@ -20,19 +21,19 @@ pytestmark = [
 
 def test_smollm2_update_starts_at_ratio_one(tmp_path):
     cfg = load_config(
-        "default",
+        None,
         {
             "algo": "grpo",
             "out_dir": str(tmp_path / "run"),
-            "num_generations": 2,
-            "max_new_tokens": 8,
+            "grpo.num_generations": 2,
+            "sampling.max_new_tokens": 8,
             "threads": 1,
         },
     )
     tr = Trainer.build(cfg)
     batch = rollout(tr.env, tr.agents, [0], 2, drafter="agent_a")  # solo: one drafting stage
-    for i, t in enumerate(batch.turns):
-        t.reward = float(i % 2)  # force variance: this checks the update, not the model's skill
+    # Force variance: this checks the update, not the model's skill.
+    batch = with_rewards(batch, "drafter", [0.0, 1.0])
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
     sb, _ = tr._stream(batch, "drafter", "agent_a")
     stats = tr._update("agent_a", [sb])

@@ -27,9 +27,9 @@ def test_train_with_vllm_rollouts(tmp_path, vllm_interpreter):
     env = {**os.environ, "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))}
     run = tmp_path / "run"
     cmd = [
-        python, "-m", "agon_env.algorithms.cli_train", "--backend", "vllm", "--algo", "agon",
-        "--steps", "2", "--batch-problems", "1", "--n", "4", "--max-new-tokens", "48",
-        "--difficulty", "1", "--progress", "false", "--out-dir", str(run),
+        python, "-m", "agon_env.algorithms.cli_train", "--model.backend", "vllm", "--algo", "agon",
+        "--steps", "2", "--batch-problems", "1", "--n", "4", "--sampling.max-new-tokens", "48",
+        "--env.kwargs", "difficulty=1", "--no-progress", "--out-dir", str(run),
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
