@@ -19,10 +19,13 @@ from agon_env.algorithms.metrics import merge_samples, summarize
 HERE = Path(__file__).parent
 TINY = [
     "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
-    "--batch-problems", "4", "--n", "4", "--sampling.max-new-tokens", "6", "--no-progress",
+    "--batch-problems", "4", "--grpo.num-generations", "4", "--sampling.max-new-tokens", "6", "--no-progress",
     "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1", "--seed", "5",
 ]  # fmt: skip
-TOLERANCE = 1e-5
+TOLERANCE = 5e-5
+"""Adam turns a near-zero gradient component into a step of up to ±lr, so the float rounding
+of gradients summed over two ranks shows as ~1e-5 after 3 steps at lr 1e-2 (measured 1.1e-5,
+adapters moving 2e-2); a missing gradient all-reduce fails the loss/grad-norm checks first."""
 """Max |Δ| allowed between 1- and 2-process adapter weights (float32 sums in another order)."""
 
 
