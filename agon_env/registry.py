@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,8 +88,13 @@ def register(
     return spec
 
 
+def close_matches(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
+    return difflib.get_close_matches(name, list(known), n=n, cutoff=0.4)
+
+
 def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    close = close_matches(name, known)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"
 

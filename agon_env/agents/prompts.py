@@ -1,7 +1,7 @@
 """Role prompts and chat-template rendering of env observations.
 
 The env emits ``{"text", "problem", "draft", "role"}`` and words the user turn itself
-(``text``; see :func:`agon_env.envs.draft_challenge.challenger_text`), so what the model
+(``text``; see :func:`agon_env.envs.exchange.challenger_text`), so what the model
 reads is decided in one place. An agent adds only what is about the *model*: a system
 message and worked examples for its role, then ``text`` verbatim as the last user turn.
 A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challenger's
@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agon_env.envs.draft_challenge import CHALLENGE, challenger_text
+from agon_env.envs.draft_challenge import CHALLENGE
+from agon_env.envs.exchange import challenger_text
 
 DRAFTER_SYSTEM = (
     "You are a careful problem solver. Reason step by step, then write a one-line "

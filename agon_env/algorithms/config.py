@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 import functools
 import types
 import typing
@@ -23,6 +22,7 @@ from typing import Any
 import yaml
 
 from agon_env.agents.protocol import SamplingParams
+from agon_env.registry import close_matches
 
 
 class ConfigError(ValueError):
@@ -194,8 +194,8 @@ def convert(key: str, tp: Any, value: Any) -> Any:
 def _unknown(key: str) -> ConfigError:
     keys = list(leaf_keys())
     by_leaf = {k.rsplit(".", 1)[-1]: k for k in keys}
-    guess = difflib.get_close_matches(key, keys, n=3)
-    guess += [by_leaf[n] for n in difflib.get_close_matches(key.rsplit(".", 1)[-1], by_leaf, n=2)]
+    guess = close_matches(key, keys)
+    guess += [by_leaf[n] for n in close_matches(key.rsplit(".", 1)[-1], by_leaf, n=2)]
     hint = f"did you mean {', '.join(dict.fromkeys(guess))}?" if guess else "see `agon train --help`"
     return ConfigError(f"unknown config key {key!r}: {hint}")
 

@@ -11,7 +11,7 @@ same config runs with 1 or N processes, and N processes compute the same step as
   same seeded sampler and keeps a contiguous shard of whole groups (:func:`shard`), so
   group-relative advantages need no communication. Sampling seeds are per episode, keyed
   by the *global* episode index, so a rollout does not depend on how episodes are split.
-* **Loss.** The aggregation's normalisers (kept sequences, tokens) are summed over ranks
+* **Loss.** The aggregation's normalisers (the stream's sequences and tokens) are summed over ranks
   before any loss is formed, so the ranks' local losses add up to the one-process loss.
 * **Gradients.** Each adapter's LoRA gradients are summed over ranks (one flat
   all-reduce per optimiser step) before clipping. Every rank then clips and steps the same
@@ -150,3 +150,28 @@ def agree(flag: bool, ctx: DistContext) -> bool:
 def barrier(ctx: DistContext) -> None:
     if ctx.enabled:
         dist.barrier()
+
+
+def check_batch(batch_problems: int, ctx: DistContext) -> None:
+    """Refuse a global batch that the processes cannot share out by whole problems."""
+    from agon_env.algorithms.config import ConfigError
+
+    if batch_problems % ctx.world:
+        raise ConfigError(
+            f"batch_problems={batch_problems} cannot be split over {ctx.world} processes: "
+            f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
+        )
+
+
+def reduce_step_metrics(local: dict[str, float], ctx: DistContext) -> dict[str, float]:
+    """One view of a step: times are the slowest rank's, everything else the ranks' mean.
+
+    Losses and gradient norms are already global (summed before use), so every rank
+    holds the same value and the mean returns it.
+    """
+    parts = all_gather_objects(local, ctx)
+    out: dict[str, float] = {}
+    for key in dict.fromkeys(k for part in parts for k in part):
+        values = [part[key] for part in parts if key in part]
+        out[key] = max(values) if key.startswith("time/") else sum(values) / len(values)
+    return out

@@ -20,7 +20,7 @@ from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.config import TrainConfig, ready, to_dict
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
-from agon_env.algorithms.trainer import Trainer, check_world
+from agon_env.algorithms.trainer import Trainer
 
 __all__ = ["train"]
 
@@ -52,7 +52,7 @@ def train(cfg: TrainConfig) -> Path:
 
 def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
     run_dir = cfg.run_dir
-    check_world(cfg, ctx)  # before the run folder exists, so a fixed rerun is not refused
+    dist.check_batch(cfg.batch_problems, ctx)  # before the run folder exists, so a fixed rerun is not refused
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
     dist.barrier(ctx)

@@ -47,7 +47,7 @@ from agon_env.algorithms.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from agon_env.algorithms.config import ConfigError, TrainConfig
+from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
@@ -59,16 +59,7 @@ from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["RunFolderError", "TaskScoreError", "Trainer", "check_world"]
-
-
-def check_world(cfg: TrainConfig, ctx: DistContext) -> None:
-    """Refuse a global batch that the processes cannot share out by whole problems."""
-    if cfg.batch_problems % ctx.world:
-        raise ConfigError(
-            f"batch_problems={cfg.batch_problems} cannot be split over {ctx.world} processes: "
-            f"use a multiple of {ctx.world} (it is the global batch, shared out by problem)"
-        )
+__all__ = ["RunFolderError", "TaskScoreError", "Trainer"]
 
 
 class TaskScoreError(RuntimeError):
@@ -107,7 +98,7 @@ class Trainer:
     @classmethod
     def build(cls, cfg: TrainConfig, ctx: DistContext | None = None) -> Trainer:
         ctx = ctx or DistContext(device=resolve_device(cfg))
-        check_world(cfg, ctx)
+        dist.check_batch(cfg.batch_problems, ctx)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         plugin = get_algorithm(cfg.algo)
@@ -257,24 +248,11 @@ class Trainer:
         local[M.NAN_SKIPPED] = float(self.counters["nan_skipped"])
         local[M.EPOCH] = float(self.sampler.epoch)
         samples = M.merge_samples(dist.all_gather_objects(M.metric_samples(batch), self.ctx))
-        metrics = {**M.summarize(samples), **self._across_ranks(local)}
+        metrics = {**M.summarize(samples), **dist.reduce_step_metrics(local, self.ctx)}
         metrics[M.TOKENS_PER_S] = metrics.get(M.TOKENS, 0.0) / max(metrics[M.TIME_ROLLOUT], 1e-9)
         return metrics
 
     # -- helpers ----------------------------------------------------------------------
-
-    def _across_ranks(self, local: dict[str, float]) -> dict[str, float]:
-        """One view of the step: times are the slowest rank's, everything else the ranks' mean.
-
-        Losses and gradient norms are already global (summed before use), so every
-        rank holds the same value and the mean returns it.
-        """
-        parts = dist.all_gather_objects(local, self.ctx)
-        out: dict[str, float] = {}
-        for key in dict.fromkeys(k for part in parts for k in part):
-            values = [part[key] for part in parts if key in part]
-            out[key] = max(values) if key.startswith("time/") else sum(values) / len(values)
-        return out
 
     def _stream(
         self, batch: RolloutBatch, role: str, adapter: str

@@ -23,10 +23,10 @@ mode           seats   what happens
 =============  ======  =============================================================
 
 Observations are ``{"text", "problem", "draft", "role"}``. ``text`` is the user turn
-the player reads, worded here and nowhere else (:func:`challenger_text`); an LLM agent
+the player reads, worded in one place (:func:`agon_env.envs.exchange.challenger_text`); an LLM agent
 sends it verbatim after its system prompt and worked examples. ``problem`` and
 ``draft`` are its parts: ``draft`` is what the challenger is shown of the draft -- its
-summary with every answer block removed, or :data:`NO_SUMMARY` when the draft gave no
+summary with every answer block removed, or :data:`~agon_env.envs.exchange.NO_SUMMARY` when the draft gave no
 usable summary (the challenger still plays the challenger) -- and is empty when no
 draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for
 challenging. Actions are the agent's
@@ -60,7 +60,8 @@ import numpy as np
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
-from agon_env.envs.format import Parsed, parse_completion, strip_answer_blocks
+from agon_env.envs.exchange import NO_SUMMARY, challenger_text, shown_draft
+from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
@@ -69,10 +70,6 @@ from agon_env.vocabulary import AGENT_A, ROLES, SEATS, other_seat
 
 DRAFT, CHALLENGE = 0, 1
 """Stages of an episode, and the observation's ``role`` field (``ROLES[i]`` names them)."""
-MAX_SUMMARY_CHARS = 4000
-"""Summaries are cut here so a rambling draft cannot flood the rival's context."""
-NO_SUMMARY = "(the draft gave no usable summary)"
-"""Shown in place of the summary when the draft has none (truncated, malformed or empty)."""
 
 
 @dataclass(frozen=True)
@@ -91,25 +88,6 @@ MODES: dict[str, ModeSpec] = {
     "self": ModeSpec(two_seats=False, challenge=True, shows_draft=True),
     "hidden": ModeSpec(two_seats=True, challenge=True, shows_draft=False),
 }
-
-
-def shown_draft(summary: str | None) -> str:
-    """What the challenger is shown of a draft: its summary without answer blocks, capped."""
-    return strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
-
-
-def challenger_text(problem: str, draft: str, own: bool = False) -> str:
-    """The challenger's user turn: the problem, the shown draft and the instruction.
-
-    ``own`` words it for self-refinement, where the draft is the player's own. The
-    answer block is removed, but the summary may still state the result: the prompt
-    says only what is true.
-    """
-    whose = "Your own earlier draft" if own else "A rival's draft"
-    return (
-        f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
-        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
-    )
 
 
 @dataclass(frozen=True)

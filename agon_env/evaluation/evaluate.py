@@ -55,6 +55,8 @@ class Policies:
     base: Agent | None
     adapters: dict[str, Agent] = field(default_factory=dict)
     identities: dict[str, str] = field(default_factory=dict)
+    algo: str = ""
+    """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
 
     def agent(self, name: str) -> Agent:
         if name == BASE:
@@ -204,7 +206,7 @@ class Evaluator:
             }
             acc = results[m.id]["pass@1"]["rate"]
             self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")
-        out: dict[str, Any] = {"label": policies.label, "methods": results}
+        out: dict[str, Any] = {"label": policies.label, "algo": policies.algo, "methods": results}
         cascades = [m for m in methods if m.family.chooses_direction]
         if cascades:
             out["selection"] = self._select(cascades, policies, results)

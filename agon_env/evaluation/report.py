@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.methods import METHODS, method_of
-from agon_env.evaluation.stats import Rate, pooled, spread
+from agon_env.evaluation.stats import Rate, pooled, spread, t_interval
 
 REPORT_VERSION = 1
 
@@ -188,28 +188,55 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
     return lines
 
 
+CHOSEN_CASCADE = "cascade (direction chosen on validation)"
+"""Row of each run's own validation-chosen cascade (the direction may differ between runs)."""
+
+
 def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
-    """Mean ± std over runs of each method's pass@1, and the pooled interval, for methods in every run."""
-    if len(runs) < 2:
-        return {}
-    # The base's methods do not change from run to run (same base, same cached samples).
-    shared = [
-        m
-        for m in runs[0]["methods"]
-        if all(m in r["methods"] for r in runs[1:]) and not METHODS[runs[0]["methods"][m]["family"]].uses_base
-    ]
-    out = {}
-    for mid in shared:
-        rates = [r["methods"][mid]["pass@1"] for r in runs]
-        pooled_rate = pooled(
-            [Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence
-        )
-        out[mid] = {
-            "pass@1_across_runs": spread([x["rate"] for x in rates]).__dict__,
-            "pass@1_pooled": pooled_rate.to_dict(),
-            "mean_length_across_runs": spread([r["methods"][mid]["mean_length"] for r in runs]).__dict__,
-        }
+    """Per algorithm with two or more runs: each method's pass@1 mean ± std over runs, a
+    t-interval over runs, and the pooled interval. Runs of different algorithms are never
+    pooled; the untrained base's methods (the same in every run) are left out."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        groups.setdefault(r.get("algo") or r["label"], []).append(r)
+    out: dict[str, Any] = {}
+    for algo, group in groups.items():
+        if len(group) < 2:
+            continue
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for r in group:
+            for mid, m in r["methods"].items():
+                if not METHODS[m["family"]].uses_base:
+                    rows.setdefault(mid, []).append(m)
+            chosen = (r.get("selection") or {}).get("chosen")
+            if chosen:
+                rows.setdefault(CHOSEN_CASCADE, []).append(r["methods"][chosen])
+        out[algo] = {mid: _spread_row(ms, confidence) for mid, ms in rows.items() if len(ms) == len(group)}
     return out
+
+
+def _spread_row(methods: Sequence[dict[str, Any]], confidence: float) -> dict[str, Any]:
+    rates = [m["pass@1"] for m in methods]
+    interval = t_interval([x["rate"] for x in rates], confidence)
+    pooled_rate = pooled([Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence)
+    return {
+        "runs": len(methods),
+        "pass@1_across_runs": spread([x["rate"] for x in rates]).__dict__,
+        "pass@1_t_interval": None if interval is None else {"low": interval[0], "high": interval[1]},
+        "pass@1_pooled": pooled_rate.to_dict(),
+        "mean_length_across_runs": spread([m["mean_length"] for m in methods]).__dict__,
+    }
+
+
+def _disjoint(data: dict[str, Any]) -> str:
+    check = data.get("disjoint") or {}
+    if not check:
+        return "disjointness not checked"
+    training = check.get("test_and_training") or {}
+    overlaps = check.get("test_and_validation", 0) + sum(training.values())
+    against = "validation" + (" and each run's training pool" if training else "")
+    verdict = f"{overlaps} overlapping, allowed by --allow-overlap" if overlaps else "disjoint"
+    return f"{verdict} from {against} by {check['how']}"
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -218,7 +245,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"# agon eval: {data['env']} ({data['task']})",
         "",
         f"{data['test_problems']} test problems, {data['validation_problems']} validation problems "
-        f"(disjoint), seeds {report['seeds']}, {int(100 * report['confidence'])}% intervals. "
+        f"({_disjoint(data)}), seeds {report['seeds']}, {int(100 * report['confidence'])}% intervals. "
         f"Sampling: {json.dumps(report.get('sampling', {}))}. Wall time {_num(report.get('seconds'), 0)} s.",
         "",
     ]
@@ -226,20 +253,36 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _run_section(run, report)
     across = report.get("across_runs") or {}
     if across:
-        lines += ["## Across runs", ""]
+        lines += ["## Across runs (per algorithm)", ""]
         rows = [
             [
-                method_label(mid),
+                algo,
+                mid if mid == CHOSEN_CASCADE else method_label(mid),
+                str(v["runs"]),
                 f"{_pct(v['pass@1_across_runs']['mean'])} ± {_pct(v['pass@1_across_runs']['std'])}",
-                _ci(v["pass@1_pooled"]),
+                _ci(v["pass@1_t_interval"]) if v.get("pass@1_t_interval") else "–",
                 _num(v["mean_length_across_runs"]["mean"]),
             ]
-            for mid, v in across.items()
+            for algo, methods in across.items()
+            for mid, v in methods.items()
         ]
         lines += _table(
-            ["Method", "pass@1 (%) mean ± std over runs", "pooled 95% CI (%)", "mean trace length"], rows
+            [
+                "Algorithm",
+                "Method",
+                "runs",
+                "pass@1 (%) mean ± std",
+                "95% t-interval over runs (%)",
+                "mean length",
+            ],
+            rows,
         )
-        lines.append("")
+        lines += [
+            "",
+            "Runs are grouped by the algorithm that trained them; the interval treats runs as the "
+            "independent units (seeds of training), not the problems within them.",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -118,6 +118,7 @@ class PolicyLoader:
         cfg = read_run_config(run_dir)
         model = model or cfg.model.name
         policies = self.base_policies(model, label=str(run_dir))
+        policies.algo = cfg.algo
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
             unique = f"r{index}_{name}"

@@ -4,7 +4,7 @@ import pytest
 
 import agon_env
 from agon_env.agents import Agent, Completion, LLMAgent, RandomAgent, SamplingParams, ScriptedAgent
-from agon_env.envs.draft_challenge import challenger_text
+from agon_env.envs.exchange import challenger_text
 from agon_env.envs.format import parse_completion
 from agon_env.vocabulary import REFERENCE
 

@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agon_env
-from agon_env.envs.draft_challenge import NO_SUMMARY, DraftChallengeEnv, TurnResult, challenger_text
+from agon_env.envs.draft_challenge import DraftChallengeEnv, TurnResult
+from agon_env.envs.exchange import NO_SUMMARY, challenger_text
 from agon_env.envs.tasks.base import ListTask, Problem
 
 PROBLEMS = [

@@ -5,7 +5,13 @@ import pytest
 from eval_fakes import FakeAgent, hashed
 
 from agon_env.evaluation.evaluate import Evaluator, Policies
-from agon_env.evaluation.report import across_runs, method_label, render_markdown, write_report
+from agon_env.evaluation.report import (
+    CHOSEN_CASCADE,
+    across_runs,
+    method_label,
+    render_markdown,
+    write_report,
+)
 from agon_env.evaluation.splits import load_eval_data
 
 
@@ -23,6 +29,7 @@ def report():
             f"runs/agon-seed{i}",
             FakeAgent("base", hashed("base", 3)),
             {"agent_a": FakeAgent("a", noisy), "agent_b": FakeAgent("b", hashed(f"b{i}", 2), fixes=True)},
+            algo="agon",
         )
         runs.append(Evaluator(data, seeds=[0, 1]).evaluate(pol))
     return {
@@ -37,20 +44,30 @@ def report():
 
 
 def test_across_runs_pools_counts_and_skips_the_base(report):
-    across = report["across_runs"]
+    across = report["across_runs"]["agon"]
     assert "zero-shot" not in across and "moa" not in across
+    chosen = [r["methods"][r["selection"]["chosen"]]["pass@1"]["rate"] for r in report["runs"]]
+    assert across[CHOSEN_CASCADE]["pass@1_across_runs"]["values"] == tuple(chosen)
     a = across["standalone:agent_a"]
     rates = [r["methods"]["standalone:agent_a"]["pass@1"] for r in report["runs"]]
     assert a["pass@1_pooled"]["trials"] == sum(r["trials"] for r in rates) == 48
     assert a["pass@1_across_runs"]["mean"] == pytest.approx(sum(r["rate"] for r in rates) / 2)
     assert across_runs(report["runs"][:1]) == {}
+    low, high = a["pass@1_t_interval"]["low"], a["pass@1_t_interval"]["high"]
+    assert low <= a["pass@1_across_runs"]["mean"] <= high
+
+
+def test_across_runs_never_pools_two_algorithms(report):
+    coop = dict(report["runs"][1], algo="coop")
+    assert across_runs([report["runs"][0], coop]) == {}  # one run each: nothing to average
+    assert set(across_runs([*report["runs"], coop, coop])) == {"agon", "coop"}
 
 
 def test_markdown_has_table_one_pass_at_k_and_across_runs(report):
     md = render_markdown(report)
     assert md.count("| Method | pass@1 (%) mean ± std over seeds | 95% CI (%) |") == 2
     assert "### pass@k over seeds" in md and "pass@2 (%)" in md
-    assert "## Across runs" in md and "| Standalone agent_a |" in md
+    assert "## Across runs (per algorithm)" in md and "| agon | Standalone agent_a |" in md
     assert "### Blind-spot complementarity (test)" in md
     # Every table row has as many cells as its header (no stray '|' inside a cell).
     for block in md.split("\n\n"):
