@@ -130,7 +130,10 @@ def run_eval(args: argparse.Namespace) -> int:
         )
         check_heldout(
             data,
-            [(str(r), training_pool(c)) for r, c in zip(args.runs, configs, strict=True)],
+            [
+                (str(r), training_pool(c.env.id, c.env.kwargs))
+                for r, c in zip(args.runs, configs, strict=True)
+            ],
             args.allow_overlap,
         )
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
