@@ -88,9 +88,9 @@ def register(
     return spec
 
 
-def close_matches(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:
     """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
-    return difflib.get_close_matches(name, list(known), n=n, cutoff=0.4)
+    return difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
 
 
 def unknown_id_message(kind: str, name: str, known: list[str]) -> str:

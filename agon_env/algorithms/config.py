@@ -194,8 +194,9 @@ def convert(key: str, tp: Any, value: Any) -> Any:
 def _unknown(key: str) -> ConfigError:
     keys = list(leaf_keys())
     by_leaf = {k.rsplit(".", 1)[-1]: k for k in keys}
-    guess = close_matches(key, keys)
-    guess += [by_leaf[n] for n in close_matches(key.rsplit(".", 1)[-1], by_leaf, n=2)]
+    # Stricter than ids (0.6): config keys share many short words.
+    guess = close_matches(key, keys, cutoff=0.6)
+    guess += [by_leaf[n] for n in close_matches(key.rsplit(".", 1)[-1], by_leaf, n=2, cutoff=0.6)]
     hint = f"did you mean {', '.join(dict.fromkeys(guess))}?" if guess else "see `agon train --help`"
     return ConfigError(f"unknown config key {key!r}: {hint}")
 

@@ -16,7 +16,7 @@ from algo_helpers import with_rewards
 
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.config import load_config
-from agon_env.algorithms.registry import algorithm_names
+from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.trainer import Trainer
@@ -63,9 +63,23 @@ def test_agon_train_runs_every_plugin(tmp_path, algo, capsys):
     assert (run / "config.yaml").is_file() and list((run / "tb").iterdir())
     for name in ("agent_a",) + (("agent_b",) if algo not in ("grpo", "self-refine") else ()):
         assert (run / "adapters" / name / "adapter_model.safetensors").is_file()
-    for r in records:
-        assert r["nan_skipped"] == 0 and 0 <= r["groups_dropped"] <= 1
-        assert r["time/step"] >= r["time/rollout"] > 0
+    plugin = get_algorithm(algo)
+    for step, r in enumerate(records):
+        assert r["nan_skipped"] == 0 and r["time/step"] >= r["time/rollout"] > 0
+        seats = plugin.seats(step)
+        # Who played which role is the plugin's schedule, and only its streams were trained.
+        assert f"reward/{seats['drafter']}/drafter" in r
+        two_turns = plugin.env_mode != "solo"
+        assert (f"reward/{seats['challenger']}/challenger" in r) == two_turns
+        assert ("conversion_rate" in r or "acc/drafter" in r) and ("reward/challenger" in r) == two_turns
+        # Every stream has B groups, so the overall drop rate is the mean of the per-role ones.
+        per_role = [r[f"groups_dropped/{role}"] for role in plugin.trained_roles]
+        assert r["groups_dropped"] == pytest.approx(sum(per_role) / len(per_role))
+        assert set(k for k in r if k.startswith("lr/")) == {f"lr/{a}" for a in plugin.adapters}
+        # A hidden-mode challenger is never shown a draft, so nothing can be unusable in it.
+        assert ("draft_unusable" in r) == (plugin.env_mode in ("challenge", "self"))
+    updated = {k.split("/", 1)[1] for r in records for k in r if k.startswith("loss/")}
+    assert updated <= set(plugin.adapters) and updated, "at least one adapter was updated"
 
 
 def test_existing_run_folder_is_refused_with_one_line(tmp_path, capsys):
@@ -98,19 +112,22 @@ def test_time_budget_stops_cleanly(tmp_path, capsys):
     assert (run / "adapters" / "agent_a").is_dir() and (run / "curves.png").is_file()
 
 
-def test_update_changes_only_its_adapter(tmp_path):
+@pytest.mark.parametrize(
+    ("role", "adapter", "other"), [("drafter", "agent_a", "agent_b"), ("challenger", "agent_b", "agent_a")]
+)
+def test_update_changes_only_its_adapter(tmp_path, role, adapter, other):
     tr = Trainer.build(_cfg(tmp_path))
     frozen = {n: p.detach().clone() for n, p in tr.base.base_model.named_parameters() if "lora_" not in n}
-    b_before = [p.detach().clone() for p in tr.base.parameters("agent_b")]
-    a_before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
+    other_before = [p.detach().clone() for p in tr.base.parameters(other)]
+    own_before = [p.detach().clone() for p in tr.base.parameters(adapter)]
     batch = rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a")
-    batch = with_rewards(batch, "drafter", [float(i % 2) for i in range(8)])  # every group has variance
-    sb, keep = tr._stream(batch, "drafter", "agent_a")
+    batch = with_rewards(batch, role, [float(i % 2) for i in range(8)])  # every group has variance
+    sb, keep = tr._stream(batch, role, adapter)
     assert keep.all()
-    stats = tr._update("agent_a", [sb])
-    assert stats["ratio_mean/agent_a"] == pytest.approx(1.0, abs=1e-4)  # sampler and trainer agree
-    assert any(not torch.equal(a, p) for a, p in zip(a_before, tr.base.parameters("agent_a"), strict=True))
-    assert all(torch.equal(b, p) for b, p in zip(b_before, tr.base.parameters("agent_b"), strict=True))
+    stats = tr._update(adapter, [sb])
+    assert stats[f"ratio_mean/{adapter}"] == pytest.approx(1.0, abs=1e-4)  # sampler and trainer agree
+    assert any(not torch.equal(a, p) for a, p in zip(own_before, tr.base.parameters(adapter), strict=True))
+    assert all(torch.equal(b, p) for b, p in zip(other_before, tr.base.parameters(other), strict=True))
     after = dict(tr.base.base_model.named_parameters())
     assert all(torch.equal(v, after[n]) for n, v in frozen.items())
 

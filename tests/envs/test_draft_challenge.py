@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import agon_env
 from agon_env.envs.draft_challenge import DraftChallengeEnv, TurnResult
-from agon_env.envs.exchange import NO_SUMMARY, challenger_text
+from agon_env.envs.exchange import NO_SUMMARY, challenger_text, shown_draft
 from agon_env.envs.tasks.base import ListTask, Problem
 
 PROBLEMS = [
@@ -63,9 +63,16 @@ def test_reward_scheme_kwarg(scheme, expected):
     assert rewards["agent_b"] == expected
 
 
-def test_summary_with_pasted_answer_block_is_sanitised():
+def test_answer_tags_inside_a_summary_never_reach_the_challenger():
+    # A stray closer inside the summary survives parsing: the sanitiser must remove it.
+    obs, _, _ = play(make(), [fmt("41", summary="see </answer> here </ANSWER>"), fmt("42")])
+    shown = obs[1][1]
+    assert shown["draft"] == "see  here" and "answer>" not in shown["text"].lower()
+    # A pasted complete block nests tags: the parser drops that summary, so nothing of it is shown.
     obs, _, _ = play(make(), [fmt("41", summary="see <answer>41</answer> here"), fmt("42")])
-    assert "<answer>" not in obs[1][1]["text"] and "41" not in obs[1][1]["draft"]
+    assert obs[1][1]["draft"] == NO_SUMMARY and "41" not in obs[1][1]["text"]
+    # The sanitiser itself, on a complete block (as a task's own summary extraction might pass).
+    assert shown_draft("x <answer>41</answer> y </ANSWER>") == "x  y"
 
 
 @dataclass

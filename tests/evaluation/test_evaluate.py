@@ -89,8 +89,11 @@ def test_accuracies_match_what_the_agents_can_solve(data):
     assert comp["conversion"]["cascade:agent_a>agent_b"]["rate"] == 1.0
     # a reading b's wrong draft is right exactly where a solves the problem alone.
     assert comp["conversion"]["cascade:agent_b>agent_a"]["rate"] == pytest.approx(len(fb - fa) / len(fb))
-    # The base's two samples are deterministic here, so their failure sets coincide.
-    assert res["complementarity"]["base"]["jaccard"] in (1.0, None)
+    # The base's two samples are deterministic here, so their failure sets coincide exactly.
+    base_wrong = sum(1 for p in prompts if not hashed("base", 3)(p))
+    assert base_wrong > 0
+    pair = res["complementarity"]["base"]
+    assert (pair["jaccard"], pair["both_wrong"], pair["exactly_one_wrong"]) == (1.0, base_wrong, 0)
 
 
 def test_direction_is_chosen_on_validation(data):
