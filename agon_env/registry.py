@@ -33,7 +33,16 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 ENV_KWARGS = frozenset(
-    {"mode", "reward_scheme", "lam", "gamma", "max_text_length", "render_mode", "redact_answer"}
+    {
+        "mode",
+        "reward_scheme",
+        "lam",
+        "gamma",
+        "max_text_length",
+        "render_mode",
+        "redact_answer",
+        "tiebreak_drafter",
+    }
 )
 
 

@@ -43,6 +43,7 @@ def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
         reward_scheme=plugin.reward_scheme,
         lam=cfg.env.lam,
         gamma=cfg.env.gamma,
+        tiebreak_drafter=cfg.env.tiebreak_drafter,
         **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from agon_env.agents.protocol import Agent
+from agon_env.algorithms.distributed import DistContext, all_sum
 from agon_env.episodes import Episode, Played, Start, Turn, play_episodes
 from agon_env.seeding import derive_seed
 
@@ -86,3 +87,20 @@ def rollout(
 
     played: Played = play_episodes(env, agents, starts, seed_of)
     return RolloutBatch(list(problem_indices), n, played.episodes, played.acting_s, played.stepping_s)
+
+
+class TaskScoreError(RuntimeError):
+    """Every answer of a step failed to score: the task is broken, not the policy."""
+
+
+def check_scoring(batch: RolloutBatch, step: int, ctx: DistContext) -> None:
+    """Stop a run whose task raised on every answer of a step: it would train on noise."""
+    scored = [t for t in batch.turns if t.answer]
+    failed = [t for t in scored if t.score_error is not None]
+    n_failed, n_scored = all_sum([len(failed), len(scored)], ctx)
+    if n_scored and n_failed == n_scored:
+        first = failed[0].score_error if failed else "(raised on another rank)"
+        raise TaskScoreError(
+            f"step {step}: the task's score() raised on all {int(n_scored)} answers; "
+            f"fix the task (first traceback below)\n{first}"
+        )

@@ -52,7 +52,7 @@ from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
-from agon_env.algorithms.rollout import RolloutBatch, rollout
+from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.episodes import Turn
@@ -60,10 +60,6 @@ from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 __all__ = ["RunFolderError", "TaskScoreError", "Trainer"]
-
-
-class TaskScoreError(RuntimeError):
-    """Every answer of a step failed to score: the task is broken, not the policy."""
 
 
 @dataclass
@@ -199,20 +195,8 @@ class Trainer:
             step=self.step,
             episode_offset=first * cfg.grpo.num_generations,
         )
-        self._check_scoring(batch)
+        check_scoring(batch, self.step, self.ctx)
         return batch, self._divergence_kl(batch, seats)
-
-    def _check_scoring(self, batch: RolloutBatch) -> None:
-        """Stop a run whose task raised on every answer of a step: it would train on noise."""
-        scored = [t for t in batch.turns if t.answer]
-        failed = [t for t in scored if t.score_error is not None]
-        n_failed, n_scored = dist.all_sum([len(failed), len(scored)], self.ctx)
-        if n_scored and n_failed == n_scored:
-            first = failed[0].score_error if failed else "(raised on another rank)"
-            raise TaskScoreError(
-                f"step {self.step}: the task's score() raised on all {int(n_scored)} answers; "
-                f"fix the task (first traceback below)\n{first}"
-            )
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""
@@ -230,8 +214,11 @@ class Trainer:
 
     def _update_all(self, streams: dict[str, list[StreamBatch]], local: dict[str, float]) -> None:
         """One update per adapter (its schedule steps even when all its groups were dropped)."""
+        trained = list(self.plugin.updates(self.step).values())
         for name in self.plugin.adapters:
-            stats = self._update(name, streams.get(name, []))
+            # An adapter trained by two streams (self-refine) takes their mean, so its
+            # update has the scale of one stream, like each adapter of the two-seat recipes.
+            stats = self._update(name, streams.get(name, []), scale=1.0 / max(1, trained.count(name)))
             local.update(stats)
             if stats:  # updated on every rank, also one that held none of the kept groups
                 self._sync([name])
@@ -304,7 +291,7 @@ class Trainer:
             pad_id=self.base.tokenizer.pad_token_id or 0,
         )
 
-    def _update(self, adapter: str, streams: list[StreamBatch]) -> dict[str, float]:
+    def _update(self, adapter: str, streams: list[StreamBatch], scale: float = 1.0) -> dict[str, float]:
         """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``.
 
         With several processes, gradients and the loss are summed over ranks before the
@@ -323,7 +310,7 @@ class Trainer:
                     opt.zero_grad(set_to_none=True)
                     total = 0.0
                     for sb in streams:
-                        total += self._accumulate(sb, stats)
+                        total += self._accumulate(sb, stats, scale)
                     dist.all_reduce_grads(params, self.ctx)
                     total = dist.all_sum([total], self.ctx)[0]
                     norm = torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm or float("inf"))
@@ -345,8 +332,8 @@ class Trainer:
             self.base.model.eval()
         return {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
 
-    def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]]) -> float:
-        """Backward the stream's loss micro-batch by micro-batch; return its value."""
+    def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]], scale: float = 1.0) -> float:
+        """Backward ``scale`` × the stream's loss micro-batch by micro-batch; return its value."""
         g, total = self.cfg.grpo, 0.0
         mb = g.micro_batch
         for lo in range(0, len(sb.turns), mb):
@@ -372,6 +359,7 @@ class Trainer:
                 beta=g.beta,
                 ref_logp=ref,
             )
+            loss = loss * scale
             if torch.isfinite(loss):
                 loss.backward()
             total += float(loss.detach())

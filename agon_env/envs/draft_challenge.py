@@ -164,6 +164,7 @@ class DraftChallengeEnv(AECEnv):
         max_text_length: int = 65536,
         render_mode: str | None = None,
         redact_answer: bool = False,
+        tiebreak_drafter: bool = False,
     ) -> None:
         """``redact_answer`` (beyond the paper, off by default) also blanks every statement of
         the draft's final answer inside the summary the challenger is shown; the paper's rule
@@ -181,6 +182,7 @@ class DraftChallengeEnv(AECEnv):
         self.reward_scheme, self.lam, self.gamma = reward_scheme, lam, gamma
         self.max_text_length = max_text_length
         self.redact_answer = redact_answer
+        self.tiebreak_drafter = tiebreak_drafter
         self.render_mode = render_mode
         self.possible_agents = list(SEATS)
         text = UnicodeText(max_text_length)
@@ -200,6 +202,7 @@ class DraftChallengeEnv(AECEnv):
             max_text_length=self.max_text_length,
             render_mode=self.render_mode,
             redact_answer=self.redact_answer,
+            tiebreak_drafter=self.tiebreak_drafter,
         )
 
     def observation_space(self, agent: str) -> Dict:
@@ -320,7 +323,9 @@ class DraftChallengeEnv(AECEnv):
         draft = self.turns[0].outcome
         if len(self.turns) == 1:
             return [drafter_reward(draft, self.lam)]
-        return list(episode_rewards(draft, self.turns[1].outcome, self.reward_scheme, self.lam, self.gamma))
+        second = self.turns[1].outcome
+        scheme, lam, gamma = self.reward_scheme, self.lam, self.gamma
+        return list(episode_rewards(draft, second, scheme, lam, gamma, self.tiebreak_drafter))
 
     def _finish(self) -> None:
         self.results = tuple(

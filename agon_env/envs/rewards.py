@@ -11,8 +11,14 @@ scheme          drafter ``R(a)``             challenger ``R(b)``
 ==============  ===========================  ==========================================
 
 The drafter always trains with plain GRPO rewards; only the challenger's term changes,
-so a scheme is one function of ``(c_a, c_b)``. The optional length tiebreak adds ``γ``
-to the shorter of two correct traces (nothing on an exact tie). Add a scheme with
+so a scheme is one function of ``(c_a, c_b)``.
+
+The optional length tiebreak ``γ``: a turn is *eligible* when both the draft and the
+challenge are correct and its trace is strictly shorter than the other's (tokens when
+the agent reported them, else characters; nothing on an exact tie or when either is
+wrong). By default only the challenger can earn it, so the drafter's reward stays free
+of rival terms (plain GRPO, as in the paper's drafter stream); ``tiebreak_drafter=True``
+lets an eligible drafter earn it too. Add a scheme with
 :func:`register_scheme`; the env looks schemes up by name, so no caller branches on them.
 """
 
@@ -77,11 +83,16 @@ def length_tiebreak(a: Outcome, b: Outcome, gamma: float) -> tuple[float, float]
 
 
 def episode_rewards(
-    a: Outcome, b: Outcome, scheme: str = "conversion", lam: float = 0.5, gamma: float | None = None
+    a: Outcome,
+    b: Outcome,
+    scheme: str = "conversion",
+    lam: float = 0.5,
+    gamma: float | None = None,
+    tiebreak_drafter: bool = False,
 ) -> tuple[float, float]:
     """``(R(a), R(b))`` for one drafter/challenger pair, tiebreak included when ``gamma`` is set."""
     ra, rb = drafter_reward(a, lam), challenger_reward(a, b, scheme, lam)
     if gamma:
         ba, bb = length_tiebreak(a, b, gamma)
-        ra, rb = ra + ba, rb + bb
+        ra, rb = ra + (ba if tiebreak_drafter else 0.0), rb + bb
     return ra, rb

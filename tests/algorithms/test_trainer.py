@@ -214,3 +214,26 @@ def test_sigkill_and_resume_matches_an_uninterrupted_run(tmp_path):
     a, b = _strip(read_metrics(tmp_path / "a")), _strip(read_metrics(tmp_path / "b"))
     assert [r["step"] for r in b] == [0, 1, 2, 3, 4]
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def test_an_adapter_trained_by_two_streams_takes_their_mean(tmp_path, monkeypatch):
+    scales: dict[str, float] = {}
+    original = Trainer._update
+
+    def spy(self, adapter, streams, scale=1.0):
+        scales[adapter] = scale
+        return original(self, adapter, streams, scale)
+
+    monkeypatch.setattr(Trainer, "_update", spy)
+    Trainer.build(_cfg(tmp_path, algo="self-refine")).train_step()
+    assert scales == {"agent_a": 0.5}  # drafts and refinements: one stream's scale
+    Trainer.build(_cfg(tmp_path, algo="agon")).train_step()
+    assert scales == {"agent_a": 1.0, "agent_b": 1.0}
+    # The scale multiplies the loss (and so the gradient) exactly.
+    losses = []
+    for scale in (1.0, 0.5):
+        tr = Trainer.build(_cfg(tmp_path))
+        batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
+        sb, _ = tr._stream(batch, "drafter", "agent_a")
+        losses.append(original(tr, "agent_a", [sb], scale)["loss/agent_a"])
+    assert losses[1] == pytest.approx(0.5 * losses[0], rel=1e-5)

@@ -253,3 +253,11 @@ def test_summary_leak_is_measured_and_redaction_blanks_the_answer():
     assert not env.unwrapped.results[1].summary_leak
     _, _, _ = play(env, [fmt("41", summary="I added the tens."), fmt("42")])
     assert not env.unwrapped.results[1].summary_leak and env.unwrapped.results[1].draft == "I added the tens."
+
+
+def test_the_drafter_earns_the_tiebreak_only_when_allowed():
+    short, long = FakeCompletion(fmt("42"), 10), FakeCompletion(fmt("42"), 30)
+    _, rewards, _ = play(make(gamma=0.5), [short, long])
+    assert rewards == {"agent_a": 2.5, "agent_b": 2.5}  # the drafter's reward has no rival term
+    _, rewards, _ = play(make(gamma=0.5, tiebreak_drafter=True), [short, long])
+    assert rewards == {"agent_a": 3.0, "agent_b": 2.5}

@@ -47,8 +47,11 @@ def test_length_tiebreak():
     assert length_tiebreak(o(1, n=9), o(1, n=5), 0.5) == (0.0, 0.5)
     assert length_tiebreak(o(1, n=5), o(1, n=5), 0.5) == (0.0, 0.0)
     assert length_tiebreak(o(0, n=5), o(1, n=9), 0.5) == (0.0, 0.0)
-    assert episode_rewards(o(1, n=3), o(1, n=4), gamma=0.5) == (3.0, 2.5)
-    assert episode_rewards(o(1, n=3), o(1, n=4), "margin", gamma=0.5) == (3.0, 2.5)
+    # The drafter is shorter: it earns γ only when the flag lets a rival term into its reward.
+    assert episode_rewards(o(1, n=3), o(1, n=4), gamma=0.5) == (2.5, 2.5)
+    assert episode_rewards(o(1, n=3), o(1, n=4), gamma=0.5, tiebreak_drafter=True) == (3.0, 2.5)
+    assert episode_rewards(o(1, n=3), o(1, n=4), "margin", gamma=0.5, tiebreak_drafter=True) == (3.0, 2.5)
+    assert episode_rewards(o(1, n=4), o(1, n=3), gamma=0.5) == (2.5, 3.0)  # the shorter challenger
 
 
 def test_unknown_and_duplicate_schemes():

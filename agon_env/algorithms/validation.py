@@ -1,0 +1,79 @@
+"""Every check a training config gets before it runs, with a one-line fix per problem.
+
+The choice tables (algorithms, backends, dtypes, schedules, advantages, aggregations)
+live with the code that uses them and are imported here, not restated.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from agon_env.algorithms.config import ConfigError, TrainConfig
+
+
+def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
+    # The choice tables live with the code that uses them; torch loads only here.
+    from agon_env.algorithms.builders import BACKENDS, DTYPES
+    from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
+    from agon_env.algorithms.registry import get_algorithm
+    from agon_env.algorithms.schedules import DECAYS
+
+    def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
+        value = functools.reduce(getattr, key.split("."), c)
+        return bool(ok(value)), f"{key} = {value!r}: {fix}"
+
+    def one_of(key: str, choices: Any) -> tuple[bool, str]:
+        return need(key, lambda v: v in choices, f"choose one of {sorted(choices)}")
+
+    try:
+        adapters, algo = list(get_algorithm(c.algo).adapters), (True, "")
+    except ValueError as exc:
+        adapters, algo = None, (False, f"algo: {exc}")
+    at_least_1, algo_set = "set it to 1 or more", {"mode", "reward_scheme"}
+    return [
+        algo,
+        need("steps", lambda v: v >= 1, at_least_1),
+        need("batch_problems", lambda v: v >= 1, at_least_1),
+        need("save_every", lambda v: v >= 1, at_least_1),
+        need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
+        need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
+        need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
+        need("grpo.num_generations", lambda v: v >= 2, "GRPO needs N ≥ 2 rollouts per group"),
+        one_of("grpo.advantage", ADVANTAGES),
+        one_of("grpo.aggregation", AGGREGATIONS),
+        need("grpo.eps", lambda v: 0 < v < 1, "the clip range must be in (0, 1), e.g. 0.2"),
+        need("grpo.eps_high", lambda v: v is None or v >= c.grpo.eps, "must be ≥ grpo.eps or null"),
+        need("grpo.beta", lambda v: v >= 0, "the KL weight must be ≥ 0 (0 = no reference forward)"),
+        need("grpo.inner_iters", lambda v: v >= 1, at_least_1),
+        need("grpo.max_grad_norm", lambda v: v >= 0, "use 0 (no clipping) or a norm > 0"),
+        need("grpo.micro_batch", lambda v: v >= 1, at_least_1),
+        need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
+        need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
+        one_of("optim.schedule", DECAYS),
+        need("optim.weight_decay", lambda v: v >= 0, "must be ≥ 0"),
+        need("sampling.temperature", lambda v: v > 0, "training samples, so it must be > 0"),
+        need("temperatures", lambda v: all(t > 0 for t in v.values()), "every temperature must be > 0"),
+        need("temperatures", lambda v: set(v) <= set(adapters or v), f"{c.algo} uses adapters {adapters}"),
+        one_of("model.backend", BACKENDS),
+        one_of("model.device", ("auto", "cpu", "cuda")),
+        one_of("model.dtype", ("auto", *DTYPES)),
+        need("model.gpu_memory_utilization", lambda v: 0 < v <= 1, "must be in (0, 1]"),
+        need("model.lora_r", lambda v: v >= 1, at_least_1),
+        need("model.lora_alpha", lambda v: v > 0, "must be > 0"),
+        need("model.lora_b_init_std", lambda v: v >= 0, "use 0 (zero init) or a std > 0"),
+        need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
+        need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
+        need(
+            "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
+        ),
+    ]
+
+
+def validate(cfg: TrainConfig) -> TrainConfig:
+    """Raise :class:`ConfigError` listing every problem, else return ``cfg`` (:func:`ready` imports first)."""
+    problems = [msg for ok, msg in _checks(cfg) if not ok]
+    if problems:
+        raise ConfigError("invalid training config:\n  - " + "\n  - ".join(problems))
+    return cfg
