@@ -168,8 +168,14 @@ def load_base(
     if resolved == "tiny":
         model, tok = build_tiny(seed=seed)
     else:
+        import logging
+
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        hub_log = logging.getLogger("huggingface_hub")
+        level = hub_log.level
+        # A failed lookup is reported once, by ModelSourceError below, not also by the hub's retries.
+        hub_log.setLevel(logging.ERROR)
         try:
             tok = AutoTokenizer.from_pretrained(resolved)
             model = AutoModelForCausalLM.from_pretrained(resolved, dtype=dtype)
@@ -178,6 +184,8 @@ def load_base(
             raise ModelSourceError(
                 f"cannot load model {source!r} ({first}); aliases: {_alias_list()}"
             ) from None
+        finally:
+            hub_log.setLevel(level)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"

@@ -17,6 +17,21 @@ from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.registry import AlgorithmPlugin
 from agon_env.seeding import derive_seed
 
+
+class SetupError(ValueError):
+    """The run cannot be built as configured (model, env id, task keywords, data path); one line."""
+
+
+USER_ERRORS = (KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError)
+"""What a wrong model, env id, task keyword or data path raises while a run is built."""
+
+
+def _message(exc: BaseException) -> str:
+    # KeyError's str() is its repr; the registry's messages are its first argument.
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(str(text).split())
+
+
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -35,6 +50,14 @@ def resolve_dtype(cfg: TrainConfig) -> torch.dtype:
 
 def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
     """The training env: the task's ``train`` split (held-out problems are never drawn)."""
+
+    try:
+        return _make_env(cfg, plugin)
+    except USER_ERRORS as exc:
+        raise SetupError(f"env {cfg.env.id} with kwargs {cfg.env.kwargs}: {_message(exc)}") from exc
+
+
+def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
     import agon_env.registry
 
     return agon_env.make(
@@ -52,12 +75,15 @@ def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
     """One frozen base with one LoRA adapter per seat of the plugin."""
     from agon_env.agents import LoraSpec, SharedBase
 
-    base = SharedBase.from_source(
-        cfg.model.name,
-        dtype=resolve_dtype(cfg),
-        device=resolve_device(cfg),
-        seed=derive_seed(cfg.seed, "base"),
-    )
+    try:
+        base = SharedBase.from_source(
+            cfg.model.name,
+            dtype=resolve_dtype(cfg),
+            device=resolve_device(cfg),
+            seed=derive_seed(cfg.seed, "base"),
+        )
+    except (*USER_ERRORS, OSError) as exc:
+        raise SetupError(f"model {cfg.model.name}: {_message(exc)}") from exc
     for name in plugin.adapters:
         # Seeded per adapter: the rivals' A matrices differ from the start.
         spec = LoraSpec(

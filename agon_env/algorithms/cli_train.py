@@ -15,6 +15,7 @@ the defaults the flags override. Also runnable as ``python -m agon_env.algorithm
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import typing
 from collections.abc import Sequence
@@ -90,8 +91,14 @@ def _description() -> str:
         f"Train LoRA adapters in the draft-and-challenge env. Algorithms -- {algos}.\n"
         f"--config NAME_OR_PATH: a preset (./configs/NAME.yaml or a .yaml path; here: "
         f"{', '.join(preset_names()) or 'none'}); its values become the defaults below.\n"
-        f"--print-config: print the resolved config as YAML and exit. Short names: {shorts}."
+        f"--print-config: print the resolved config as YAML and exit. --debug (or AGON_DEBUG=1): "
+        f"tracebacks instead of one-line errors. Short names: {shorts}."
     )
+
+
+def debugging(argv: Sequence[str]) -> bool:
+    """``--debug`` (or ``AGON_DEBUG=1``): show tracebacks instead of one-line errors."""
+    return "--debug" in argv or os.environ.get("AGON_DEBUG", "") not in ("", "0")
 
 
 def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
@@ -103,6 +110,7 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--config")
     pre.add_argument("--print-config", action="store_true")
+    pre.add_argument("--debug", action="store_true")
     known, rest = pre.parse_known_args(list(argv))
     base = preset_config(known.config) if known.config else TrainConfig()
     args = [_expand(a) for a in rest]
@@ -134,22 +142,23 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 
 def run_train(argv: Sequence[str]) -> int:
-    try:
-        cfg, print_config = parse_train_args(argv)
-    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    except ConfigError as exc:
-        print(f"agon train: {exc}", file=sys.stderr)
-        return 2
-    if print_config:
-        print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
-        return 0
+    from agon_env.algorithms.builders import SetupError
     from agon_env.algorithms.checkpoint import RunFolderError
-    from agon_env.algorithms.run import train
+    from agon_env.algorithms.rollout import TaskScoreError
 
     try:
+        cfg, print_config = parse_train_args(argv)
+        if print_config:
+            print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+            return 0
+        from agon_env.algorithms.run import train
+
         train(cfg)
-    except (RunFolderError, ConfigError) as exc:
+    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except (ConfigError, SetupError, RunFolderError, TaskScoreError) as exc:
+        if debugging(argv):
+            raise
         print(f"agon train: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -9,6 +9,7 @@ rank 0 write metrics, checkpoints, adapters, the plot and the summary table.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -55,14 +56,27 @@ def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
     dist.check_batch(cfg.batch_problems, ctx)  # before the run folder exists, so a fixed rerun is not refused
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
+    # Built before the folder exists: a wrong model, env id or task keyword leaves nothing behind.
+    trainer = Trainer.build(cfg, ctx)
     dist.barrier(ctx)
+    fresh = not cfg.resume
     if ctx.is_main:
         prepare_run_dir(run_dir, cfg.resume)
-    trainer = Trainer.build(cfg, ctx)
-    if cfg.resume:
-        trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
-    elif ctx.is_main:
-        (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    try:
+        if cfg.resume:
+            trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
+        elif ctx.is_main:
+            (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        return _loop(cfg, ctx, trainer, run_dir, started)
+    except BaseException:
+        if fresh and trainer.step == 0 and ctx.is_main:
+            # Failed before its first step: the folder holds nothing worth resuming, and
+            # leaving it would make the corrected command refuse ("already exists").
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, started: float) -> Path:
     logger = (
         MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
         if ctx.is_main

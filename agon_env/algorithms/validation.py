@@ -75,5 +75,7 @@ def validate(cfg: TrainConfig) -> TrainConfig:
     """Raise :class:`ConfigError` listing every problem, else return ``cfg`` (:func:`ready` imports first)."""
     problems = [msg for ok, msg in _checks(cfg) if not ok]
     if problems:
+        if len(problems) == 1:
+            raise ConfigError(f"invalid training config: {problems[0]}")
         raise ConfigError("invalid training config:\n  - " + "\n  - ".join(problems))
     return cfg

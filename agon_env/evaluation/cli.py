@@ -31,6 +31,15 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "agon_env" / "eval-samples"
 
 
+def _user_error(prog: str, exc: BaseException, args: argparse.Namespace) -> int:
+    """One line saying what to fix; the traceback only with ``--debug`` (or ``AGON_DEBUG=1``)."""
+    if args.debug or os.environ.get("AGON_DEBUG", "") not in ("", "0"):
+        raise exc
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # KeyError's str() quotes
+    print(f"{prog}: {' '.join(str(text).split())}", file=sys.stderr)
+    return 2
+
+
 def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "eval",
@@ -78,6 +87,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--cache-dir", default=None, help=f"base sample cache (default {default_cache_dir()})")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk sample cache")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     p.set_defaults(func=run_eval)
     return p
 
@@ -137,8 +147,7 @@ def run_eval(args: argparse.Namespace) -> int:
             args.allow_overlap,
         )
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
-        print(f"agon eval: {exc}", file=sys.stderr)
-        return 2
+        return _user_error("agon eval", exc, args)
     log(
         f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
         f"problems; disjoint from validation and training by {HOW_CHECKED}"
@@ -157,9 +166,8 @@ def run_eval(args: argparse.Namespace) -> int:
         else:
             model = args.model or cfg.model.name
             results.append(evaluator.evaluate(loader.base_policies(model)))
-    except (RunFolderError, ValueError) as exc:
-        print(f"agon eval: {exc}", file=sys.stderr)
-        return 2
+    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
+        return _user_error("agon eval", exc, args)
     report = {
         "data": data.describe(),
         "seeds": list(args.seeds),
@@ -198,6 +206,7 @@ def add_plot_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     )
     p.add_argument("--out", default="plots", help="output folder for the PNGs")
     p.add_argument("--smooth", type=int, default=None, help="moving-average window (default: steps / 10)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
     p.set_defaults(func=run_plot)
     return p
 
@@ -208,8 +217,7 @@ def run_plot(args: argparse.Namespace) -> int:
     try:
         paths = plot_all(args.runs, args.out, args.eval, args.smooth)
     except (NoMetricsError, FileNotFoundError, ValueError) as exc:
-        print(f"agon plot: {exc}", file=sys.stderr)
-        return 2
+        return _user_error("agon plot", exc, args)
     for p in paths:
         print(p)
     return 0

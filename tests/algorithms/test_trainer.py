@@ -237,3 +237,40 @@ def test_an_adapter_trained_by_two_streams_takes_their_mean(tmp_path, monkeypatc
         sb, _ = tr._stream(batch, "drafter", "agent_a")
         losses.append(original(tr, "agent_a", [sb], scale)["loss/agent_a"])
     assert losses[1] == pytest.approx(0.5 * losses[0], rel=1e-5)
+
+
+BASE_ARGS = ["--model", "tiny", "--steps", "1", "--no-progress", "--threads", "1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--model", "no/such-model"], "model no/such-model: cannot load model"),
+        (["--env", "agon/nope-v0"], "unknown env id 'agon/nope-v0'. Did you mean"),
+        (["--env.kwargs", "difficulty=9"], "difficulty must be 1..5, got 9"),
+        (["--env.kwargs", "colour=9"], "unexpected keyword argument 'colour'"),
+        (["--env", "agon/math-v0", "--env.kwargs", "path=/no/such.jsonl"], "dataset file not found"),
+        (["--algo", "agonn"], "unknown algorithm 'agonn'. Did you mean 'agon'"),
+    ],
+)
+def test_user_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args, needle):
+    run = tmp_path / "run"
+    assert main([*BASE_ARGS, *args, "--out-dir", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert needle in err and err.count("\n") == 0 and "Traceback" not in err, err
+    assert not run.exists()
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    with pytest.raises(Exception, match=r"difficulty must be 1\.\.5"):
+        main([*BASE_ARGS, "--env.kwargs", "difficulty=9", "--out-dir", str(tmp_path / "r"), "--debug"])
+
+
+def test_a_run_whose_scorer_always_raises_stops_and_removes_its_folder(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = [*BASE_ARGS, "--imports", "broken_env", "--env", "test/broken-scorer-v0", "--n", "2"]
+    with pytest.warns(UserWarning, match="broken-scorer"):
+        assert main([*args, "--batch-problems", "2", "--out-dir", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "score() raised on all" in err and "this scorer is broken on purpose" in err
+    assert not run.exists()  # it failed before its first step: nothing to resume

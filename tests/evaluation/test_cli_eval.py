@@ -150,3 +150,19 @@ def test_eval_on_the_training_split_is_refused_unless_allowed(tiny_run, tmp_path
     assert agon(*argv) == 0  # the test split is disjoint from the run's training pool
     check = json.loads((tmp_path / "x" / "eval.json").read_text())["data"]["disjoint"]
     assert check["test_and_training"][str(tiny_run)] == 0 and check["test_and_validation"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--env", "agon/nope-v0"], "agon eval: unknown env id 'agon/nope-v0'. Did you mean"),
+        (["--env-kwarg", "difficulty=9"], "agon eval: difficulty must be 1..5, got 9"),
+        (["--data", "/no/such.jsonl"], "agon eval: dataset file not found: /no/such.jsonl"),
+        (["/no/such/run"], "agon eval: /no/such/run: no such run folder"),
+    ],
+)
+def test_eval_user_errors_are_one_line(tmp_path, capsys, args, needle):
+    assert agon("eval", *args, "--model", "tiny", *TINY, "--no-cache", "--out", tmp_path / "o") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(needle) and err.count("\n") == 0, err
+    assert not (tmp_path / "o").exists()
