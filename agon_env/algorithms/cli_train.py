@@ -29,6 +29,7 @@ from agon_env.algorithms.config import (
     ConfigError,
     TrainConfig,
     convert,
+    parse_assignments,
     preset_config,
     preset_names,
     ready,
@@ -60,13 +61,7 @@ def _dict_rule(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
     value_type = (typing.get_args(info.type) or (str, Any))[1]
 
     def parse(items: list[str]) -> dict[str, Any]:
-        out = {}
-        for item in items:
-            key, sep, text = item.partition("=")
-            if not sep or not key:
-                raise ValueError(f"{item!r}: write each entry as KEY=VALUE, e.g. difficulty=3")
-            out[key] = convert(key, value_type, yaml.safe_load(text) if text else None)
-        return out
+        return {k: convert(k, value_type, v) for k, v in parse_assignments(items).items()}
 
     return PrimitiveConstructorSpec(
         nargs="*",

@@ -193,6 +193,17 @@ def convert(key: str, tp: Any, value: Any) -> Any:
     raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
 
 
+def parse_assignments(items: list[str], what: str = "entry") -> dict[str, Any]:
+    """``["difficulty=3", "split=test"]`` -> ``{"difficulty": 3, "split": "test"}``; values are YAML."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{what} {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
+        out[key.strip()] = yaml.safe_load(text) if text else None
+    return out
+
+
 def _unknown(key: str) -> ConfigError:
     keys = list(leaf_keys())
     by_leaf = {k.rsplit(".", 1)[-1]: k for k in keys}

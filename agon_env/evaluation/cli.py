@@ -19,9 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from agon_env.algorithms.config import TrainConfig
+from agon_env.algorithms.config import TrainConfig, parse_assignments
 from agon_env.evaluation.methods import METHODS
 
 
@@ -93,13 +91,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 
 def _kwargs(items: list[str]) -> dict[str, Any]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--env-kwarg {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
-        out[key.strip()] = yaml.safe_load(value)
-    return out
+    return parse_assignments(items, "--env-kwarg")
 
 
 def _task_choice(args: argparse.Namespace, cfg: TrainConfig) -> tuple[str, dict[str, Any]]:

@@ -221,7 +221,7 @@ def test_the_challenger_text_is_the_one_wording_and_self_mode_says_own():
 
 
 class _Broken(ListTask):
-    name = "broken-scorer"
+    name = "broken-scorer-in-env-test"  # warnings are once per task name per process
 
     def score(self, problem, answer):
         raise ZeroDivisionError("scorer bug")
@@ -229,10 +229,10 @@ class _Broken(ListTask):
 
 def test_a_raising_scorer_is_reported_once_and_kept_on_the_turn(caplog):
     env = agon_env.make("agon/math-v0", task=_Broken([Problem("p0", "What is 1 + 1?", "2")]))
-    with pytest.warns(UserWarning, match="broken-scorer.*score\\(\\) raised") as record:
+    with pytest.warns(UserWarning, match="broken-scorer-in-env-test.*score\\(\\) raised") as record:
         play(env, [fmt("2"), fmt("2")])
         _, _, infos = play(env, [fmt("2"), fmt("2")])
-    assert len([w for w in record if "broken-scorer" in str(w.message)]) == 1  # once per task
+    assert len([w for w in record if "broken-scorer-in-env-test" in str(w.message)]) == 1  # once per task
     draft = env.unwrapped.results[0]
     assert not draft.correct and "ZeroDivisionError: scorer bug" in draft.score_error
     assert infos["agent_a"]["score_error"] is True
