@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from agon_env.agents.protocol import Agent
@@ -133,8 +133,6 @@ class Played:
     """Seconds inside ``agent.act`` (generation)."""
     stepping_s: float = 0.0
     """Seconds inside ``env.step`` (parsing, verification, rewards)."""
-    calls: list[tuple[str, int]] = field(default_factory=list)
-    """``(seat, batch size)`` of every agent call, in order."""
 
 
 def spawn(env: Any) -> Any:
@@ -178,7 +176,6 @@ def play_episodes(
             t0 = time.perf_counter()
             actions = list(agents[seat].act(observations, seeds=seeds))
             played.acting_s += time.perf_counter() - t0
-            played.calls.append((seat, len(idx)))
             if len(actions) != len(idx):
                 raise ValueError(
                     f"the agent for seat {seat!r} returned {len(actions)} actions for {len(idx)} observations"
