@@ -121,10 +121,13 @@ BACKENDS: dict[str, Callable[[TrainConfig, Any], Any]] = {"hf": _hf, "vllm": _vl
 """Generation backends by name: ``(config, shared base) -> backend``."""
 
 
-def build_agents(cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any) -> dict[str, Any]:
+def build_agents(
+    cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any, task: Any
+) -> dict[str, Any]:
     """One LLM agent per seat, all sharing ``backend``; per-seat temperatures apply here."""
     from agon_env.agents import LLMAgent
 
+    prompts = role_prompts(cfg, task)
     return {
         name: LLMAgent(
             name=name,
@@ -132,9 +135,21 @@ def build_agents(cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: 
             adapter=name,
             backend=backend,
             sampling=replace(cfg.sampling, temperature=temperature(cfg, name)),
+            prompts=prompts,
         )
         for name in plugin.adapters
     }
+
+
+def role_prompts(cfg: TrainConfig, task: Any) -> Any:
+    """The prompts of a run on ``task``: the task's family (or ``prompts.family``), with or
+    without worked examples (``prompts.few_shot``); ``agon eval`` uses the same."""
+    from agon_env.agents.prompt_families import prompts_for
+
+    try:
+        return prompts_for(task, cfg.prompts.family, cfg.prompts.few_shot)
+    except ValueError as exc:
+        raise SetupError(f"prompts.family: {exc}") from exc
 
 
 def temperature(cfg: TrainConfig, adapter: str) -> float:

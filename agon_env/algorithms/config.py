@@ -88,6 +88,14 @@ class GRPOConfig:
 
 
 @dataclass
+class PromptConfig:
+    family: str | None = None
+    """Prompt family: ``arithmetic``, ``math``, ``code-function``, ``code-stdio`` (None = the task's own)."""
+    few_shot: bool = True
+    """Show the family's worked examples (small models copy formats; instruction-tuned ones need not)."""
+
+
+@dataclass
 class OptimConfig:
     lr: float = 2e-4
     """AdamW learning rate of every adapter (2e-4: LoRA on a 135M model over a few dozen steps)."""
@@ -136,6 +144,7 @@ class TrainConfig:
     every turn's seed derives from ``seed`` above)."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    prompts: PromptConfig = field(default_factory=PromptConfig)
 
     @property
     def run_dir(self) -> Path:

@@ -101,7 +101,7 @@ class Trainer:
         env = build_env(cfg, plugin)
         base = build_base(cfg, plugin)
         backend = BACKENDS[cfg.model.backend](cfg, base)
-        agents = build_agents(cfg, plugin, base, backend)
+        agents = build_agents(cfg, plugin, base, backend, env.task)
         optimizers: dict[str, torch.optim.Optimizer] = {}
         schedulers = {}
         for name in plugin.adapters:

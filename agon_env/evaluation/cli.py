@@ -145,7 +145,14 @@ def run_eval(args: argparse.Namespace) -> int:
         f"problems; disjoint from validation and training by {HOW_CHECKED}"
         + (" (overlap allowed by --allow-overlap)" if args.allow_overlap else "")
     )
-    loader = PolicyLoader(sampling, device=args.device)
+    from agon_env.agents.prompt_families import family_of
+    from agon_env.algorithms.builders import SetupError, role_prompts
+
+    try:
+        prompts = role_prompts(cfg, data.test.task)  # the run's own family and few-shot setting
+    except SetupError as exc:
+        return _user_error("agon eval", exc, args)
+    loader = PolicyLoader(sampling, prompts, device=args.device)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
@@ -166,6 +173,7 @@ def run_eval(args: argparse.Namespace) -> int:
         "methods": list(args.methods),
         "confidence": args.confidence,
         "sampling": asdict(sampling),
+        "prompts": {"family": family_of(data.test.task, cfg.prompts.family), "few_shot": prompts.few_shot},
         "runs": results,
         "across_runs": across_runs(results, args.confidence),
         "seconds": time.perf_counter() - start,

@@ -75,10 +75,8 @@ def _fingerprint(source: Path | dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def _identity(model: str, who: str, sampling: SamplingParams) -> str:
-    from agon_env.agents.prompts import RolePrompts
-
-    prompts = hashlib.sha256(repr(RolePrompts()).encode()).hexdigest()[:12]
+def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> str:
+    prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
     # How a batch is split does not change what is sampled; seeds are per row.
     for k in ("max_batch_size", "max_batch_tokens", "seed"):
@@ -89,8 +87,9 @@ def _identity(model: str, who: str, sampling: SamplingParams) -> str:
 class PolicyLoader:
     """Loads each base model once and builds agents over it."""
 
-    def __init__(self, sampling: SamplingParams, device: str = "cpu") -> None:
-        self.sampling, self.device = sampling, device
+    def __init__(self, sampling: SamplingParams, prompts: Any, device: str = "cpu") -> None:
+        """``prompts`` (:class:`~agon_env.agents.prompts.RolePrompts`) as the run trained with."""
+        self.sampling, self.prompts, self.device = sampling, prompts, device
         self._bases: dict[str, Any] = {}
 
     def shared_base(self, model: str) -> Any:
@@ -103,14 +102,14 @@ class PolicyLoader:
     def _agent(self, name: str, base: Any, adapter: str) -> Any:
         from agon_env.agents import LLMAgent
 
-        return LLMAgent(name=name, base=base, adapter=adapter, sampling=self.sampling)
+        return LLMAgent(name=name, base=base, adapter=adapter, sampling=self.sampling, prompts=self.prompts)
 
     def base_policies(self, model: str, label: str = "base") -> Policies:
         base = self.shared_base(model)
         return Policies(
             label=label,
             base=self._agent(BASE, base, REFERENCE),
-            identities={BASE: _identity(model, "base", self.sampling)},
+            identities={BASE: _identity(model, "base", self.sampling, self.prompts)},
         )
 
     def run_policies(self, run_dir: str | Path, index: int = 0, model: str | None = None) -> Policies:
@@ -129,7 +128,7 @@ class PolicyLoader:
                     self._add_from_state(base, unique, source, cfg)
             policies.adapters[name] = self._agent(name, base, unique)
             policies.identities[name] = _identity(
-                model, f"{run_dir.resolve()}:{name}:{_fingerprint(source)}", self.sampling
+                model, f"{run_dir.resolve()}:{name}:{_fingerprint(source)}", self.sampling, self.prompts
             )
         return policies
 

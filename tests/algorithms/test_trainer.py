@@ -274,3 +274,17 @@ def test_a_run_whose_scorer_always_raises_stops_and_removes_its_folder(tmp_path,
     err = capsys.readouterr().err
     assert "score() raised on all" in err and "this scorer is broken on purpose" in err
     assert not run.exists()  # it failed before its first step: nothing to resume
+
+
+def test_agents_get_their_tasks_prompt_family_or_the_configured_one(tmp_path):
+    from agon_env.agents.prompt_families import PROMPT_FAMILIES
+    from agon_env.algorithms.builders import SetupError
+
+    code = {"env.id": "agon/humaneval-v0", "env.kwargs": {"limit": 2}}
+    tr = Trainer.build(_cfg(tmp_path, **code))
+    assert tr.agents["agent_a"].prompts == PROMPT_FAMILIES["code-function"]
+    tr = Trainer.build(_cfg(tmp_path, **code, **{"prompts.family": "math", "prompts.few_shot": False}))
+    assert tr.agents["agent_b"].prompts.drafter_system == PROMPT_FAMILIES["math"].drafter_system
+    assert not tr.agents["agent_b"].prompts.few_shot
+    with pytest.raises(SetupError, match="unknown prompt family 'poetry'"):
+        Trainer.build(_cfg(tmp_path, **{"prompts.family": "poetry"}))

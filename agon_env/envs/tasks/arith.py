@@ -104,6 +104,9 @@ def evaluate(expression: str) -> int:
 class ArithTask:
     """Procedural arithmetic problems at one difficulty level."""
 
+    prompt_family = "arithmetic"
+    """Worked examples and instructions the agents use (``agon_env.agents.prompt_families``)."""
+
     def __init__(
         self,
         difficulty: int = 2,

@@ -70,6 +70,9 @@ class Task(Protocol):
     """What every task provides. ``name`` is shown in infos and logs."""
 
     name: str
+    """Shown in infos and logs. A task may also set ``prompt_family`` (``arithmetic``,
+    ``math``, ``code-function``, ``code-stdio`` or one it registers): the worked examples
+    and format instructions agents use on it (``agon_env.agents.prompt_families``)."""
 
     def __len__(self) -> int: ...
 

@@ -143,6 +143,7 @@ class HumanEvalTask(CodeTask):
     """Runs the answer after the HumanEval prompt, then the row's ``check(entry_point)``."""
 
     name = "humaneval"
+    prompt_family = "code-function"
 
     def check(self, problem: Problem, answer: str) -> CheckReport:
         program = problem.answer["prompt"] + "\n" + strip_code_fence(answer)
@@ -207,6 +208,7 @@ class MBPPTask(CodeTask):
     """Runs the answer, then the row's setup code and every assert of ``test_list``."""
 
     name = "mbpp"
+    prompt_family = "code-function"
 
     def check(self, problem: Problem, answer: str) -> CheckReport:
         bundle = problem.answer
@@ -287,6 +289,7 @@ class CodeContestsTask(CodeTask):
     """Stdin/stdout problems, compared token by token (with the statement's float tolerance)."""
 
     name = "codecontests"
+    prompt_family = "code-stdio"
     default_limits = STDIO_LIMITS
 
     def __init__(

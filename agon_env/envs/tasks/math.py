@@ -93,6 +93,8 @@ def in_split(split: str | None) -> Callable[[str], bool] | None:
 class MathTask(ListTask):
     """Problems with a single final answer (a gold string), verified by math-verify."""
 
+    prompt_family = "math"
+
     def __init__(self, problems: Sequence[Problem], name: str = "math", verify_timeout: float = 5.0) -> None:
         super().__init__(problems, name=name)
         self.verify_timeout = verify_timeout

@@ -1,0 +1,81 @@
+"""Every task family gets its own instructions and worked examples, never another family's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agon_env
+from agon_env.agents.models import build_tiny_tokenizer
+from agon_env.agents.prompt_families import PROMPT_FAMILIES, family_of, prompts_for, register_prompt_family
+from agon_env.agents.prompts import RolePrompts, render_prompt
+from agon_env.envs.tasks.data import local_file
+from agon_env.envs.tasks.math import deepmath
+
+ARITH_MARKERS = ("What is 3 + 4?", "Six sevens", "What is 5 + 8?")
+
+
+def rendered(env_id: str, **kwargs) -> tuple[str, list[str]]:
+    env = agon_env.make(env_id, **kwargs)
+    env.reset(seed=0, options={"problem_index": 0})
+    obs = env.observe(env.agent_selection)
+    env.step("work <summary>a method</summary><answer>1</answer>")
+    challenge = env.observe(env.agent_selection)
+    tok = build_tiny_tokenizer()
+    prompts = prompts_for(env.task)
+    return family_of(env.task), [render_prompt(o, tok, prompts) for o in (obs, challenge)]
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "family"),
+    [
+        ("agon/arith-v0", {}, "arithmetic"),
+        ("agon/math-v0", {"problems": [{"question": "Find $x$ if $x + 1 = 3$.", "answer": "2"}]}, "math"),
+        ("agon/humaneval-v0", {"limit": 1}, "code-function"),
+    ],
+)
+def test_each_builtin_task_renders_its_own_family(env_id, kwargs, family):
+    got, texts = rendered(env_id, **kwargs)
+    assert got == family
+    for text in texts:
+        assert any(m in text for m in ARITH_MARKERS) == (family == "arithmetic")
+    assert "```python" in texts[0] if family.startswith("code") else "```python" not in texts[0]
+
+
+def test_the_data_tasks_name_their_families(tmp_path):
+    path = tmp_path / "dm.jsonl"
+    path.write_text(json.dumps({"question": "Q?", "final_answer": "3", "difficulty": 9}) + "\n")
+    assert family_of(deepmath(path=str(path), split=None)) == "math"
+    if local_file("gsm8k_test.jsonl"):
+        assert family_of(agon_env.make("agon/gsm8k-v0", split="test").task) == "math"
+    if local_file("codecontests_sample.jsonl"):
+        _, texts = rendered("agon/codecontests-v0", limit=1)
+        assert "stdin" in texts[0] and not any(m in texts[0] for m in ARITH_MARKERS)
+
+
+def test_few_shot_off_and_an_explicit_or_registered_family():
+    class Riddles:
+        name = "riddles"
+        prompt_family = "riddles"
+
+    plain = prompts_for(object(), few_shot=False)  # a task naming no family: math
+    assert plain.drafter_system == PROMPT_FAMILIES["math"].drafter_system and not plain.few_shot
+    assert prompts_for(object(), "code-stdio") == PROMPT_FAMILIES["code-stdio"]
+    with pytest.raises(ValueError, match="unknown prompt family 'riddles'"):
+        prompts_for(Riddles())
+    register_prompt_family("riddles-test", RolePrompts(drafter_system="Solve the riddle."))
+    assert prompts_for(object(), "riddles-test").drafter_system == "Solve the riddle."
+    with pytest.raises(ValueError, match="already registered"):
+        register_prompt_family("riddles-test", RolePrompts())
+
+
+@pytest.mark.parametrize("family", sorted(PROMPT_FAMILIES))
+def test_every_worked_example_is_well_formed(family):
+    from agon_env.envs.format import parse_completion
+
+    p = PROMPT_FAMILIES[family]
+    for _, completion in p.drafter_examples:
+        assert parse_completion(completion).format_ok
+    for _, _, completion in p.challenger_examples:
+        assert parse_completion(completion).format_ok
