@@ -127,6 +127,8 @@ class TrainConfig:
     """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it.
     The run then saves, plots and prints its summary as if ``steps`` had been reached.
     14: the default run ends within 15 minutes on 2 CPU cores, busy or not."""
+    samples_per_role: int = 2
+    """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from statistics import mean
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
@@ -122,3 +122,15 @@ def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
 def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     """The metrics of one batch in one process (:func:`metric_samples`, averaged)."""
     return summarize(metric_samples(batch))
+
+
+def rendered_samples(batch: RolloutBatch, tokenizer: Any, per_role: int) -> list[dict[str, Any]]:
+    """The first ``per_role`` turns of each role as the model saw and wrote them (``samples.jsonl``)."""
+    out: list[dict[str, Any]] = []
+    for role in (DRAFTER, CHALLENGER):
+        for t in batch.stream(role)[:per_role]:
+            ids = t.completion.prompt_ids
+            prompt = tokenizer.decode(ids) if ids else str(t.observation.get("text", ""))
+            verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "correct", "format_ok", "tokens")}
+            out.append({**verdict, "prompt": prompt, "completion": t.text})
+    return out

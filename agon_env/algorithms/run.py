@@ -97,7 +97,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             metrics = trainer.train_step()
             step_times.append(metrics["time/step"])
             if logger is not None:
-                logger.log(step, metrics)
+                logger.log(step, metrics, trainer.samples)
             if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
                 trainer.save(run_dir)
     finally:

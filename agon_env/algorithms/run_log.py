@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -26,7 +27,9 @@ class MetricsLogger:
     def __init__(self, run_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True) -> None:
         self.run_dir = run_dir
         self.path = run_dir / "metrics.jsonl"
-        self._truncate(start_step)
+        self.samples_path = run_dir / "samples.jsonl"
+        for path in (self.path, self.samples_path):
+            _truncate(path, start_step)
         self.tb: Any = None
         try:
             from torch.utils.tensorboard import SummaryWriter
@@ -40,15 +43,14 @@ class MetricsLogger:
 
             self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step")
 
-    def _truncate(self, start_step: int) -> None:
-        if not self.path.exists():
-            return
-        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and _step(ln) < start_step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(ln + "\n" for ln in keep))
-        tmp.replace(self.path)
-
-    def log(self, step: int, metrics: dict[str, float]) -> None:
+    def log(self, step: int, metrics: dict[str, float], samples: Sequence[Mapping[str, Any]] = ()) -> None:
+        """One step: its metrics, and a few rendered prompts and completions (``samples.jsonl``)."""
+        if samples:
+            with self.samples_path.open("a") as f:
+                f.writelines(json.dumps({"step": step, **s}) + "\n" for s in samples)
+            if self.tb is not None:
+                for s in samples:
+                    self.tb.add_text(f"samples/{s['role']}", _markdown(s), step)
         record = {"step": step, **{k: _finite(v) for k, v in metrics.items()}}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
@@ -77,6 +79,23 @@ _BAR_KEYS = (
     M.GROUPS_DROPPED,
     M.TOKENS_PER_S,
 )
+
+
+def _truncate(path: Path, start_step: int) -> None:
+    """Cut a per-step JSONL file back to the steps before ``start_step`` (a resumed run)."""
+    if not path.exists():
+        return
+    keep = [ln for ln in path.read_text().splitlines() if ln.strip() and _step(ln) < start_step]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(ln + "\n" for ln in keep))
+    tmp.replace(path)
+
+
+def _markdown(sample: dict[str, Any]) -> str:
+    verdict = f"reward {sample['reward']:.2f}, correct {sample['correct']}, format {sample['format_ok']}"
+    # Four-space indentation keeps the texts verbatim in TensorBoard's markdown view.
+    block = "\n".join("    " + line for line in (sample["prompt"] + sample["completion"]).splitlines())
+    return f"**{sample['seat']}** as {sample['role']} ({verdict})\n\n{block}"
 
 
 def _finite(v: Any) -> Any:

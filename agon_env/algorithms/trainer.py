@@ -87,6 +87,8 @@ class Trainer:
     sampler: ProblemSampler
     ctx: DistContext = field(default_factory=DistContext)
     step: int = 0
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    """The last step's prompts and completions (:func:`~agon_env.algorithms.metrics.rendered_samples`)."""
     counters: dict[str, float] = field(default_factory=lambda: {"nan_skipped": 0, "updates": 0})
 
     # -- construction ---------------------------------------------------------------------
@@ -175,6 +177,7 @@ class Trainer:
             }
         )
         metrics = self._metrics(batch, local)
+        self.samples = M.rendered_samples(batch, self.base.tokenizer, self.cfg.samples_per_role)
         self.step += 1
         return metrics
 

@@ -40,6 +40,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
+        need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
         need("grpo.num_generations", lambda v: v >= 2, "GRPO needs N ≥ 2 rollouts per group"),
         one_of("grpo.advantage", ADVANTAGES),
         one_of("grpo.aggregation", AGGREGATIONS),

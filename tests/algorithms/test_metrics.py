@@ -34,3 +34,22 @@ def test_plot_writes_png(tmp_path):
     logger.close()
     out = plot(tmp_path)
     assert out is not None and out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_samples_are_written_per_step_cut_back_on_resume_and_sent_to_tensorboard(tmp_path):
+    sample = {"seat": "agent_a", "role": "drafter", "reward": 2.5, "correct": True, "format_ok": True}
+    sample |= {"tokens": 3, "prompt": "<|im_start|>user\nWhat is 1 + 1?", "completion": "<answer>2</answer>"}
+    logger = MetricsLogger(tmp_path, total_steps=3, progress=False)
+    for s in range(3):
+        logger.log(s, {"acc/drafter": 1.0}, [dict(sample, reward=float(s))])
+    logger.close()
+    rows = [json.loads(ln) for ln in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["reward"], r["prompt"]) for r in rows] == [
+        (s, float(s), sample["prompt"]) for s in range(3)
+    ]
+    MetricsLogger(tmp_path, total_steps=3, start_step=1, progress=False).close()  # resume after step 0
+    assert [json.loads(ln)["step"] for ln in (tmp_path / "samples.jsonl").read_text().splitlines()] == [0]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb"), size_guidance={"tensors": 0}).Reload()
+    assert "samples/drafter/text_summary" in events.Tags()["tensors"]

@@ -61,6 +61,10 @@ def test_agon_train_runs_every_plugin(tmp_path, algo, capsys):
     assert [r["step"] for r in records] == [0, 1]
     assert (run / "checkpoint.pt").is_file() and (run / "curves.png").is_file()
     assert (run / "config.yaml").is_file() and list((run / "tb").iterdir())
+    samples = [json.loads(ln) for ln in (run / "samples.jsonl").read_text().splitlines()]
+    roles = {"drafter"} | ({"challenger"} if get_algorithm(algo).env_mode != "solo" else set())
+    assert {s["role"] for s in samples} == roles and {s["step"] for s in samples} == {0, 1}
+    assert all("<|im_start|>" in s["prompt"] for s in samples)  # the rendered chat prompt
     for name in ("agent_a",) + (("agent_b",) if algo not in ("grpo", "self-refine") else ()):
         assert (run / "adapters" / name / "adapter_model.safetensors").is_file()
     plugin = get_algorithm(algo)
