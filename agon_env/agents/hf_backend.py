@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
-from agon_env.agents.protocol import Completion, SamplingParams
+from agon_env.agents.protocol import Completion, SamplingParams, stop_end
 
 __all__ = ["BufferCache", "HFBackend", "SamplingParams"]
 
@@ -199,7 +199,10 @@ class HFBackend:
         # Decoding only the tail is enough: a stop string that appears must end in the
         # newest token, else it would have been caught a step earlier.
         tail = self.tokenizer.decode(tokens[-window:], skip_special_tokens=False)
-        return any(s in tail for s in params.stop)
+        if not any(s in tail for s in params.stop):
+            return False
+        # A marker (</think>) may be far back: the rare tail hit is checked on the whole text.
+        return not params.stop_after or stop_end(self.tokenizer.decode(tokens), params) is not None
 
     def _shared_prefix(self, ids: list[list[int]], names: list[str | None]) -> int:
         """Length of the prompt prefix all rows share (0 when sharing does not pay).

@@ -41,6 +41,7 @@ class LLMAgent:
         backend: Backend | None = None,
         sampling: SamplingParams | None = None,
         prompts: RolePrompts | None = None,
+        template_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         """``adapter`` defaults to ``name``; ``REFERENCE`` plays the untrained base."""
         self.name = name
@@ -53,9 +54,11 @@ class LLMAgent:
         self.backend: Backend = backend or HFBackend(base)
         self.sampling = sampling or SamplingParams()
         self.prompts = prompts or RolePrompts()
+        self.template_kwargs = dict(template_kwargs or {})
+        """Chat-template options (``enable_thinking`` for Qwen3), the same for every prompt."""
 
     def render(self, observation: Mapping[str, Any]) -> str:
-        return render_prompt(observation, self.base.tokenizer, self.prompts)
+        return render_prompt(observation, self.base.tokenizer, self.prompts, self.template_kwargs)
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None

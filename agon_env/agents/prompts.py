@@ -104,14 +104,28 @@ def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = N
     return messages
 
 
-def render_prompt(obs: Mapping[str, Any], tokenizer: Any, prompts: RolePrompts | None = None) -> str:
-    """The observation as prompt text, ending with the assistant generation header."""
+def render_prompt(
+    obs: Mapping[str, Any],
+    tokenizer: Any,
+    prompts: RolePrompts | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
+) -> str:
+    """The observation as prompt text, ending with the assistant generation header.
+
+    ``template_kwargs`` go to the chat template (``enable_thinking=True`` for Qwen3).
+    """
     return tokenizer.apply_chat_template(
-        observation_messages(obs, prompts), tokenize=False, add_generation_prompt=True
+        observation_messages(obs, prompts),
+        tokenize=False,
+        add_generation_prompt=True,
+        **(template_kwargs or {}),
     )
 
 
 def render_prompts(
-    observations: Sequence[Mapping[str, Any]], tokenizer: Any, prompts: RolePrompts | None = None
+    observations: Sequence[Mapping[str, Any]],
+    tokenizer: Any,
+    prompts: RolePrompts | None = None,
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    return [render_prompt(o, tokenizer, prompts) for o in observations]
+    return [render_prompt(o, tokenizer, prompts, template_kwargs) for o in observations]

@@ -36,6 +36,9 @@ class SamplingParams:
     80 fits a well-formed challenge on arith (~45-55 tokens); at 48 a third were cut off."""
     stop: tuple[str, ...] = ("</answer>",)
     """Strings that end a completion (kept in it). EOS always ends a completion."""
+    stop_after: str | None = None
+    """Stop strings count only after this marker: ``"</think>"`` for thinking models, so an
+    ``</answer>`` written while thinking does not end the turn (``None``: anywhere)."""
     seed: int | None = None
     """Seed of one call's batch generator when the caller passes no per-row seeds.
 
@@ -60,6 +63,19 @@ class SamplingParams:
         if isinstance(self.stop, str):
             self.stop = (self.stop,)
         self.stop = tuple(s for s in self.stop if s)
+
+
+def stop_end(text: str, params: SamplingParams) -> int | None:
+    """Where in ``text`` the completion should end: just past the first stop string that
+    counts (after ``params.stop_after`` when set), or ``None`` when none has been written."""
+    start = 0
+    if params.stop_after:
+        marker = text.find(params.stop_after)
+        if marker < 0:
+            return None
+        start = marker + len(params.stop_after)
+    ends = [i + len(s) for s in params.stop if (i := text.find(s, start)) >= 0]
+    return min(ends) if ends else None
 
 
 @dataclass

@@ -31,7 +31,7 @@ from typing import Any
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.models import resolve_source
-from agon_env.agents.protocol import Completion, SamplingParams
+from agon_env.agents.protocol import Completion, SamplingParams, stop_end
 from agon_env.vocabulary import REFERENCE
 
 
@@ -138,7 +138,9 @@ class VLLMBackend:
             temperature=params.temperature,
             top_p=params.top_p,
             top_k=params.top_k,
-            stop=list(params.stop) or None,
+            # vLLM cannot make a stop string wait for a marker: with ``stop_after`` the
+            # completion is cut at its first counting stop string afterwards (cut_at_stop).
+            stop=None if params.stop_after else list(params.stop) or None,
             include_stop_str_in_output=True,
             seed=seed,
             logprobs=0,  # just the sampled token's log-prob
@@ -188,13 +190,18 @@ class VLLMBackend:
             # logprobs=0 asks for the sampled token's entry at every step.
             steps = o.logprobs or []
             logprobs = [float(step[t].logprob) for t, step in zip(token_ids, steps, strict=bool(steps))]
+            finish = "length" if o.finish_reason == "length" else "stop"
+            if params.stop_after and params.stop:
+                cut = cut_at_stop(self.tokenizer, token_ids, params)
+                if cut < len(token_ids):
+                    token_ids, logprobs, finish = token_ids[:cut], logprobs[:cut], "stop"
             completions.append(
                 Completion(
                     text=self.tokenizer.decode(token_ids, skip_special_tokens=True),
                     prompt_ids=x,
                     completion_ids=token_ids,
                     logprobs=logprobs,
-                    finish_reason="length" if o.finish_reason == "length" else "stop",
+                    finish_reason=finish,
                     meta={"adapter": name if name is not None else self.base.active, "backend": "vllm"},
                 )
             )
@@ -211,6 +218,22 @@ class VLLMBackend:
             self.llm = None
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def cut_at_stop(tokenizer: Any, token_ids: Sequence[int], params: SamplingParams) -> int:
+    """How many tokens to keep: up to the one that completes the first counting stop string
+    (:func:`~agon_env.agents.protocol.stop_end`), as the HF backend stops; all when none."""
+    end = stop_end(tokenizer.decode(list(token_ids), skip_special_tokens=False), params)
+    if end is None:
+        return len(token_ids)
+    lo, hi = 1, len(token_ids)  # the shortest prefix whose text reaches past the stop string
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(tokenizer.decode(list(token_ids[:mid]), skip_special_tokens=False)) >= end:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _round_rank(r: int) -> int:

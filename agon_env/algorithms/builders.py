@@ -136,6 +136,7 @@ def build_agents(
             backend=backend,
             sampling=replace(cfg.sampling, temperature=temperature(cfg, name)),
             prompts=prompts,
+            template_kwargs=cfg.model.chat_template_kwargs,
         )
         for name in plugin.adapters
     }

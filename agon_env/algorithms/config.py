@@ -47,6 +47,8 @@ class ModelConfig:
     """LoRA alpha (scale = alpha / r)."""
     lora_b_init_std: float = 0.0
     """Std of a random LoRA-B init (0 = standard zero init). Non-zero makes rivals differ from step 0."""
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Chat-template options for every prompt, e.g. ``enable_thinking=true`` (Qwen3 thinking mode)."""
     max_seq_len: int = 2048
     """Longest prompt + completion the update sees; longer prompts are refused with the problem id."""
 

@@ -8,6 +8,12 @@ anything a policy writes.
 Well-formed means: exactly one ``<summary>…</summary>`` followed by exactly one
 ``<answer>…</answer>``, neither nested in the other, neither empty, and nothing but
 whitespace after ``</answer>``.
+
+Thinking models (Qwen3 with ``enable_thinking``, R1-style) reason inside
+``<think>…</think>`` first. Those thoughts are parsed as thoughts only: tags written while
+thinking are ignored, ``<summary>``/``<answer>`` count only after the last ``</think>``, and
+a completion cut off while still thinking has no answer. The thoughts count in the trace
+length (they are tokens the model generated) but are never shown to the rival.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 _TAG = re.compile(r"</?(summary|answer)>", re.IGNORECASE)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # A bounded scan: a 1 MB completion is parsed in linear time with one regex pass.
 
 
@@ -24,12 +31,31 @@ class Parsed:
     """What the env reads out of one completion."""
 
     reasoning: str
-    """Text before the first tag: never shown to the rival."""
+    """Text before the first tag (after any thoughts): never shown to the rival."""
     summary: str | None
     """Content of the (last complete) summary block, stripped; ``None`` when absent."""
     answer: str | None
     """Content of the last complete answer block, stripped; ``None`` when absent."""
     format_ok: bool
+    thoughts: str | None = None
+    """Content of the ``<think>`` block(s), or ``None`` when the completion did not think."""
+
+
+def split_thoughts(text: str) -> tuple[str | None, str, bool]:
+    """``(thoughts, the rest, closed)``: a completion's thinking part and what follows it.
+
+    Thinking is a ``<think>`` at the very start (after whitespace) or a ``</think>``
+    anywhere (templates that open the block in the prompt). ``closed`` is False when the
+    thoughts never ended: the completion was cut off while thinking.
+    """
+    stripped = text.lstrip()
+    opened = stripped[: len(THINK_OPEN)].lower() == THINK_OPEN
+    end = text.lower().rfind(THINK_CLOSE)
+    if end < 0:
+        return (stripped[len(THINK_OPEN) :], "", False) if opened else (None, text, True)
+    start = text.lower().find(THINK_OPEN)
+    begin = start + len(THINK_OPEN) if 0 <= start < end else 0
+    return text[begin:end].strip(), text[end + len(THINK_CLOSE) :], True
 
 
 def _blocks(text: str) -> tuple[dict[str, list[tuple[int, int, int, int]]], bool]:
@@ -59,9 +85,12 @@ def _blocks(text: str) -> tuple[dict[str, list[tuple[int, int, int, int]]], bool
 
 
 def parse_completion(text: str) -> Parsed:
-    """Split a completion into reasoning, summary and answer, and judge its format."""
+    """Split a completion into thoughts, reasoning, summary and answer, and judge its format."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
+    thoughts, text, closed = split_thoughts(text)
+    if not closed:  # cut off while thinking: nothing after the thoughts to score
+        return Parsed(reasoning="", summary=None, answer=None, format_ok=False, thoughts=thoughts)
     blocks, balanced = _blocks(text)
     summaries, answers = blocks["summary"], blocks["answer"]
     summary = text[summaries[-1][1] : summaries[-1][2]].strip() if summaries else None
@@ -77,7 +106,7 @@ def parse_completion(text: str) -> Parsed:
         and bool(answer)
         and not text[answers[0][3] :].strip()
     )
-    return Parsed(reasoning=reasoning, summary=summary, answer=answer, format_ok=format_ok)
+    return Parsed(reasoning=reasoning, summary=summary, answer=answer, format_ok=format_ok, thoughts=thoughts)
 
 
 def strip_answer_blocks(text: str) -> str:

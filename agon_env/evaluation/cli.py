@@ -152,7 +152,7 @@ def run_eval(args: argparse.Namespace) -> int:
         prompts = role_prompts(cfg, data.test.task)  # the run's own family and few-shot setting
     except SetupError as exc:
         return _user_error("agon eval", exc, args)
-    loader = PolicyLoader(sampling, prompts, device=args.device)
+    loader = PolicyLoader(sampling, prompts, args.device, cfg.model.chat_template_kwargs)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log

@@ -87,9 +87,13 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> s
 class PolicyLoader:
     """Loads each base model once and builds agents over it."""
 
-    def __init__(self, sampling: SamplingParams, prompts: Any, device: str = "cpu") -> None:
-        """``prompts`` (:class:`~agon_env.agents.prompts.RolePrompts`) as the run trained with."""
+    def __init__(
+        self, sampling: SamplingParams, prompts: Any, device: str = "cpu", template_kwargs: Any = None
+    ) -> None:
+        """``prompts`` (:class:`~agon_env.agents.prompts.RolePrompts`) and chat-template options
+        as the run trained with."""
         self.sampling, self.prompts, self.device = sampling, prompts, device
+        self.template_kwargs = dict(template_kwargs or {})
         self._bases: dict[str, Any] = {}
 
     def shared_base(self, model: str) -> Any:
@@ -102,14 +106,21 @@ class PolicyLoader:
     def _agent(self, name: str, base: Any, adapter: str) -> Any:
         from agon_env.agents import LLMAgent
 
-        return LLMAgent(name=name, base=base, adapter=adapter, sampling=self.sampling, prompts=self.prompts)
+        return LLMAgent(
+            name=name,
+            base=base,
+            adapter=adapter,
+            sampling=self.sampling,
+            prompts=self.prompts,
+            template_kwargs=self.template_kwargs,
+        )
 
     def base_policies(self, model: str, label: str = "base") -> Policies:
         base = self.shared_base(model)
         return Policies(
             label=label,
             base=self._agent(BASE, base, REFERENCE),
-            identities={BASE: _identity(model, "base", self.sampling, self.prompts)},
+            identities={BASE: _identity(model, "base", self.sampling, (self.prompts, self.template_kwargs))},
         )
 
     def run_policies(self, run_dir: str | Path, index: int = 0, model: str | None = None) -> Policies:
@@ -128,7 +139,10 @@ class PolicyLoader:
                     self._add_from_state(base, unique, source, cfg)
             policies.adapters[name] = self._agent(name, base, unique)
             policies.identities[name] = _identity(
-                model, f"{run_dir.resolve()}:{name}:{_fingerprint(source)}", self.sampling, self.prompts
+                model,
+                f"{run_dir.resolve()}:{name}:{_fingerprint(source)}",
+                self.sampling,
+                (self.prompts, self.template_kwargs),
             )
         return policies
 

@@ -247,3 +247,27 @@ def test_per_row_sampling_follows_the_distribution_and_skips_masked_tokens():
     freq = counts / counts.sum()
     assert freq[1] == 0 and freq[4] == 0
     assert torch.allclose(freq, probs[0], atol=0.02)
+
+
+def test_stop_strings_wait_for_the_marker():
+    from agon_env.agents.protocol import stop_end
+
+    p = SamplingParams(stop=("</answer>",), stop_after="</think>")
+    assert stop_end("<think><answer>1</answer>", p) is None  # written while thinking: no stop
+    text = "<think><answer>1</answer></think><summary>s</summary><answer>2</answer> tail"
+    assert text[: stop_end(text, p)].endswith("<answer>2</answer>")
+    assert stop_end("<answer>1</answer>", SamplingParams()) == len("<answer>1</answer>")
+
+
+def test_vllm_cut_keeps_the_tokens_up_to_the_counting_stop():
+    from agon_env.agents.vllm_backend import cut_at_stop
+
+    class CharTokenizer:  # one token per character
+        def decode(self, ids, skip_special_tokens=False):
+            return "".join(chr(i) for i in ids)
+
+    text = "<think>a</answer>b</think><answer>7</answer>xyz"
+    ids = [ord(c) for c in text]
+    p = SamplingParams(stop=("</answer>",), stop_after="</think>")
+    assert CharTokenizer().decode(ids[: cut_at_stop(CharTokenizer(), ids, p)]) == text[: -len("xyz")]
+    assert cut_at_stop(CharTokenizer(), ids[:20], p) == 20  # no counting stop yet: keep everything

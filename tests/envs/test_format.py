@@ -72,3 +72,14 @@ def test_fuzz_parser_never_raises_and_is_consistent(text):
         assert p.summary and p.answer
         assert text.count("<answer>") + text.count("<ANSWER>") >= 1
     assert "<answer>" not in strip_answer_blocks(text).lower()
+
+
+def test_thoughts_are_parsed_apart_and_tags_inside_them_ignored():
+    p = parse_completion("<think>maybe <answer>41</answer> no</think><summary>S</summary><answer>42</answer>")
+    assert (p.answer, p.summary, p.format_ok) == ("42", "S", True)
+    assert p.thoughts == "maybe <answer>41</answer> no" and "41" not in p.reasoning
+    cut = parse_completion("<think>still thinking <summary>x</summary><answer>1</answer>")
+    assert (cut.answer, cut.summary, cut.format_ok) == (None, None, False)  # cut off while thinking
+    opened_by_template = parse_completion("thoughts </think>\n<summary>S</summary><answer>3</answer>")
+    assert opened_by_template.thoughts == "thoughts" and opened_by_template.answer == "3"
+    assert parse_completion("<summary>S</summary><answer>3</answer>").thoughts is None
