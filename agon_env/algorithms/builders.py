@@ -93,6 +93,9 @@ def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
             init_b_std=cfg.model.lora_b_init_std,
         )
         base.add_adapter(name, spec)
+    if cfg.model.gradient_checkpointing:
+        # Non-reentrant: the frozen base's inputs need no grad for the adapters' to flow.
+        base.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return base
 
 

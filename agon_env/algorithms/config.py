@@ -49,6 +49,8 @@ class ModelConfig:
     """Std of a random LoRA-B init (0 = standard zero init). Non-zero makes rivals differ from step 0."""
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     """Chat-template options for every prompt, e.g. ``enable_thinking=true`` (Qwen3 thinking mode)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass: less update memory for long traces, more time."""
     max_seq_len: int = 2048
     """Longest prompt + completion the update sees; longer prompts are refused with the problem id."""
 
@@ -87,6 +89,9 @@ class GRPOConfig:
     """Gradient clipping norm per adapter (0 = off)."""
     micro_batch: int = 8
     """Sequences per forward/backward chunk in the update (memory bound, not a hyperparameter)."""
+    micro_batch_tokens: int | None = None
+    """Also cap a chunk at this many padded tokens (rows × longest sequence), so one long
+    challenger chunk does not set the run's peak memory (None = rows only)."""
 
 
 @dataclass

@@ -108,3 +108,26 @@ def completion_logprobs(
     rows = torch.arange(len(lengths))[:, None]
     picked = logp_all[rows, cols.to(device)].gather(-1, targets.to(device)[..., None]).squeeze(-1)
     return picked * mask.to(device)
+
+
+def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int | None = None) -> list[slice]:
+    """Consecutive slices of at most ``max_rows`` sequences and, when set, at most
+    ``max_tokens`` padded tokens (rows × the longest sequence in the slice).
+
+    A single sequence longer than ``max_tokens`` still gets a slice of its own: the update
+    runs it rather than failing. The loss weights are computed over the whole stream, so any
+    split gives the same loss and gradients.
+    """
+    out: list[slice] = []
+    start, longest = 0, 0
+    for i, n in enumerate(lengths):
+        wider = max(longest, n)
+        rows = i - start + 1
+        over = rows > max_rows or (max_tokens is not None and rows * wider > max_tokens)
+        if over and i > start:
+            out.append(slice(start, i))
+            start, wider = i, n
+        longest = wider
+    if start < len(lengths):
+        out.append(slice(start, len(lengths)))
+    return out

@@ -50,7 +50,7 @@ from agon_env.algorithms.checkpoint import (
 from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
-from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, pad_right
+from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
 from agon_env.algorithms.sampler import ProblemSampler
@@ -272,6 +272,12 @@ class Trainer:
                     f"agent {t.seat!r} gave a completion without prompt/completion token ids and "
                     "matching log-probs; GRPO trains on those (scripted agents cannot be trained)"
                 )
+            if len(c.prompt_ids) + len(c.completion_ids) > self.cfg.model.max_seq_len:
+                n, limit = len(c.prompt_ids) + len(c.completion_ids), self.cfg.model.max_seq_len
+                raise ValueError(
+                    f"problem {batch.episodes[t.episode].problem_id}: prompt + completion is {n} tokens, "
+                    f"over model.max_seq_len = {limit}; raise it or drop the problem"
+                )
         weights = token_weights(
             mask,
             self.cfg.grpo.aggregation,
@@ -338,10 +344,10 @@ class Trainer:
     def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]], scale: float = 1.0) -> float:
         """Backward ``scale`` × the stream's loss micro-batch by micro-batch; return its value."""
         g, total = self.cfg.grpo, 0.0
-        mb = g.micro_batch
-        for lo in range(0, len(sb.turns), mb):
-            turns = sb.turns[lo : lo + mb]
-            w = sb.weights[lo : lo + mb]
+        lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) for t in sb.turns]
+        for part in micro_batches(lengths, g.micro_batch, g.micro_batch_tokens):
+            turns = sb.turns[part]
+            w = sb.weights[part]
             width = w.shape[1]
             logp = self._logprobs(turns, sb.temperature)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
@@ -355,7 +361,7 @@ class Trainer:
             loss, st = grpo_loss(
                 logp,
                 old,
-                sb.advantages[lo : lo + mb].to(dev),
+                sb.advantages[part].to(dev),
                 w.to(dev),
                 eps=g.eps,
                 eps_high=g.eps_high,

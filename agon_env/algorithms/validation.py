@@ -41,6 +41,14 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
+        need(
+            "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"
+        ),
+        (
+            c.sampling.max_new_tokens < c.model.max_seq_len,
+            f"sampling.max_new_tokens = {c.sampling.max_new_tokens} leaves no room for a prompt within "
+            f"model.max_seq_len = {c.model.max_seq_len}: raise max_seq_len or lower the budget",
+        ),
         need("grpo.num_generations", lambda v: v >= 2, "GRPO needs N ≥ 2 rollouts per group"),
         one_of("grpo.advantage", ADVANTAGES),
         one_of("grpo.aggregation", AGGREGATIONS),

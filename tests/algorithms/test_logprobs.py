@@ -91,3 +91,16 @@ def test_shared_prefix_gives_the_same_values_and_gradients(tiny):
     for name, g in g_plain.items():
         assert torch.allclose(g, g_shared[name], atol=1e-4, rtol=1e-3), name
     model.zero_grad(set_to_none=True)
+
+
+def test_micro_batches_respect_rows_and_padded_tokens():
+    from agon_env.algorithms.logprobs import micro_batches
+
+    assert micro_batches([5] * 5, max_rows=2) == [slice(0, 2), slice(2, 4), slice(4, 5)]
+    # 3 rows of up to 10 tokens fit 30; the 40-token row goes alone (never dropped).
+    assert micro_batches([10, 8, 10, 40, 3], max_rows=8, max_tokens=30) == [
+        slice(0, 3),
+        slice(3, 4),
+        slice(4, 5),
+    ]
+    assert micro_batches([], max_rows=4) == []

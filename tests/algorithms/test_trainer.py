@@ -292,3 +292,26 @@ def test_agents_get_their_tasks_prompt_family_or_the_configured_one(tmp_path):
     assert not tr.agents["agent_b"].prompts.few_shot
     with pytest.raises(SetupError, match="unknown prompt family 'poetry'"):
         Trainer.build(_cfg(tmp_path, **{"prompts.family": "poetry"}))
+
+
+@pytest.mark.parametrize("extra", [{"model.gradient_checkpointing": True}, {"grpo.micro_batch_tokens": 16}])
+def test_checkpointing_and_token_sized_micro_batches_do_not_change_the_update(tmp_path, extra):
+    def grad_after_one_stream(**kw):
+        tr = Trainer.build(_cfg(tmp_path, **kw))
+        assert tr.base.model.is_gradient_checkpointing == bool(kw.get("model.gradient_checkpointing"))
+        batch = with_rewards(rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a"), "drafter", [0, 1] * 4)
+        sb, _ = tr._stream(batch, "drafter", "agent_a")
+        stats = tr._update("agent_a", [sb])
+        return stats["loss/agent_a"], [p.detach().clone() for p in tr.base.parameters("agent_a")]
+
+    loss, params = grad_after_one_stream()
+    loss2, params2 = grad_after_one_stream(**extra)
+    assert loss2 == pytest.approx(loss, rel=1e-5, abs=1e-7)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(params, params2, strict=True))
+
+
+def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
+    from agon_env.algorithms.config import ConfigError
+
+    with pytest.raises(ConfigError, match="leaves no room for a prompt"):
+        load_config(None, {"sampling.max_new_tokens": 4096, "model.max_seq_len": 4096})

@@ -265,7 +265,7 @@ def test_the_drafter_earns_the_tiebreak_only_when_allowed():
 
 def test_a_thinking_draft_is_scored_after_its_thoughts_and_the_rival_sees_none_of_them():
     draft = "<think>SECRET-THOUGHT <answer>41</answer> then</think><summary>S</summary><answer>42</answer>"
-    obs, rewards, infos = play(make(), [draft, fmt("42")])
+    obs, _, infos = play(make(), [draft, fmt("42")])
     assert infos["agent_a"]["correct"] and infos["agent_a"]["answer"] == "42"
     shown = obs[1][1]
     assert shown["draft"] == "S" and "SECRET-THOUGHT" not in shown["text"] and "41" not in shown["text"]
