@@ -154,6 +154,7 @@ class TrainConfig:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
+    """Which prompt family and whether its worked examples are shown (``agon_env.agents.prompt_families``)."""
 
     @property
     def run_dir(self) -> Path:

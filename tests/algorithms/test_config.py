@@ -81,7 +81,12 @@ def test_paper_preset():
     assert cfg.env.kwargs["drop_binary"] is True
     assert (cfg.optim.lr, cfg.optim.schedule, cfg.optim.warmup_ratio) == (5e-5, "linear", 0.1)
     assert (cfg.grpo.num_generations, cfg.algo, cfg.env.lam) == (8, "agon", 0.5)
-    assert (cfg.time_budget_min, cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0, 1.0, 4096)
+    assert (cfg.time_budget_min, cfg.sampling.temperature, cfg.sampling.max_new_tokens) == (0, 1.0, 10240)
+    assert cfg.sampling.max_new_tokens >= 8192 and cfg.model.gradient_checkpointing  # the paper's traces
+    assert (
+        cfg.model.chat_template_kwargs == {"enable_thinking": True} and cfg.sampling.stop_after == "</think>"
+    )
+    assert cfg.sampling.max_new_tokens < cfg.model.max_seq_len and not cfg.prompts.few_shot
     assert _cli("--config", "paper-qwen3-0.6b-deepmath") == cfg
 
 
