@@ -58,7 +58,7 @@ def check_problems_fit(env: Any, limit: int = 200) -> int:
 
 
 def check_episode_contract(env: Any) -> None:
-    """The drafter acts first; the challenger never sees the drafter's answer or reasoning."""
+    """The drafter acts first; the challenger never sees the drafter's answer block or reasoning."""
     env.reset(seed=0, options={"drafter": AGENT_B})
     assert env.agent_selection == AGENT_B, "the drafter named in reset options must act first"
     secret_reasoning, secret_answer = "SECRET-REASONING-7731", "SECRET-ANSWER-9944"

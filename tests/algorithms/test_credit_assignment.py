@@ -120,3 +120,24 @@ def test_no_observation_holds_gold_and_hidden_mode_shows_no_draft(name, step, ta
             formatted = table[i][0][1]
             assert (f"D{i} reasoning" in t.observation["draft"]) == formatted
             assert t.draft_unusable == (not formatted)
+
+
+@pytest.mark.parametrize("name", ["agon", "hidden-draft", "self-refine"])
+def test_no_observation_of_a_code_task_holds_its_hidden_tests(name):
+    plugin = get_algorithm(name)
+    env = agon_env.make(
+        "agon/humaneval-v0", limit=3, mode=plugin.env_mode, reward_scheme=plugin.reward_scheme
+    )
+    tests = [line.strip() for p in env.task for t in p.answer["tests"] for line in t.splitlines()]
+    tests = [t for t in tests if t.startswith("assert")]
+    assert tests, "the fixture must have hidden asserts to look for"
+    seen: list = []
+
+    def answer(obs):
+        seen.append(obs)
+        return "<summary>a plan</summary><answer>def f():\n    pass</answer>"
+
+    agents = {s: ScriptedAgent(s, answer) for s in plugin.adapters}
+    rollout(env, agents, [0, 1, 2], 1, drafter=plugin.seats(0)["drafter"])
+    blob = "\n".join(str(v) for obs in seen for v in obs.values())
+    assert seen and not any(t in blob for t in tests)
