@@ -252,7 +252,7 @@ class Trainer:
         turns = batch.stream(role)
         idx = [i for i in range(len(turns)) if keep[i // n]]
         # Sorted by prompt, so each micro-batch holds prompts with the longest common prefix
-        # (a challenger shown no draft gets a drafting prompt), which the forward shares.
+        # (hidden-mode challengers read drafting prompts), which the forward shares.
         idx.sort(key=lambda i: turns[i].completion.prompt_ids)
         chosen = [turns[i] for i in idx]
         mask = completion_mask([t.completion.completion_ids for t in chosen]) if chosen else None
