@@ -42,10 +42,6 @@ class RolloutBatch:
     def turns(self) -> list[Turn]:
         return [t for e in self.episodes for t in e.turns]
 
-    def group(self, turn: Turn) -> int:
-        """Which problem of the step (0..B-1) a turn belongs to."""
-        return turn.episode // self.num_generations
-
     def stream(self, role: str) -> list[Turn]:
         """The turns of one role in ``(group, rollout)`` order: one stream's GRPO batch."""
         return [t for e in self.episodes for t in e.turns if t.role == role]

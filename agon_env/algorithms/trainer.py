@@ -285,11 +285,8 @@ class Trainer:
             n_seqs=n_seqs,
             n_tokens=n_tokens,
         )
-        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, self._temperature(adapter))
+        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature(self.cfg, adapter))
         return sb, keep
-
-    def _temperature(self, adapter: str) -> float:
-        return temperature(self.cfg, adapter)
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
         return completion_logprobs(
@@ -390,7 +387,7 @@ class Trainer:
             [t.completion.logprobs for t in turns], max(len(t.completion.logprobs) for t in turns)
         )
         with self.base.use(seats[CHALLENGER]):
-            rival = self._logprobs(turns, self._temperature(seats[DRAFTER]))
+            rival = self._logprobs(turns, temperature(self.cfg, seats[DRAFTER]))
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
         kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {M.KL: float((kl * mask).sum() / mask.sum().clamp(min=1))}

@@ -46,7 +46,7 @@ def stream_weights(aggregation: str) -> tuple[torch.Tensor, list[int]]:
     cfg = TrainConfig()
     cfg.grpo.aggregation = aggregation
     cfg.sampling.max_new_tokens = MAX_NEW
-    host = SimpleNamespace(cfg=cfg, ctx=DistContext(), _temperature=lambda adapter: 1.0)
+    host = SimpleNamespace(cfg=cfg, ctx=DistContext())
     sb, keep = Trainer._stream(host, batch, "drafter", "agent_a")
     assert keep.tolist() == [True, False]  # group 1 (both wrong) has no reward variance
     return sb.weights, [len(t.completion.completion_ids) for t in sb.turns]

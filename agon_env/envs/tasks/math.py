@@ -107,35 +107,23 @@ def math_task(
     problems: Sequence[Mapping[str, Any]] | None = None,
     path: str | Path | None = None,
     split: str | None = None,
-    question_field: str = "question",
-    answer_field: str = "answer",
-    id_field: str | None = None,
-    answer_fn: AnswerFn | None = None,
-    row_filter: RowFilter | None = None,
-    limit: int | None = None,
     name: str = "math",
     verify_timeout: float = 5.0,
     source_split: str = "train",
+    **load: Any,
 ) -> MathTask:
     """``agon/math-v0``: rows given as ``problems=`` or read from ``path=`` (file or hub id).
 
     ``split`` carves the rows by content (``None``: all of them); ``source_split`` is the
-    split of a hub dataset to read them from.
+    split of a hub dataset to read them from. ``load`` goes to :func:`load_math_problems`
+    (``question_field``, ``answer_field``, ``id_field``, ``answer_fn``, ``row_filter``,
+    ``limit``, or a ``keep_prompt`` of the caller's instead of the split's).
     """
     if (problems is None) == (path is None):
         raise ValueError("give exactly one of problems=[{...}] or path= (a local file or a hub dataset id)")
     source: str | Path | Rows = problems if problems is not None else path  # type: ignore[assignment]
-    loaded = load_math_problems(
-        source,
-        question_field=question_field,
-        answer_field=answer_field,
-        id_field=id_field,
-        answer_fn=answer_fn,
-        row_filter=row_filter,
-        limit=limit,
-        split=source_split,
-        keep_prompt=in_split(split),
-    )
+    load.setdefault("keep_prompt", in_split(split))
+    loaded = load_math_problems(source, split=source_split, **load)
     if not loaded:
         raise ValueError(f"{name}: no problems in split {split!r} (of {path or 'the given rows'})")
     return MathTask(loaded, name=name, verify_timeout=verify_timeout)
@@ -164,21 +152,19 @@ def gsm8k(path: str | Path | None = None, split: str = "test", **kwargs: Any) ->
         keep = lambda prompt: content_split(prompt) != "validation"  # noqa: E731
     if path is None:
         path = local_file(f"gsm8k_{source_split}.jsonl")
-    rows: Rows | str | Path = (
-        load_rows("openai/gsm8k", split=source_split, name="main") if path is None else path
+    source: dict[str, Any] = (
+        {"problems": load_rows("openai/gsm8k", split=source_split, name="main")}
+        if path is None
+        else {"path": path}
     )
-    loaded = load_math_problems(
-        rows,
+    return math_task(
+        **source,
+        source_split=source_split,
         answer_fn=gsm8k_final_answer,
-        split=source_split,
+        name="gsm8k",
         keep_prompt=keep,
-        **{
-            k: kwargs.pop(k)
-            for k in ("question_field", "answer_field", "id_field", "row_filter", "limit")
-            if k in kwargs
-        },
+        **kwargs,
     )
-    return MathTask(loaded, name="gsm8k", **kwargs)
 
 
 def deepmath(
