@@ -83,17 +83,23 @@ def takes_split(env_id: str) -> bool:
     return agon_env.spec(env_id).takes("split")
 
 
-def build_task(env_id: str, task_kwargs: dict[str, Any] | None = None, split: str | None = "test") -> Task:
+def build_task(
+    env_id: str,
+    task_kwargs: dict[str, Any] | None = None,
+    split: str | None = "test",
+    keep_split: bool = False,
+) -> Task:
     """The task behind ``env_id``, on ``split`` when its constructor takes one.
 
-    Env-level keys (``mode``, ``lam``, ...) are dropped: evaluation picks the mode per method.
+    ``keep_split`` leaves a ``split`` already in ``task_kwargs`` alone (a run's own training
+    split); otherwise ``split`` wins. Env-level keys (``mode``, ``lam``, ...) are dropped:
+    evaluation picks the mode per method.
     """
     spec = agon_env.spec(env_id)
-    kwargs = {**spec.kwargs, **(task_kwargs or {})}
-    kwargs = {k: v for k, v in kwargs.items() if k not in ENV_KWARGS}
-    if split is not None and spec.takes("split"):
-        kwargs["split"] = split
-    task = spec.load()(**kwargs)
+    kwargs = {k: v for k, v in {**spec.kwargs, **(task_kwargs or {})}.items() if k not in ENV_KWARGS}
+    if split is not None and not keep_split:
+        kwargs.pop("split", None)
+    task = spec.load()(**with_split(env_id, kwargs, split))
     if not (hasattr(task, "score") and hasattr(task, "__getitem__") and hasattr(task, "__len__")):
         raise TypeError(f"{env_id} builds a {type(task).__name__}, not a task; agon eval needs a task id")
     return task
@@ -114,21 +120,6 @@ def distinct_sample(
             if len(out) == n:
                 break
     return sorted(out)
-
-
-def sample_indices(size: int, n_test: int, n_val: int, seed: int = 0) -> tuple[list[int], list[int]]:
-    """Disjoint seeded samples of ``n_test`` and ``n_val`` indices out of ``range(size)``, sorted."""
-    if n_test < 1:
-        raise ValueError(f"need at least one test problem, got {n_test}")
-    if n_val < 0:
-        raise ValueError(f"validation problems must be >= 0, got {n_val}")
-    if n_test + n_val > size:
-        raise ValueError(
-            f"the task has {size} problems, fewer than {n_test} test + {n_val} validation; "
-            "lower --problems / --val-problems"
-        )
-    chosen = random.Random(derive_seed(seed, "eval-problems")).sample(range(size), n_test + n_val)
-    return sorted(chosen[:n_test]), sorted(chosen[n_test:])
 
 
 def load_eval_data(
@@ -196,6 +187,4 @@ def check_heldout(
 
 def training_pool(env_id: str, kwargs: dict[str, Any]) -> Task:
     """The problems a run trained on: its task on the ``train`` split, as ``agon train`` built it."""
-    spec = agon_env.spec(env_id)
-    task_kwargs = {k: v for k, v in {**spec.kwargs, **kwargs}.items() if k not in ENV_KWARGS}
-    return spec.load()(**with_split(env_id, task_kwargs, "train"))
+    return build_task(env_id, kwargs, "train", keep_split=True)

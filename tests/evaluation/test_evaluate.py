@@ -1,9 +1,10 @@
 import pytest
 from eval_fakes import FakeAgent, hashed
 
+from agon_env.envs.tasks.base import normalize_prompt
 from agon_env.evaluation.cache import SampleCache
 from agon_env.evaluation.evaluate import Evaluator, Policies, plan_methods
-from agon_env.evaluation.splits import load_eval_data, sample_indices
+from agon_env.evaluation.splits import distinct_sample, load_eval_data
 
 
 def never(_p):
@@ -23,13 +24,17 @@ def policies(base=None, **adapters):
     return Policies(label="run", base=base, adapters=adapters)
 
 
-def test_indices_are_disjoint_seeded_and_sorted():
-    test, val = sample_indices(100, 30, 20, seed=1)
-    assert len(test) == 30 and len(val) == 20 and not set(test) & set(val)
-    assert test == sorted(test) and (test, val) == sample_indices(100, 30, 20, seed=1)
-    assert test != sample_indices(100, 30, 20, seed=2)[0]
-    with pytest.raises(ValueError, match="fewer than"):
-        sample_indices(10, 8, 5)
+def test_samples_are_distinct_seeded_sorted_and_exclude_what_is_taken(data):
+    task = data.test.task
+    first = distinct_sample(task, 30, seed=1, key="test")
+    prompts = [task[i].prompt for i in first]
+    assert len(first) == 30 and len(set(prompts)) == 30 and first == sorted(first)
+    assert first == distinct_sample(task, 30, seed=1, key="test")
+    assert first != distinct_sample(task, 30, seed=2, key="test")
+    other = distinct_sample(
+        task, 20, seed=1, key="validation", exclude={normalize_prompt(p) for p in prompts}
+    )
+    assert not {normalize_prompt(task[i].prompt) for i in other} & {normalize_prompt(p) for p in prompts}
 
 
 def test_plan_covers_each_method_and_skips_what_cannot_run():
