@@ -18,10 +18,12 @@ Conventions (what the trainer can rely on):
   or the EOS token (kept, so a policy can learn to stop); nothing after.
   ``text`` is ``decode(completion_ids)`` without special tokens, so text and ids always
   agree (a token that completes a stop string may carry a few characters past it).
-* ``logprobs[i]`` is ``log_softmax(logits / T)[completion_ids[i]]``: the tempered,
-  *untruncated* distribution. Top-p/top-k truncation is not folded in, so a trainer
-  recomputing log-probs with a forward pass at the same temperature gets the same
-  numbers. With ``temperature == 0`` (greedy) it is plain ``log_softmax(logits)``.
+* ``logprobs[i]`` is the sampled token's log-prob under the distribution it was drawn
+  from: ``log_softmax(logits / T)``, renormalised over the kept tokens when top-k/top-p
+  truncate (as vLLM's ``processed_logprobs``), so both backends report the same numbers.
+  With ``top_p == 1, top_k == 0`` -- what training requires -- a trainer recomputing
+  log-probs with a forward at the same temperature gets the same numbers. With
+  ``temperature == 0`` (greedy) it is plain ``log_softmax(logits)``.
 * The same prompts, params and ``seed`` give the same completions (one
   ``torch.Generator`` walks the sub-batches in order). With per-prompt ``seeds`` each
   row samples from its own generator instead, so a row's completion does not depend on
@@ -174,7 +176,8 @@ class HFBackend:
         return nullcontext(), [n if n is not None else self.base.active for n in names]
 
     def _sample(self, logits: torch.Tensor, params: SamplingParams, gen: Generators):
-        """Next tokens and their log-probs under the tempered, untruncated distribution."""
+        """Next tokens and their log-probs under the tempered distribution, renormalised over
+        the tokens top-k / top-p keep (what vLLM's ``processed_logprobs`` reports)."""
         logits = logits.float()
         if params.temperature == 0:
             logp = torch.log_softmax(logits, dim=-1)
@@ -182,17 +185,22 @@ class HFBackend:
             return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
         logp = torch.log_softmax(logits / params.temperature, dim=-1)
         probs = logp.exp()
+        truncated = False
         if params.top_k > 0 and params.top_k < probs.shape[-1]:
             kth = probs.topk(params.top_k, dim=-1).values[:, -1:]
-            probs = probs.masked_fill(probs < kth, 0.0)
+            probs, truncated = probs.masked_fill(probs < kth, 0.0), True
         if params.top_p < 1.0:
             sp, si = probs.sort(dim=-1, descending=True)
             # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
             drop = (sp.cumsum(-1) - sp) >= params.top_p
             sp = sp.masked_fill(drop, 0.0)
             tok = si.gather(-1, _multinomial(sp, gen)).squeeze(-1)
+            probs, truncated = torch.zeros_like(probs).scatter(-1, si, sp), True
         else:
             tok = _multinomial(probs, gen).squeeze(-1)
+        if truncated:
+            kept = probs.gather(-1, tok[:, None]).squeeze(-1)
+            return tok, torch.log(kept) - torch.log(probs.sum(-1))
         return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
 
     def _stop_hit(self, tokens: list[int], params: SamplingParams, window: int) -> bool:

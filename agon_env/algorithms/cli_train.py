@@ -140,6 +140,7 @@ def run_train(argv: Sequence[str]) -> int:
     from agon_env.algorithms.builders import SetupError
     from agon_env.algorithms.checkpoint import RunFolderError
     from agon_env.algorithms.rollout import TaskScoreError
+    from agon_env.algorithms.rollout_correction import OnPolicyError
 
     try:
         cfg, print_config = parse_train_args(argv)
@@ -151,7 +152,7 @@ def run_train(argv: Sequence[str]) -> int:
         train(cfg)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    except (ConfigError, SetupError, RunFolderError, TaskScoreError) as exc:
+    except (ConfigError, SetupError, RunFolderError, TaskScoreError, OnPolicyError) as exc:
         if debugging(argv):
             raise
         print(f"agon train: {exc}", file=sys.stderr)

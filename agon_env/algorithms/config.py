@@ -92,6 +92,16 @@ class GRPOConfig:
     micro_batch_tokens: int | None = None
     """Also cap a chunk at this many padded tokens (rows × longest sequence), so one long
     challenger chunk does not set the run's peak memory (None = rows only)."""
+    rollout_correction: str = "token-truncate"
+    """Importance weight from sampler to trainer log-probs on each token's policy-gradient term:
+    ``none``, ``token-truncate``, ``token-mask``, ``sequence-truncate`` or ``sequence-mask``
+    (``agon_env.algorithms.rollout_correction``). ≈ 1 with the HF backend; matters with vLLM."""
+    rollout_correction_cap: float = 2.0
+    """Upper bound (truncate) or cut-off (mask) of those weights; 2 is verl's default threshold."""
+    onpolicy_max_kl: float | None = 0.05
+    """Stop the run when KL(sampler ‖ trainer) on an adapter's tokens passes this (a stale or failed
+    adapter load in the engine); None = log the ``onpolicy/…`` metrics only. Round-off is ~1e-7
+    in fp32 and ~1e-3 for bf16 vLLM against a bf16 trainer."""
 
 
 @dataclass

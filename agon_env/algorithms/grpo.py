@@ -6,11 +6,13 @@ token tensors are ``[S, T]`` (S sequences, right-padded to T, with a 0/1 ``mask`
     A_i   = (r_i - mean(r)) / (std(r) + eps)        "std"  (GRPO)
     A_i   =  r_i - mean(r)                          "mean" (Dr. GRPO)
     keep  =  std(r) > 0                             the paper's σ > 0 rule
-    ρ_t   =  exp(logπ_θ - logπ_old)
-    ℓ_t   = -min(ρ_t A, clip(ρ_t, 1-ε, 1+ε_high) A) + β KL_t
+    ρ_t   =  exp(logπ_θ - logπ_old)                     π_old: the trainer before the update
+    ℓ_t   = -w_t min(ρ_t A, clip(ρ_t, 1-ε, 1+ε_high) A) + β KL_t
     KL_t  =  exp(logπ_ref - logπ_θ) - (logπ_ref - logπ_θ) - 1      (k3, ≥ 0)
 
-and the per-token loss is reduced by one of :data:`AGGREGATIONS`. Choices are looked up
+with ``w_t`` the detached sampler-to-trainer importance weight
+(:mod:`agon_env.algorithms.rollout_correction`; 1 when sampler and trainer agree), and
+the per-token loss is reduced by one of :data:`AGGREGATIONS`. Choices are looked up
 in registries (dicts of functions), so adding a variant is one function and one entry.
 """
 
@@ -122,11 +124,13 @@ def grpo_loss(
     eps_high: float | None = None,
     beta: float = 0.0,
     ref_logp: Tensor | None = None,
+    is_weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """The clipped GRPO surrogate ``Σ w·ℓ`` for one (micro-)batch of sequences.
 
     ``logp`` (with grad), ``old_logp`` and ``ref_logp`` are ``[S, T]`` per-token log-probs,
     ``advantages`` is ``[S]`` and ``weights`` comes from :func:`token_weights` (0 on padding).
+    ``is_weights`` (``[S, T]``, detached) multiplies the policy-gradient term only, as in TRL.
     Returns the scalar loss and detached token-averaged statistics.
     """
     weights = weights.to(logp.dtype)
@@ -134,6 +138,8 @@ def grpo_loss(
     ratio = torch.exp(logp - old_logp.detach())
     hi = 1 + (eps if eps_high is None else eps_high)
     per_token = -torch.min(ratio * adv, torch.clamp(ratio, 1 - eps, hi) * adv)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach().to(logp.dtype)
     kl = torch.zeros_like(logp)
     if beta:
         if ref_logp is None:

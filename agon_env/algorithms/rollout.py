@@ -100,3 +100,20 @@ def check_scoring(batch: RolloutBatch, step: int, ctx: DistContext) -> None:
             f"step {step}: the task's score() raised on all {int(n_scored)} answers; "
             f"fix the task (first traceback below)\n{first}"
         )
+
+
+def check_trainable(turns: Sequence[Turn], max_seq_len: int, batch: RolloutBatch) -> None:
+    """Refuse, naming the problem, turns the update cannot train on."""
+    for t in turns:
+        c = t.completion
+        if not c.prompt_ids or len(c.logprobs) != len(c.completion_ids):
+            raise ValueError(
+                f"agent {t.seat!r} gave a completion without prompt/completion token ids and "
+                "matching log-probs; GRPO trains on those (scripted agents cannot be trained)"
+            )
+        n = len(c.prompt_ids) + len(c.completion_ids)
+        if n > max_seq_len:
+            raise ValueError(
+                f"problem {batch.episodes[t.episode].problem_id}: prompt + completion is {n} tokens, "
+                f"over model.max_seq_len = {max_seq_len}; raise it or drop the problem"
+            )

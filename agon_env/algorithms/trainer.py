@@ -9,6 +9,7 @@
    σ = 0 groups dropped, token weights over the whole stream;
 3. **update** -- per adapter: the GRPO loss of every stream that trains it,
    micro-batched, μ inner iterations, its own AdamW + schedule; a non-finite loss skips;
+   the sampler-trainer mismatch is corrected and guarded (:mod:`.rollout_correction`);
 4. **metrics** -- the step's figures, returned to :func:`agon_env.algorithms.run.train`,
    which logs them and checkpoints (``save`` / ``restore`` live here).
 
@@ -52,14 +53,15 @@ from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
-from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
+from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, check_trainable, rollout
+from agon_env.algorithms.rollout_correction import OnPolicyError, correct, guard
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["RunFolderError", "TaskScoreError", "Trainer"]
+__all__ = ["OnPolicyError", "RunFolderError", "TaskScoreError", "Trainer"]
 
 
 @dataclass
@@ -72,6 +74,10 @@ class StreamBatch:
     weights: torch.Tensor
     """``[S, T]`` aggregation weights computed over the whole stream (micro-batch safe)."""
     temperature: float
+    old_logp: dict[int, torch.Tensor] = field(default_factory=dict)
+    """Per micro-batch: the trainer's log-probs before the update (π_old of the clipped ratio)."""
+    is_weights: dict[int, torch.Tensor] = field(default_factory=dict)
+    """Per micro-batch: the sampler-to-trainer importance weights (:mod:`.rollout_correction`)."""
 
 
 @dataclass
@@ -265,37 +271,16 @@ class Trainer:
         )
         if mask is None:
             return None, keep
-        for t in chosen:
-            c = t.completion
-            if not c.prompt_ids or len(c.logprobs) != len(c.completion_ids):
-                raise ValueError(
-                    f"agent {t.seat!r} gave a completion without prompt/completion token ids and "
-                    "matching log-probs; GRPO trains on those (scripted agents cannot be trained)"
-                )
-            if len(c.prompt_ids) + len(c.completion_ids) > self.cfg.model.max_seq_len:
-                n, limit = len(c.prompt_ids) + len(c.completion_ids), self.cfg.model.max_seq_len
-                raise ValueError(
-                    f"problem {batch.episodes[t.episode].problem_id}: prompt + completion is {n} tokens, "
-                    f"over model.max_seq_len = {limit}; raise it or drop the problem"
-                )
-        weights = token_weights(
-            mask,
-            self.cfg.grpo.aggregation,
-            self.cfg.sampling.max_new_tokens,
-            n_seqs=n_seqs,
-            n_tokens=n_tokens,
-        )
+        check_trainable(chosen, self.cfg.model.max_seq_len, batch)
+        g, budget = self.cfg.grpo, self.cfg.sampling.max_new_tokens
+        weights = token_weights(mask, g.aggregation, budget, n_seqs=n_seqs, n_tokens=n_tokens)
         sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature(self.cfg, adapter))
         return sb, keep
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
-        return completion_logprobs(
-            self.base.model,
-            [t.completion.prompt_ids for t in turns],
-            [t.completion.completion_ids for t in turns],
-            temperature=temperature,
-            pad_id=self.base.tokenizer.pad_token_id or 0,
-        )
+        cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
+        prompts, completions = [c.prompt_ids for c in cs], [c.completion_ids for c in cs]
+        return completion_logprobs(self.base.model, prompts, completions, temperature=temperature, pad_id=pad)
 
     def _update(self, adapter: str, streams: list[StreamBatch], scale: float = 1.0) -> dict[str, float]:
         """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``.
@@ -309,25 +294,26 @@ class Trainer:
         opt = self.optimizers[adapter]
         params = self.base.parameters(adapter)
         stats: dict[str, list[float]] = defaultdict(list)
+        onpolicy: dict[str, float] = {}
         self.base.model.train()
         try:
             with self.base.use(adapter):
-                for _ in range(g.inner_iters):
+                for it in range(g.inner_iters):
                     opt.zero_grad(set_to_none=True)
                     total = 0.0
+                    seen: dict[str, float] = defaultdict(float)
                     for sb in streams:
-                        total += self._accumulate(sb, stats, scale)
+                        total += self._accumulate(sb, stats, scale, seen if it == 0 else None)
+                    if it == 0:  # before any step: the guard stops the run before a bad update
+                        version = getattr(self.backend, "versions", {}).get(adapter)
+                        onpolicy = guard(seen, self.ctx, g.onpolicy_max_kl, adapter, version, self.step)
                     dist.all_reduce_grads(params, self.ctx)
                     total = dist.all_sum([total], self.ctx)[0]
                     norm = torch.nn.utils.clip_grad_norm_(params, g.max_grad_norm or float("inf"))
                     if not (math.isfinite(total) and math.isfinite(float(norm))):
                         self.counters["nan_skipped"] += 1
-                        warnings.warn(
-                            f"step {self.step}: non-finite loss/grad for {adapter} (loss={total}); "
-                            "update skipped",
-                            RuntimeWarning,
-                            stacklevel=2,
-                        )
+                        msg = f"step {self.step}: {adapter}: non-finite loss/grad ({total}); update skipped"
+                        warnings.warn(msg, RuntimeWarning, stacklevel=2)
                         opt.zero_grad(set_to_none=True)
                         continue
                     opt.step()
@@ -336,20 +322,36 @@ class Trainer:
                     stats[M.GRAD_NORM].append(float(norm))
         finally:
             self.base.model.eval()
-        return {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
+        out = {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
+        return {**out, **{M.key(M.ONPOLICY, k, adapter): v for k, v in onpolicy.items()}}
 
-    def _accumulate(self, sb: StreamBatch, stats: dict[str, list[float]], scale: float = 1.0) -> float:
-        """Backward ``scale`` × the stream's loss micro-batch by micro-batch; return its value."""
+    def _accumulate(
+        self,
+        sb: StreamBatch,
+        stats: dict[str, list[float]],
+        scale: float = 1.0,
+        seen: dict[str, float] | None = None,
+    ) -> float:
+        """Backward ``scale`` × the stream's loss micro-batch by micro-batch; return its value.
+
+        On the first inner iteration (``seen`` given) each micro-batch's forward *is* the
+        trainer's π_old: it is kept, the importance weights against the sampler's log-probs
+        are computed from it, and the mismatch sums go into ``seen``. No extra forward."""
         g, total = self.cfg.grpo, 0.0
         lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) for t in sb.turns]
-        for part in micro_batches(lengths, g.micro_batch, g.micro_batch_tokens):
+        for k, part in enumerate(micro_batches(lengths, g.micro_batch, g.micro_batch_tokens)):
             turns = sb.turns[part]
             w = sb.weights[part]
             width = w.shape[1]
             logp = self._logprobs(turns, sb.temperature)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
             dev = logp.device
-            old = pad_right([t.completion.logprobs for t in turns], width).to(dev)
+            if seen is not None:
+                sampler = pad_right([t.completion.logprobs for t in turns], width).to(dev)
+                sb.old_logp[k] = logp.detach()
+                mask = (w != 0).to(dev)
+                kind, cap = g.rollout_correction, g.rollout_correction_cap
+                sb.is_weights[k] = correct(sb.old_logp[k], sampler, mask, kind, cap, seen)
             ref = None
             if g.beta:
                 with torch.no_grad(), self.base.reference():
@@ -357,20 +359,21 @@ class Trainer:
                     ref = torch.nn.functional.pad(ref, (0, width - ref.shape[1]))
             loss, st = grpo_loss(
                 logp,
-                old,
+                sb.old_logp[k],
                 sb.advantages[part].to(dev),
                 w.to(dev),
                 eps=g.eps,
                 eps_high=g.eps_high,
                 beta=g.beta,
                 ref_logp=ref,
+                is_weights=sb.is_weights[k],
             )
             loss = loss * scale
             if torch.isfinite(loss):
                 loss.backward()
             total += float(loss.detach())
-            for k in ("clip_frac", "kl", "ratio_mean"):
-                stats[k].append(st[k])
+            for name in ("clip_frac", "kl", "ratio_mean"):
+                stats[name].append(st[name])
         return total
 
     @torch.no_grad()
@@ -383,9 +386,8 @@ class Trainer:
         if not turns:
             return {}
         # The drafter's own log-probs came with its samples; only the rival needs a forward.
-        own = pad_right(
-            [t.completion.logprobs for t in turns], max(len(t.completion.logprobs) for t in turns)
-        )
+        own = [t.completion.logprobs for t in turns]
+        own = pad_right(own, max(map(len, own)))
         with self.base.use(seats[CHALLENGER]):
             rival = self._logprobs(turns, temperature(self.cfg, seats[DRAFTER]))
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)

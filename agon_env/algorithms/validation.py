@@ -18,6 +18,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
+    from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
 
     def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
@@ -58,6 +59,21 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("grpo.inner_iters", lambda v: v >= 1, at_least_1),
         need("grpo.max_grad_norm", lambda v: v >= 0, "use 0 (no clipping) or a norm > 0"),
         need("grpo.micro_batch", lambda v: v >= 1, at_least_1),
+        one_of("grpo.rollout_correction", CORRECTIONS),
+        need("grpo.rollout_correction_cap", lambda v: v >= 1, "the cap must be ≥ 1, e.g. 2"),
+        need("grpo.onpolicy_max_kl", lambda v: v is None or v > 0, "use null (guard off) or a KL > 0"),
+        need(
+            "sampling.top_p",
+            lambda v: v == 1,
+            "training needs top_p = 1: the update's log-probs are over the whole vocabulary, so a "
+            "nucleus-truncated sampler is off-policy for it (top_p < 1 is for agon eval)",
+        ),
+        need(
+            "sampling.top_k",
+            lambda v: v == 0,
+            "training needs top_k = 0: the update's log-probs are over the whole vocabulary "
+            "(top_k is for agon eval)",
+        ),
         need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
         need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
         one_of("optim.schedule", DECAYS),

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -33,22 +35,39 @@ def test_greedy_matches_model_generate_with_left_padding(tiny_pair, prompts):
             assert o.prompt_ids == tiny_pair.tokenizer(prompt, add_special_tokens=False)["input_ids"]
 
 
-def _recomputed_logprobs(base, adapter, prompt_ids, completion_ids, temperature):
+def _recomputed_logprobs(base, adapter, prompt_ids, completion_ids, temperature, top_p=1.0):
     ids = torch.tensor([prompt_ids + completion_ids])
     with torch.no_grad(), base.use(adapter) as model:
         logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1]
     logp = torch.log_softmax(logits / temperature, dim=-1)
-    return logp.gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+    picked = logp.gather(-1, torch.tensor(completion_ids)[:, None]).squeeze(-1)
+    if top_p == 1.0:
+        return picked
+    # The nucleus, worked out independently: the most likely tokens until their mass reaches top_p.
+    out = []
+    for row, lp in zip(logp.exp(), picked, strict=True):
+        kept, mass = 0.0, 0.0
+        for q in sorted(row.tolist(), reverse=True):
+            if mass >= top_p:
+                break
+            kept, mass = kept + q, mass + q
+        out.append(float(lp) - math.log(kept))
+    return torch.tensor(out)
 
 
 @pytest.mark.parametrize("temperature,top_p,prompts", [(1.0, 1.0, PROMPTS), (0.7, 0.9, PREFIXED)])
-def test_logprobs_are_the_tempered_policy_a_trainer_recomputes(tiny_pair, temperature, top_p, prompts):
+def test_logprobs_are_those_of_the_distribution_sampled(tiny_pair, temperature, top_p, prompts):
+    """Tempered log-probs a trainer recomputes; renormalised over the nucleus with top_p < 1,
+    as vLLM's processed_logprobs report them (training refuses top_p < 1)."""
     backend = HFBackend(tiny_pair)
     params = SamplingParams(max_new_tokens=10, temperature=temperature, top_p=top_p, seed=0, stop=())
     for o in backend.generate(prompts, params, adapter="agent_b"):
         assert len(o.logprobs) == len(o.completion_ids) == 10 and o.finish_reason == "length"
-        ref = _recomputed_logprobs(tiny_pair, "agent_b", o.prompt_ids, o.completion_ids, temperature)
+        ref = _recomputed_logprobs(tiny_pair, "agent_b", o.prompt_ids, o.completion_ids, temperature, top_p)
         assert torch.allclose(torch.tensor(o.logprobs), ref, atol=1e-4)
+        if top_p < 1:  # truncation only ever raises a kept token's probability
+            full = _recomputed_logprobs(tiny_pair, "agent_b", o.prompt_ids, o.completion_ids, temperature)
+            assert (torch.tensor(o.logprobs) >= full - 1e-6).all()
 
 
 def test_seeded_sampling_is_reproducible_and_seed_matters(tiny_pair):

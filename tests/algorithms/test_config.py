@@ -179,6 +179,11 @@ def test_validation_lists_every_problem_with_a_fix():
         ({"env.kwargs.mode": "solo"}, "the algo decides"),
         ({"grpo.eps_high": 0.1}, "must be ≥ grpo.eps"),
         ({"sampling.top_p": 2}, "sampling: top_p must be in (0, 1]"),
+        ({"sampling.top_p": 0.9}, "training needs top_p = 1"),
+        ({"sampling.top_k": 50}, "training needs top_k = 0"),
+        ({"grpo.rollout_correction": "tis"}, "'token-truncate'"),
+        ({"grpo.rollout_correction_cap": 0.5}, "the cap must be ≥ 1"),
+        ({"grpo.onpolicy_max_kl": 0}, "guard off"),
     ],
 )
 def test_bad_values_are_explained(updates, needle):
