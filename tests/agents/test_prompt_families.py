@@ -7,9 +7,9 @@ import json
 import pytest
 
 import agon_env
-from agon_env.agents.models import build_tiny_tokenizer
 from agon_env.agents.prompt_families import PROMPT_FAMILIES, family_of, prompts_for, register_prompt_family
 from agon_env.agents.prompts import RolePrompts, render_prompt
+from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.envs.tasks.data import local_file
 from agon_env.envs.tasks.math import deepmath
 

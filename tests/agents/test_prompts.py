@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from agon_env.agents.models import build_tiny_tokenizer
 from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
+from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.envs.exchange import challenger_text
 
 DRAFT_OBS = {"text": "What is 2 + 3?", "problem": "What is 2 + 3?", "draft": "", "role": 0}

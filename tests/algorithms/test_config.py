@@ -126,6 +126,11 @@ def test_changing_env_id_drops_the_presets_task_kwargs():
         "difficulty": 3
     }
     assert _cli("--config", paper, "--steps", "3").env.kwargs["min_difficulty"] == 8
+    # KEY=VALUE pairs update the preset's: a local file keeps the paper's filters
+    local = _cli("--config", paper, "--env.kwargs", "path=/data/deepmath.parquet").env.kwargs
+    assert local == {"min_difficulty": 8, "drop_binary": True, "path": "/data/deepmath.parquet"}
+    thinking_off = _cli("--config", paper, "--model.chat-template-kwargs", "enable_thinking=false")
+    assert thinking_off.model.chat_template_kwargs == {"enable_thinking": False}
     assert load_config(paper, {"env.id": "agon/arith-v0"}).env.kwargs == {}
 
 

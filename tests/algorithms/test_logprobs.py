@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agon_env.agents.models import build_tiny
+from agon_env.agents.tiny import build_tiny
 from agon_env.algorithms.logprobs import completion_logprobs
 
 
