@@ -1,0 +1,35 @@
+"""``scripts/gpu_check.sh``: one line without a GPU; its Python half end to end on CPU."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_check_refuses_in_one_line_without_a_gpu():
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has an NVIDIA driver")
+    cmd = ["bash", str(REPO / "scripts/gpu_check.sh")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("gpu_check: no NVIDIA driver")
+
+
+@pytest.mark.slow
+def test_gpu_check_dry_run_on_cpu_prints_its_json_line(tmp_path):
+    cmd = [sys.executable, str(REPO / "scripts/gpu_check.py"), "--device", "cpu", "--backend", "hf",
+           "--steps", "2", "--batch-problems", "2", "--n", "4", "--max-new-tokens", "24",
+           "--out", str(tmp_path)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["steps"] == 2 and result["backend"] == "hf" and result["batch"] == "2x4"
+    assert result["step_s"] > 0 and result["rollout_tok_s"] > 0 and result["eval_s"] > 0
+    assert (tmp_path / "run" / "eval" / "eval.json").is_file()
