@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+import torch.utils.checkpoint
 from torch import Tensor
 
 from agon_env.agents.kv_cache import shared_prefix_len
@@ -88,26 +89,59 @@ def completion_logprobs(
         )
         cache.batch_repeat_interleave(len(lengths))  # differentiable: grads flow to the prefix
     keep = width + 1
-    out = model(
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    out = decoder(
         input_ids=ids.to(device),
         attention_mask=attn.to(device),
         position_ids=positions.to(device),
         past_key_values=cache,
-        logits_to_keep=keep,
         use_cache=cache is not None,
     )
-    logits = out.logits[:, -keep:-1, :].float() / temperature  # position k predicts token k+1
-    logp_all = torch.log_softmax(logits, dim=-1)
+    hidden = out.last_hidden_state[:, -keep:-1, :]  # position k predicts token k+1
     # Completion token j of a sequence with c tokens sits at kept column width - c + j.
     cols = torch.zeros((len(lengths), width), dtype=torch.long)
     targets = torch.zeros((len(lengths), width), dtype=torch.long)
-    mask = completion_mask(completion_ids)
+    mask = completion_mask(completion_ids).to(device)
     for i, c in enumerate(completion_ids):
         cols[i, : len(c)] = torch.arange(width - len(c), width)
         targets[i, : len(c)] = torch.as_tensor(list(c), dtype=torch.long)
     rows = torch.arange(len(lengths))[:, None]
-    picked = logp_all[rows, cols.to(device)].gather(-1, targets.to(device)[..., None]).squeeze(-1)
-    return picked * mask.to(device)
+    real = mask.bool()
+    h = hidden[rows, cols.to(device)][real]  # [tokens, hidden]: the completion tokens only
+    picked = token_logprobs(h, targets.to(device)[real], head, temperature)
+    return torch.zeros_like(mask, dtype=picked.dtype).masked_scatter(real, picked)
+
+
+LOGIT_CHUNK = 2**26
+"""Most logits (tokens × vocabulary) in flight at once: 256 MB in fp32. One chunk at a time
+keeps a 10k-token Qwen3 trace (vocabulary 152k: 6 GB of fp32 logits) from setting the peak."""
+
+
+def _token_logprobs(h: Tensor, targets: Tensor, head: Any, temperature: float) -> Tensor:
+    logits = head(h).float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    # log_softmax gathered at the targets, without a second vocabulary-sized tensor
+    return logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, -1)
+
+
+def token_logprobs(h: Tensor, targets: Tensor, head: Any, temperature: float = 1.0) -> Tensor:
+    """``log softmax(head(h) / T)[targets]`` for ``[N, H]`` hidden states, :data:`LOGIT_CHUNK`
+    logits at a time. With gradients, each chunk beyond the first recomputes its logits in
+    the backward pass (activation checkpointing) instead of keeping them."""
+    vocab = int(head.weight.shape[0])
+    rows = max(1, LOGIT_CHUNK // vocab)
+    if h.shape[0] <= rows:
+        return _token_logprobs(h, targets, head, temperature)
+    grad = torch.is_grad_enabled() and h.requires_grad
+    parts = []
+    for i in range(0, h.shape[0], rows):
+        args = (h[i : i + rows], targets[i : i + rows], head, temperature)
+        if grad:
+            parts.append(torch.utils.checkpoint.checkpoint(_token_logprobs, *args, use_reentrant=False))
+        else:
+            parts.append(_token_logprobs(*args))
+    return torch.cat(parts)
 
 
 def micro_batches(lengths: Sequence[int], max_rows: int, max_tokens: int | None = None) -> list[slice]:

@@ -104,3 +104,28 @@ def test_micro_batches_respect_rows_and_padded_tokens():
         slice(4, 5),
     ]
     assert micro_batches([], max_rows=4) == []
+
+
+def test_chunked_logits_give_the_same_values_and_gradients(tiny, monkeypatch):
+    """Few logits at a time (recomputed in backward) = all at once, in value and in gradient."""
+    import agon_env.algorithms.logprobs as L
+
+    model, tok = tiny
+    prompts = [tok.encode("What is 17 + 25?"), tok.encode("Verify the draft.")]
+    completions = [tok.encode(" <answer>42</answer>"), tok.encode(" so the draft is right")]
+    weight = next(p for n, p in model.named_parameters() if "q_proj" in n)
+
+    def value_and_grad():
+        model.zero_grad(set_to_none=True)
+        weight.requires_grad_(True)
+        lp = completion_logprobs(model, prompts, completions, temperature=0.7, pad_id=tok.pad_token_id)
+        lp.sum().backward()
+        return lp.detach(), weight.grad.clone()
+
+    whole = value_and_grad()
+    vocab = model.get_output_embeddings().weight.shape[0]
+    monkeypatch.setattr(L, "LOGIT_CHUNK", 3 * vocab)  # 3 tokens per chunk
+    chunked = value_and_grad()
+    weight.requires_grad_(False)
+    assert torch.allclose(whole[0], chunked[0], atol=1e-6)
+    assert torch.allclose(whole[1], chunked[1], atol=1e-6)
