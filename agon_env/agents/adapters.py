@@ -2,9 +2,10 @@
 
 Two policies cost one base plus two small adapters, not two models: every adapter is
 a set of ``lora_A``/``lora_B`` matrices injected (by peft) next to the same frozen
-linear layers. Switching the active adapter flips a name in each LoRA layer; no base
-weight is ever copied or merged. With the adapter disabled the model *is* the base,
-which serves as a free reference policy (KL penalty, untrained baseline).
+linear layers. Switching the active adapter flips a name in each LoRA layer; the base
+weights are never written (sampling may run on a merged *copy*, :meth:`SharedBase.sampling`).
+With the adapter disabled the model *is* the base, which serves as a free reference
+policy (KL penalty, untrained baseline).
 
 Typical use::
 
@@ -34,6 +35,7 @@ from typing import Any
 
 import torch
 
+from agon_env.agents.merge import MergedWeights
 from agon_env.vocabulary import REFERENCE
 
 
@@ -84,6 +86,7 @@ class SharedBase:
         self.tokenizer = tokenizer
         self.source = source
         self.specs: dict[str, LoraSpec] = {}
+        self._merge = MergedWeights()
 
     @classmethod
     def from_source(
@@ -206,6 +209,18 @@ class SharedBase:
         finally:
             if previous != REFERENCE:
                 self.set_adapter(previous)
+
+    @contextmanager
+    def sampling(self, name: str) -> Iterator[Any]:
+        """Run the block to *sample* from adapter ``name`` (no gradients): merged into the
+        base weights when that is exact (:mod:`agon_env.agents.merge`), else as :meth:`use`."""
+        if name != REFERENCE and self._peft is not None:
+            with self._merge.merged(self._peft, name) as merged:
+                if merged:
+                    yield self.model
+                    return
+        with self.use(name) as model:
+            yield model
 
     @contextmanager
     def reference(self) -> Iterator[Any]:

@@ -41,6 +41,7 @@ import torch
 
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.vocabulary import REFERENCE
 
 __all__ = ["BufferCache", "HFBackend", "SamplingParams"]
 
@@ -79,8 +80,11 @@ def _num_layers(model: Any) -> int:
 class HFBackend:
     """Samples completions from ``base`` (a :class:`~agon_env.agents.adapters.SharedBase`)."""
 
-    def __init__(self, base: Any) -> None:
+    def __init__(self, base: Any, *, merge: bool = True) -> None:
+        """``merge``: sample single-adapter chunks with the adapter merged into a copy of the
+        base weights (:mod:`agon_env.agents.merge`; same tokens, ~2× faster decode on CPU)."""
         self.base = base
+        self.merge = merge
         self.tokenizer = base.tokenizer
         gen_eos = getattr(base.base_model.generation_config, "eos_token_id", None)
         eos = {self.tokenizer.eos_token_id}
@@ -166,11 +170,14 @@ class HFBackend:
         return chunks
 
     def _adapter_context(self, names: list[str | None]) -> Any:
-        """Activate the chunk's adapter once; mixed chunks route rows per LoRA layer."""
+        """One adapter for the chunk: sampled merged into the base (``merge``); mixed chunks
+        route rows per LoRA layer."""
         unique = set(names)
         if len(unique) == 1:
-            name = names[0]
-            return (nullcontext(), None) if name is None else (self.base.use(name), None)
+            name = names[0] if names[0] is not None else self.base.active
+            if name == REFERENCE or not self.merge:
+                return self.base.use(name), None
+            return self.base.sampling(name), None
         # peft's mixed-batch forward: each row goes through its own adapter in every LoRA
         # layer while the base matmul stays shared across the whole batch.
         return nullcontext(), [n if n is not None else self.base.active for n in names]

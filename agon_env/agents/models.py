@@ -195,6 +195,9 @@ def load_base(
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
+    from agon_env.agents.attention import use_gqa_attention
+
+    use_gqa_attention(model)  # grouped KV heads stay grouped in CPU attention (no repeat_kv)
     model = model.to(device=device, dtype=dtype)
     model.eval()
     return model, tok

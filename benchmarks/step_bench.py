@@ -1,0 +1,74 @@
+"""Agon ÷ GRPO on one workload, in a few minutes: step time and peak memory of the pair.
+
+``agon train --algo grpo`` and ``--algo agon`` on the same workload and seed
+(``benchmarks/vs_trl.py``'s :class:`Workload`, its command line and its child runner, so
+the figures compare with that benchmark's), each in a fresh process, the first step
+left out of the means. The paper's claim is that a rival is nearly free; the goals are
+``agon_over_grpo <= 2.0`` (the pair plays two turns and trains two adapters) and
+``agon_peak_over_grpo_peak <= 1.5``.
+
+    python benchmarks/step_bench.py [--steps 4] [--threads 2] [--model smollm2-135m]
+
+Last line: one JSON object with ``agon_over_grpo`` and ``agon_peak_over_grpo_peak``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+GOALS = {"agon_over_grpo": 2.0, "agon_peak_over_grpo_peak": 1.5}
+
+
+def _vs_trl():
+    spec = importlib.util.spec_from_file_location("vs_trl", Path(__file__).with_name("vs_trl.py"))
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["vs_trl"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def main() -> int:
+    vs = _vs_trl()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=4, help="steps per run (the first is left out)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--scratch", default=None)
+    a = ap.parse_args()
+    w = dataclasses.replace(vs.Workload(), steps=a.steps, threads=a.threads, model=a.model)
+    scratch = Path(a.scratch or tempfile.mkdtemp(prefix="agon_step_bench_"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for algo in ("grpo", "agon"):
+        runs[algo] = vs.run_ours(w, algo, scratch, warmup=1)
+        r = runs[algo]
+        print(
+            f"{algo}: step {r['step_s_mean']:.2f} s (rollout {r['rollout_s_mean']:.2f}, "
+            f"update {r['update_s_mean']:.2f}), peak RSS {r['peak_rss_mb']:.0f} MB",
+            file=sys.stderr,
+        )
+    g, ag = runs["grpo"], runs["agon"]
+    result = {
+        "workload": dataclasses.asdict(w),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()[0]},
+        "grpo": {k: g[k] for k in ("step_s_mean", "rollout_s_mean", "update_s_mean", "peak_rss_mb")},
+        "agon": {k: ag[k] for k in ("step_s_mean", "rollout_s_mean", "update_s_mean", "peak_rss_mb")},
+        "agon_over_grpo": ag["step_s_mean"] / g["step_s_mean"],
+        "agon_peak_over_grpo_peak": ag["peak_rss_mb"] / g["peak_rss_mb"],
+        "goals": GOALS,
+    }
+    result["met"] = {k: result[k] <= v for k, v in GOALS.items()}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

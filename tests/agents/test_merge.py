@@ -1,0 +1,98 @@
+"""Merged-adapter sampling and grouped-KV attention: faster, and the same tokens."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agon_env.agents import HFBackend, LoraSpec, SamplingParams
+from agon_env.agents import attention as A
+from agon_env.vocabulary import REFERENCE
+
+PROMPTS = ["What is 17 + 25?", "Verify the draft.", "0 1 2"]
+GREEDY = SamplingParams(max_new_tokens=10, temperature=0, stop=())
+SAMPLED = SamplingParams(max_new_tokens=10, temperature=1.0, stop=())
+
+
+def _run(base, merge, params, name):
+    outs = HFBackend(base, merge=merge).generate(PROMPTS, params, adapter=name, seeds=[1, 2, 3])
+    return [o.completion_ids for o in outs], torch.tensor([lp for o in outs for lp in o.logprobs])
+
+
+@pytest.mark.parametrize("params", [GREEDY, SAMPLED])
+@pytest.mark.parametrize("name", ["agent_a", "agent_b", REFERENCE])
+def test_merged_sampling_gives_the_unmerged_tokens_and_logprobs(tiny_pair, params, name):
+    ids, lp = _run(tiny_pair, False, params, name)
+    ids_m, lp_m = _run(tiny_pair, True, params, name)
+    assert ids == ids_m
+    assert torch.allclose(lp, lp_m, atol=1e-5)
+
+
+def test_many_merge_cycles_leave_base_and_adapters_bitwise_equal(tiny_pair):
+    before = {n: p.detach().clone() for n, p in tiny_pair.model.named_parameters()}
+    backend = HFBackend(tiny_pair)
+    for i in range(20):
+        backend.generate(PROMPTS[:1], GREEDY, adapter=["agent_a", "agent_b"][i % 2])
+    after = dict(tiny_pair.model.named_parameters())
+    assert all(torch.equal(v, after[n]) for n, v in before.items())
+    # ... and a plain forward still runs the adapter through peft, on the pristine weights
+    x = torch.tensor([[5, 17, 60]])
+    with torch.no_grad():
+        with tiny_pair.use("agent_a") as model:
+            adapted = model(input_ids=x).logits
+        with tiny_pair.reference() as model:
+            assert not torch.allclose(adapted, model(input_ids=x).logits, atol=1e-4)
+
+
+def test_an_adapter_that_cannot_merge_exactly_samples_unmerged_with_a_warning(tiny_base):
+    tiny_base.add_adapter("dora", LoraSpec(init_seed=3, init_b_std=0.05, extra={"use_dora": True}))
+    ids, lp = _run(tiny_base, False, GREEDY, "dora")
+    with pytest.warns(UserWarning, match="cannot merge 'dora' exactly: a DoRA adapter"):
+        ids_m, lp_m = _run(tiny_base, True, GREEDY, "dora")
+    assert ids == ids_m and torch.equal(lp, lp_m)
+
+
+def test_grouped_kv_attention_is_exact_and_skips_repeat_kv(tiny_pair, monkeypatch):
+    model = tiny_pair.base_model
+    assert model.config._attn_implementation == A.NAME  # load_base switched it
+    assert model.config.num_key_value_heads < model.config.num_attention_heads
+    tok = tiny_pair.tokenizer
+    batch = tok(PROMPTS, return_tensors="pt", padding=True)  # left padding: a mask is passed
+    with torch.no_grad():
+        ours = model(**batch).logits
+        model.set_attn_implementation("sdpa")
+        stock = model(**batch).logits
+        model.set_attn_implementation(A.NAME)
+    assert torch.equal(ours, stock)
+    calls = []
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(
+        torch.nn.functional,
+        "scaled_dot_product_attention",
+        lambda *a, **k: calls.append(k.get("enable_gqa")) or sdpa(*a, **k),
+    )
+    with torch.no_grad():
+        model(**batch)
+    assert calls and all(calls)  # every layer: grouped heads, no expanded cache
+
+
+def test_grouped_kv_attention_gives_the_same_gradients(tiny_pair):
+    """The update's forward and backward run through it too (a mask is always passed)."""
+    from agon_env.algorithms.logprobs import completion_logprobs
+
+    tok = tiny_pair.tokenizer
+    prompts = [tok.encode(p) for p in PROMPTS]
+    completions = [tok.encode(" <answer>42</answer>"), tok.encode(" 12"), tok.encode(" so it is")]
+    param = tiny_pair.parameters("agent_a")[0]
+
+    def grad(impl):
+        tiny_pair.base_model.set_attn_implementation(impl)
+        param.grad = None
+        with tiny_pair.use("agent_a") as model:
+            completion_logprobs(model, prompts, completions, pad_id=tok.pad_token_id).sum().backward()
+        return param.grad.clone()
+
+    try:
+        assert torch.allclose(grad(A.NAME), grad("sdpa"), atol=1e-6)
+    finally:
+        tiny_pair.base_model.set_attn_implementation(A.NAME)
