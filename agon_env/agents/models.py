@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,29 +93,18 @@ def smollm2_available() -> bool:
     return True
 
 
-def ensure_smollm2_folder() -> Path:
-    """Convert the GGUF into a cached HF folder once and return that folder.
+def cached_model_folder(name: str, build: Callable[[], tuple[Any, Any]]) -> Path:
+    """``cache_dir() / name``, written once from ``build()``'s ``(model, tokenizer)``.
 
-    The conversion writes into a temporary sibling folder and renames it into place, so
-    an interrupted or concurrent conversion never leaves a half-written model behind.
-    """
-    target = cache_dir() / SMOLLM2_FOLDER
+    The write goes into a temporary sibling folder renamed into place, so an interrupted or
+    concurrent build never leaves a half-written model behind."""
+    target = cache_dir() / name
     if (target / "config.json").is_file():
         return target
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    gguf = _smollm2_gguf()
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_FOLDER}.", dir=target.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=target.parent))
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-        )
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        # The weights are dequantised already; without this save_pretrained refuses.
-        model.hf_quantizer.remove_quantization_config(model)
-        # The GGUF config carries no architectures list; vLLM needs one to load the folder.
-        model.config.architectures = ["LlamaForCausalLM"]
+        model, tok = build()
         tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
@@ -128,6 +118,28 @@ def ensure_smollm2_folder() -> Path:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def ensure_smollm2_folder() -> Path:
+    """Convert the GGUF into a cached HF folder once (:func:`cached_model_folder`) and return it."""
+    if (cache_dir() / SMOLLM2_FOLDER / "config.json").is_file():
+        return cache_dir() / SMOLLM2_FOLDER
+    gguf = _smollm2_gguf()  # a missing package fails in one line before anything is written
+
+    def convert() -> tuple[Any, Any]:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # The weights are dequantised already; without this save_pretrained refuses.
+        model.hf_quantizer.remove_quantization_config(model)
+        # The GGUF config carries no architectures list; vLLM needs one to load the folder.
+        model.config.architectures = ["LlamaForCausalLM"]
+        return model, tok
+
+    return cached_model_folder(SMOLLM2_FOLDER, convert)
 
 
 def resolve_source(source: str) -> str:

@@ -14,15 +14,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from agon_env.agents.models import cache_dir
+from agon_env.agents.models import cached_model_folder
 
 # ChatML, the format SmolLM2 and Qwen3 were tuned on; also used by the tiny model.
 CHATML_TEMPLATE = (
@@ -100,6 +97,19 @@ def build_tiny_tokenizer(vocab_size: int = 384, *, thinking: bool = False) -> An
     return tok
 
 
+def _seeded(model_cls: Any, config: Any, tok: Any, seed: int, teach_steps: int = 0) -> tuple[Any, Any]:
+    """``model_cls(config)`` initialised (and taught, :func:`_teach_format`) under ``seed``
+    without touching the caller's RNG, in fp32 eval mode, generating with ``tok``'s ids."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_cls(config)
+        if teach_steps:
+            _teach_format(model, tok, teach_steps)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
+    return model.float().eval(), tok
+
+
 def build_tiny(seed: int = 0, hidden: int = 64, layers: int = 2) -> tuple[Any, Any]:
     """A seeded random ``LlamaForCausalLM`` (~100K params) plus its tokenizer."""
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -119,12 +129,7 @@ def build_tiny(seed: int = 0, hidden: int = 64, layers: int = 2) -> tuple[Any, A
         pad_token_id=tok.pad_token_id,
         architectures=["LlamaForCausalLM"],
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model.float().eval(), tok
+    return _seeded(LlamaForCausalLM, config, tok, seed)
 
 
 def build_tiny_qwen3(
@@ -150,14 +155,7 @@ def build_tiny_qwen3(
         pad_token_id=tok.pad_token_id,
         architectures=["Qwen3ForCausalLM"],
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = Qwen3ForCausalLM(config)
-        if teach_steps:
-            _teach_format(model, tok, teach_steps)
-    model.generation_config.pad_token_id = tok.pad_token_id
-    model.generation_config.eos_token_id = tok.eos_token_id
-    return model.float().eval(), tok
+    return _seeded(Qwen3ForCausalLM, config, tok, seed, teach_steps)
 
 
 def _format_demos(n: int) -> list[tuple[str, str]]:
@@ -206,25 +204,5 @@ def _teach_format(model: Any, tok: Any, steps: int) -> None:
 
 
 def ensure_tiny_qwen3_folder() -> Path:
-    """Save :func:`build_tiny_qwen3` (seed 0) into the cache once and return the folder.
-
-    Written into a temporary sibling and renamed into place, like the SmolLM2 conversion."""
-    target = cache_dir() / TINY_QWEN3_FOLDER
-    if (target / "config.json").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_QWEN3_FOLDER}.", dir=target.parent))
-    try:
-        model, tok = build_tiny_qwen3(seed=0)
-        tmp.chmod(0o755)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    """Save :func:`build_tiny_qwen3` (seed 0) into the cache once and return the folder."""
+    return cached_model_folder(TINY_QWEN3_FOLDER, lambda: build_tiny_qwen3(seed=0))

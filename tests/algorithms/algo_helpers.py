@@ -48,3 +48,22 @@ def with_rewards(batch: Any, role: str, rewards: Sequence[float]) -> Any:
         for e in batch.episodes
     ]
     return RolloutBatch(batch.problem_indices, batch.num_generations, episodes)
+
+
+def tiny_config(tmp_path: Any, **updates: Any) -> Any:
+    """The trainer tests' config: the tiny model on ``test/parity-v0`` (``parity_env`` on the path)."""
+    from agon_env.algorithms.config import load_config
+
+    base = {
+        "model.name": "tiny",
+        "imports": "parity_env",
+        "env.id": "test/parity-v0",
+        "batch_problems": 2,
+        "grpo.num_generations": 4,
+        "sampling.max_new_tokens": 4,
+        "progress": False,
+        "optim.lr": 1e-2,
+        "out_dir": str(tmp_path / "run"),
+        "threads": 1,
+    }
+    return load_config(None, {**base, **updates})

@@ -8,9 +8,8 @@ from collections import defaultdict
 
 import pytest
 import torch
-from algo_helpers import with_rewards
+from algo_helpers import tiny_config, with_rewards
 
-from agon_env.algorithms.config import load_config
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.rollout_correction import (
@@ -85,12 +84,7 @@ def test_nonfinite_log_probs_are_left_to_the_loss():
 
 
 def _trainer(tmp_path, **updates):
-    base = {
-        "model.name": "tiny", "imports": "parity_env", "env.id": "test/parity-v0", "batch_problems": 2,
-        "grpo.num_generations": 4, "sampling.max_new_tokens": 4, "progress": False, "optim.lr": 1e-2,
-        "out_dir": str(tmp_path / "run"), "threads": 1,
-    }  # fmt: skip
-    return Trainer.build(load_config(None, {**base, **updates}))
+    return Trainer.build(tiny_config(tmp_path, **updates))
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from algo_helpers import with_rewards
+from algo_helpers import tiny_config, with_rewards
 
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.config import load_config
@@ -38,19 +38,7 @@ def _parity_on_path(monkeypatch):
 
 
 def _cfg(tmp_path, **updates):
-    base = {
-        "model.name": "tiny",
-        "imports": "parity_env",
-        "env.id": "test/parity-v0",
-        "batch_problems": 2,
-        "grpo.num_generations": 4,
-        "sampling.max_new_tokens": 4,
-        "progress": False,
-        "optim.lr": 1e-2,
-        "out_dir": str(tmp_path / "run"),
-        "threads": 1,
-    }
-    return load_config(None, {**base, **updates})
+    return tiny_config(tmp_path, **updates)
 
 
 @pytest.mark.parametrize("algo", algorithm_names())
