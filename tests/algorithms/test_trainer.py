@@ -241,7 +241,7 @@ BASE_ARGS = ["--model", "tiny", "--steps", "1", "--no-progress", "--threads", "1
     [
         (["--model", "no/such-model"], "model no/such-model: cannot load model"),
         (["--env", "agon/nope-v0"], "unknown env id 'agon/nope-v0'. Did you mean"),
-        (["--env.kwargs", "difficulty=9"], "difficulty must be 1..5, got 9"),
+        (["--env.kwargs", "difficulty=9"], "difficulty must be one of 1, 2, 2.5, 3, 4, 5; got 9"),
         (["--env.kwargs", "colour=9"], "unexpected keyword argument 'colour'"),
         (["--env", "agon/math-v0", "--env.kwargs", "path=/no/such.jsonl"], "dataset file not found"),
         (["--algo", "agonn"], "unknown algorithm 'agonn'. Did you mean 'agon'"),
@@ -256,7 +256,7 @@ def test_user_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args, ne
 
 
 def test_debug_shows_the_traceback(tmp_path):
-    with pytest.raises(Exception, match=r"difficulty must be 1\.\.5"):
+    with pytest.raises(Exception, match=r"difficulty must be one of 1, 2, 2\.5"):
         main([*BASE_ARGS, "--env.kwargs", "difficulty=9", "--out-dir", str(tmp_path / "r"), "--debug"])
 
 

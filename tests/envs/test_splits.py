@@ -23,7 +23,7 @@ def assert_pairwise_disjoint(by_split):
                 assert not by_split[a] & by_split[b], (a, b, sorted(by_split[a] & by_split[b])[:3])
 
 
-@pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("level", [1, 2, 2.5, 3, 4, 5])
 def test_arith_splits_partition_the_expression_space(level):
     by_split = {s: prompts(ArithTask(level, size=1500, split=s)) for s in SPLITS}
     assert_pairwise_disjoint(by_split)
@@ -68,3 +68,14 @@ def test_gsm8k_keeps_its_test_split_and_carves_validation_from_train():
     assert_pairwise_disjoint(by_split)
     assert len(by_split["test"]) == 1319
     assert all(content_split(p) == "validation" for p in by_split["validation"])
+
+
+def test_level_2_5_sits_between_2_and_3():
+    p = ArithTask(2.5, split="test")[0]
+    a, op, b = p.meta["expression"].split()
+    assert 10 <= int(a) <= 99 and 0 <= int(b) <= 9 and op in "+−×"
+    assert ArithTask(2.5).name == "arith-d2.5" and ArithTask(3.0).difficulty == 3
+    # Integer levels keep their problems (seed keys unchanged by the new level).
+    assert ArithTask(3, split="test")[5].prompt == ArithTask(3.0, split="test")[5].prompt
+    with pytest.raises(ValueError, match="one of 1, 2, 2.5"):
+        ArithTask(2.7)
