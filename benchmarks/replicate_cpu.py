@@ -1,31 +1,28 @@
-"""A CPU-scale replication of the paper's main comparison: ``grpo`` vs ``coop`` vs ``agon``.
+"""The CPU-scale replication of the paper's comparison: ``grpo`` vs ``coop`` vs ``agon``, several seeds.
 
-SmolLM2-135M on ``agon/arith-v0``, every arm trained for the same steps and seeds with the
-same knobs, then evaluated by ``agon eval`` on the held-out test split (the trainer only
-ever samples the train split): standalone, self-cascade and the cascade whose direction is
-chosen on a validation sample disjoint from test, with Clopper–Pearson intervals and trace
-lengths, next to the untrained base (zero-shot and MoA). Ends with one Markdown table over
-the arms, the accuracy-vs-length figure (``agon plot``) and one JSON line.
+SmolLM2-135M on ``agon/arith-v0`` at a level calibrated on *validation* to the hard regime,
+every arm trained for the same steps, batch and seeds, then evaluated by ``agon eval`` on
+held-out test problems disjoint by content from the training pool. The work is a list of
+*units*, each kept on disk when it finishes, so the replication runs in pieces across
+sittings and resumes with the same command:
 
-The pipeline, each stage a subprocess running the ``agon`` commands themselves:
-
-1. **calibrate** — base zero-shot pass@1 at each candidate difficulty on the task's
-   *validation* split (never test), at the evaluation's own sampling settings; the first
-   level inside the target band (20–35%) is used, else the one closest to its middle.
-   ``--difficulty N`` skips the search but still measures level N.
-2. **train** — ``agon train --algo ARM --seed S`` for every arm and seed. A finished run
-   (adapters written) is kept; an unfinished one is resumed, so a killed replication
-   restarted with the same command continues where it stopped.
-3. **eval** — one ``agon eval`` per arm over that arm's seeds (so "across runs" means
-   across seeds, never across arms), sharing one on-disk cache of base samples.
-4. **report** — ``replication.md`` / ``replication.json`` in ``--out`` and ``agon plot``
-   figures in ``--out/plots``.
+1. **calibrate** — base zero-shot pass@1 per candidate level on the validation split; the
+   first inside :data:`TARGET_BAND` is used, else the one nearest its middle.
+2. **base** — the untrained base on the test split (zero-shot, MoA), once.
+3. **ARM-seedS** — ``agon train --algo ARM --seed S`` (a killed run resumes from its last
+   checkpoint), then ``agon eval`` of that run alone: standalone, the cascade (direction
+   chosen on validation) and, for ``grpo``, the self-cascade.
+4. **report** — ``benchmarks/replication_report.py`` turns the finished units into
+   ``docs/results/replication_cpu.json``, the tables and the figure (``--report-only``
+   reports on whatever is finished so far, marking what is missing).
 
     nohup python benchmarks/replicate_cpu.py --out runs/replicate-cpu > replicate.log 2>&1 &
-    python benchmarks/replicate_cpu.py --quick --out /tmp/rep-quick         # <= 15 min here
-    python benchmarks/replicate_cpu.py --quick --model tiny --difficulty 1  # plumbing (test)
+    python benchmarks/replicate_cpu.py --out runs/replicate-cpu --report-only
+    python benchmarks/replicate_cpu.py --quick --model tiny --difficulty 1 --out /tmp/q   # plumbing
 
-Sizes are flags; ``--quick`` only changes their defaults.
+``--workers 2`` runs two units at a time (one torch thread each: on 2 cores two single-
+threaded processes do more work than one two-threaded one). A unit another process is
+running holds a lock file with its pid, so a second command never runs the same unit.
 """
 
 from __future__ import annotations
@@ -33,64 +30,76 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 CHECKPOINT = "checkpoint.pt"
 """The trainer's checkpoint file name (``agon_env.algorithms.checkpoint.CHECKPOINT``), kept
 literal so this parent process never imports torch."""
-ARMS = ("grpo", "coop", "agon")
-TARGET_BAND = (0.20, 0.35)
+ARMS = ("grpo", "coop", "agon", "hidden-draft")
+TARGET_BAND = (0.20, 0.40)
 """Base zero-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
+TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
+                 "temperature", "lr", "test_problems", "val_problems", "eval_seeds")  # fmt: skip
+"""Plan fields a resumed replication must share with the one on disk (seeds and arms may grow)."""
 
 
 @dataclass
 class Plan:
-    """Every size of one replication; ``--quick`` swaps in the small column."""
+    """Every size of one replication; ``--quick`` swaps in :data:`QUICK`."""
 
     model: str = "smollm2-135m"
-    difficulty: int | None = None
+    difficulty: float | None = None
     """None = calibrate over ``candidates``."""
-    candidates: list[int] = field(default_factory=lambda: [3, 4, 2, 5])
+    candidates: list[float] = field(default_factory=lambda: [2.5, 3, 2])
     calibration_problems: int = 100
-    arms: list[str] = field(default_factory=lambda: list(ARMS))
-    seeds: list[int] = field(default_factory=lambda: [0])
-    steps: int = 30
+    arms: list[str] = field(default_factory=lambda: ["grpo", "coop", "agon"])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    steps: int = 60
     batch_problems: int = 4
     num_generations: int = 4
-    max_new_tokens: int = 48
+    max_new_tokens: int = 80
+    """The default run's budget: a well-formed challenge takes 45–55 tokens (docs/training.md)."""
     temperature: float = 0.7
     lr: float = 2e-4
     threads: int = 1
-    """1, not 2: on this shared 2-core machine (load 4–6) a forward pass ran 2–5× slower with two
-    torch threads than with one (OpenMP threads waiting on each other); use 2 on a quiet machine."""
-    test_problems: int = 150
+    micro_batch_tokens: int = 2048
+    """Caps one update chunk's padded tokens: two agon runs side by side stay under ~10 GB."""
+    test_problems: int = 200
     val_problems: int = 50
     eval_seeds: list[int] = field(default_factory=lambda: [0])
 
 
 QUICK = {
     "candidates": [3],
-    "calibration_problems": 32,
-    "steps": 3,
+    "calibration_problems": 16,
+    "seeds": [0],
+    "steps": 2,
     "batch_problems": 2,
-    "test_problems": 24,
-    "val_problems": 8,
+    "num_generations": 2,
+    "max_new_tokens": 24,
+    "test_problems": 12,
+    "val_problems": 6,
 }
-"""``--quick``: the whole pipeline at the smallest sizes that still give every number."""
+"""``--quick``: every stage at the smallest sizes that still give every number."""
 
 
-# -- running the agon commands ---------------------------------------------------------
+def lv(d: float) -> int | float:
+    """A level as ``agon/arith-v0`` spells it (``3.0`` -> ``3``): folder names and flags stay stable."""
+    return int(d) if float(d).is_integer() else float(d)
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def agon_main(argv: list[str]) -> int:
-    """``agon`` with train, eval and plot, whether or not this install's ``agon`` lists eval yet."""
+    """``agon`` train/eval/plot in this child process (the parent never imports torch)."""
     from agon_env.algorithms.cli_train import add_train_parser
     from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
 
@@ -103,10 +112,10 @@ def agon_main(argv: list[str]) -> int:
 
 
 class Runner:
-    """Runs ``agon ...`` in child processes, logging each to its own file, timing each stage."""
+    """Runs ``agon ...`` in child processes, one log file each, and times them."""
 
-    def __init__(self, out: Path) -> None:
-        self.out = out
+    def __init__(self, out: Path, threads: int) -> None:
+        self.out, self.threads = out, threads
         self.logs = out / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.timings: dict[str, float] = {}
@@ -114,277 +123,129 @@ class Runner:
     def agon(self, name: str, argv: list[str]) -> None:
         cmd = [sys.executable, __file__, "--agon", *argv]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MPLBACKEND": "Agg"}
+        if self.threads:  # agon eval has no --threads: torch reads this at start-up
+            env["OMP_NUM_THREADS"] = str(self.threads)
         log = self.logs / f"{name}.log"
         say(f"{name}: agon {' '.join(argv)}")
         t0 = time.perf_counter()
-        with log.open("w") as f:
+        with log.open("a") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode
         self.timings[name] = time.perf_counter() - t0
         if rc != 0:
             tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-20:])
-            raise SystemExit(f"{name} failed (exit {rc}); see {log}:\n{tail}")
+            raise RuntimeError(f"{name} failed (exit {rc}); see {log}:\n{tail}")
         say(f"{name}: done in {self.timings[name]:.0f} s (load {os.getloadavg()[0]:.1f})")
 
 
-def say(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+class Lock:
+    """``folder/.lock`` holding this pid; a lock whose process is gone is taken over."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / ".lock"
+
+    def __enter__(self) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            pid = int(self.path.read_text())
+            os.kill(pid, 0)
+            self.held = False
+            return False  # another replicator is running this unit
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            self.path.write_text(str(os.getpid()))
+            self.held = True
+            return True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.held:
+            self.path.unlink(missing_ok=True)
 
 
-def sampling_flags(p: Plan, train: bool = False) -> list[str]:
-    """The plan's sampling for ``agon eval`` (its own flags) or ``agon train`` (dotted config keys)."""
-    prefix = "--sampling." if train else "--"
-    return [f"{prefix}temperature", str(p.temperature), f"{prefix}max-new-tokens", str(p.max_new_tokens)]
+def eval_flags(p: Plan) -> list[str]:
+    """What every test-split evaluation shares: the same problems, seeds and sampling."""
+    return [
+        "--split", "test",
+        "--problems", str(p.test_problems),
+        "--val-problems", str(p.val_problems),
+        "--seeds", *[str(s) for s in p.eval_seeds],
+        "--temperature", str(p.temperature),
+        "--max-new-tokens", str(p.max_new_tokens),
+        "--quiet",
+    ]  # fmt: skip
 
 
-# -- stages --------------------------------------------------------------------------------
-
-
-def calibrate(p: Plan, r: Runner, cache: Path) -> tuple[int, dict[int, float]]:
-    """Base zero-shot pass@1 per difficulty on the validation split; the level to train at."""
+def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
+    """Base zero-shot pass@1 per level on the validation split (never test); the level to train at."""
     levels = [p.difficulty] if p.difficulty is not None else p.candidates
-    measured: dict[int, float] = {}
-    for d in levels:
+    measured: dict[str, float] = {}
+    for d in map(lv, levels):
         out = r.out / "calibration" / f"d{d}"
         if not (out / "eval.json").is_file():
-            r.agon(
-                f"calibrate-d{d}",
-                [
-                    "eval",
-                    "--model", p.model,
-                    "--env", "agon/arith-v0",
-                    "--env-kwarg", f"difficulty={d}",
-                    # Calibration never looks at test: the choice of level must not be fit to it.
-                    "--split", "validation",
-                    "--methods", "zero-shot",
-                    "--problems", str(p.calibration_problems),
-                    "--val-problems", "0",
-                    *sampling_flags(p),
-                    "--cache-dir", str(cache),
-                    "--out", str(out),
-                    "--quiet",
-                ],
-            )  # fmt: skip
+            r.agon(f"calibrate-d{d}", [
+                "eval", "--model", p.model, "--env", "agon/arith-v0", "--env-kwarg", f"difficulty={d}",
+                "--split", "validation", "--methods", "zero-shot", "--problems", str(p.calibration_problems),
+                "--val-problems", "0", "--temperature", str(p.temperature),
+                "--max-new-tokens", str(p.max_new_tokens), "--no-cache", "--out", str(out), "--quiet",
+            ])  # fmt: skip
         report = json.loads((out / "eval.json").read_text())
-        measured[d] = report["runs"][0]["methods"]["zero-shot"]["pass@1"]["rate"]
-        say(f"base zero-shot at difficulty {d}: {100 * measured[d]:.1f}%")
-        if p.difficulty is None and TARGET_BAND[0] <= measured[d] <= TARGET_BAND[1]:
+        measured[str(d)] = report["runs"][0]["methods"]["zero-shot"]["pass@1"]["rate"]
+        say(f"base zero-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
+        if p.difficulty is None and TARGET_BAND[0] <= measured[str(d)] <= TARGET_BAND[1]:
             return d, measured
     if p.difficulty is not None:
-        return p.difficulty, measured
+        return lv(p.difficulty), measured
     middle = sum(TARGET_BAND) / 2
-    return min(measured, key=lambda d: abs(measured[d] - middle)), measured
+    return lv(float(min(measured, key=lambda d: abs(measured[d] - middle)))), measured
 
 
-def run_dir(p: Plan, out: Path, arm: str, seed: int) -> Path:
-    return out / "runs" / f"{arm}-seed{seed}"
+def base_unit(p: Plan, r: Runner, difficulty: float) -> None:
+    out = r.out / "eval" / "base"
+    if (out / "eval.json").is_file():
+        return
+    with Lock(r.out / "locks" / "base") as mine:
+        if mine:
+            r.agon("eval-base", [
+                "eval", "--model", p.model, "--env", "agon/arith-v0",
+                "--env-kwarg", f"difficulty={difficulty}", "--methods", "zero-shot", "moa",
+                *eval_flags(p), "--no-cache", "--out", str(out),
+            ])  # fmt: skip
 
 
-def train(p: Plan, r: Runner, difficulty: int) -> None:
-    for seed in p.seeds:
-        for arm in p.arms:
-            folder = run_dir(p, r.out, arm, seed)
-            if (folder / "adapters").is_dir():
-                say(f"{folder}: finished earlier, kept")
-                continue
-            # A run killed after its first checkpoint continues; one killed before it starts over.
+def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int) -> None:
+    """Train ``arm`` with ``seed`` (resuming a killed run), then evaluate that run alone."""
+    name = f"{arm}-seed{seed}"
+    folder, evald = r.out / "runs" / name, r.out / "eval" / name
+    if (evald / "eval.json").is_file():
+        return
+    with Lock(r.out / "locks" / name) as mine:
+        if not mine:
+            say(f"{name}: another replicator holds it, skipped")
+            return
+        if not (folder / "adapters").is_dir():
+            # A run killed after a checkpoint continues; one killed before its first starts over.
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
                 shutil.rmtree(folder)
-            r.agon(
-                f"train-{arm}-seed{seed}",
-                [
-                    "train",
-                    "--algo", arm,
-                    "--model", p.model,
-                    "--env.kwargs", f"difficulty={difficulty}",
-                    "--steps", str(p.steps),
-                    "--batch-problems", str(p.batch_problems),
-                    "--n", str(p.num_generations),
-                    "--lr", str(p.lr),
-                    "--seed", str(seed),
-                    "--threads", str(p.threads),
-                    "--model.device", "cpu",
-                    "--no-progress",
-                    "--time-budget-min", "0",
-                    # Every arm checkpoints as often, so a kill costs each at most 5 steps.
-                    "--save-every", "5",
-                    "--out-dir", str(folder),
-                    *sampling_flags(p, train=True),
-                    *resume,
-                ],
-            )  # fmt: skip
+            r.agon(f"train-{name}", [
+                "train", "--algo", arm, "--model", p.model, "--env.kwargs", f"difficulty={difficulty}",
+                "--steps", str(p.steps), "--batch-problems", str(p.batch_problems),
+                "--n", str(p.num_generations), "--lr", str(p.lr), "--seed", str(seed),
+                "--threads", str(p.threads), "--model.device", "cpu", "--no-progress",
+                "--grpo.micro-batch-tokens", str(p.micro_batch_tokens),
+                "--sampling.temperature", str(p.temperature),
+                "--sampling.max-new-tokens", str(p.max_new_tokens),
+                # No wall-clock budget (every arm runs all its steps) and no end-of-run held-out
+                # check (the evaluation below is the larger one).
+                "--time-budget-min", "0", "--heldout-problems", "0",
+                "--save-every", "5", "--out-dir", str(folder), *resume,
+            ])  # fmt: skip
+        methods = ["standalone", "cascade", *(["self-cascade"] if arm == "grpo" else [])]
+        argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
+        r.agon(f"eval-{name}", argv)
 
 
-def evaluate(p: Plan, r: Runner, difficulty: int, cache: Path) -> dict[str, dict[str, Any]]:
-    reports = {}
-    for arm in p.arms:
-        out = r.out / "eval" / arm
-        if not (out / "eval.json").is_file():
-            r.agon(
-                f"eval-{arm}",
-                [
-                    "eval",
-                    *[str(run_dir(p, r.out, arm, s)) for s in p.seeds],
-                    "--env-kwarg", f"difficulty={difficulty}",
-                    "--split", "test",
-                    "--problems", str(p.test_problems),
-                    "--val-problems", str(p.val_problems),
-                    "--seeds", *[str(s) for s in p.eval_seeds],
-                    *sampling_flags(p),
-                    "--cache-dir", str(cache),
-                    "--out", str(out),
-                    "--quiet",
-                ],
-            )  # fmt: skip
-        reports[arm] = json.loads((out / "eval.json").read_text())
-    return reports
-
-
-# -- the summary table ---------------------------------------------------------------------
-
-
-def _pool(per_run: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """Pass@1 over runs (seeds): each run's results pooled first, then pooled over runs.
-
-    ``per_run[i]`` lists run i's method results that belong in one cell (e.g. both adapters
-    standalone). The interval is Clopper–Pearson on all trials pooled; the spread is over runs,
-    so it says how much a seed moves the number.
-    """
-    from agon_env.evaluation.stats import Rate, pooled, spread
-
-    def pool(entries: list[dict[str, Any]]) -> Rate:
-        rates = [Rate(e["pass@1"]["successes"], e["pass@1"]["trials"], 0.0, 1.0) for e in entries]
-        return pooled(rates)
-
-    runs = [pool(entries) for entries in per_run if entries]
-    flat = [e for entries in per_run for e in entries]
-    n = sum(e["pass@1"]["trials"] for e in flat)
-    length = sum(e["mean_length"] * e["pass@1"]["trials"] for e in flat) / max(1, n)
-    return {
-        "pass@1": pooled(runs).to_dict(),
-        "spread": spread([r.rate for r in runs if r.rate is not None]).__dict__,
-        "mean_length": length,
-        "runs": len(runs),
-    }
-
-
-def summarize(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per arm: standalone (both adapters pooled), self-cascade, and the validation-chosen cascade."""
-    rows: dict[str, dict[str, Any]] = {}
-    base: dict[str, Any] = {}
-    for arm, rep in reports.items():
-        runs = rep["runs"]
-        if not base:  # the untrained base is the same in every arm's report (same cached samples)
-            first = runs[0]["methods"]
-            base = {k: _pool([[first[k]]]) for k in ("zero-shot", "moa") if k in first}
-        cells: dict[str, list[list[dict[str, Any]]]] = {"standalone": [], "self-cascade": [], "cascade": []}
-        for run in runs:
-            got: dict[str, list[dict[str, Any]]] = {k: [] for k in cells}
-            for v in run["methods"].values():
-                if v["family"] in ("standalone", "self-cascade"):
-                    got[v["family"]].append(v)
-                elif v["family"] == "cascade" and v.get("selected"):
-                    got["cascade"].append(v)  # only the direction validation chose: never picked on test
-            for k in cells:
-                cells[k].append(got[k])
-        rows[arm] = {k: _pool(v) for k, v in cells.items() if any(v)}
-        rows[arm]["chosen"] = [run.get("selection", {}).get("chosen") for run in runs]
-        rows[arm]["post_hoc_differs"] = [run.get("selection", {}).get("post_hoc_differs") for run in runs]
-        comp = [run.get("complementarity", {}).get("adapters") for run in runs]
-        rows[arm]["jaccard"] = [c["jaccard"] for c in comp if c]
-    return {"base": base, "arms": rows}
-
-
-def training_summary(p: Plan, out: Path) -> dict[str, dict[str, float | None]]:
-    """Per arm, from each run's metrics.jsonl: drafter accuracy and format rate in the first and
-    last fifth of training, challenger accuracy at the end, mean step time and dropped groups."""
-
-    def mean(rows: list[dict[str, Any]], key: str) -> float | None:
-        vals = [r[key] for r in rows if r.get(key) is not None]
-        return sum(vals) / len(vals) if vals else None
-
-    table: dict[str, dict[str, float | None]] = {}
-    for arm in p.arms:
-        rows = []
-        for seed in p.seeds:
-            path = run_dir(p, out, arm, seed) / "metrics.jsonl"
-            rows += [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        window = max(1, p.steps // 5)
-        first = [r for r in rows if r["step"] < window]
-        last = [r for r in rows if r["step"] >= p.steps - window]
-        table[arm] = {
-            "drafter_acc_first": mean(first, "acc/drafter"),
-            "drafter_acc_last": mean(last, "acc/drafter"),
-            "format_first": mean(first, "format/drafter"),
-            "format_last": mean(last, "format/drafter"),
-            "challenger_acc_last": mean(last, "acc/challenger"),
-            "groups_dropped": mean(rows, "groups_dropped"),
-            "step_s": mean(rows, "time/step"),
-        }
-    return table
-
-
-def training_markdown(table: dict[str, dict[str, float | None]], p: Plan) -> str:
-    def pct(x: float | None) -> str:
-        return "–" if x is None else f"{100 * x:.0f}"
-
-    window = max(1, p.steps // 5)
-    lines = [
-        f"| arm | drafter acc, first {window} → last {window} steps (%) | format rate (%) | "
-        "challenger acc, last steps (%) | groups dropped (%) | mean step (s) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for arm, t in table.items():
-        step = "–" if t["step_s"] is None else f"{t['step_s']:.0f}"
-        lines.append(
-            f"| {arm} | {pct(t['drafter_acc_first'])} → {pct(t['drafter_acc_last'])} | "
-            f"{pct(t['format_first'])} → {pct(t['format_last'])} | {pct(t['challenger_acc_last'])} | "
-            f"{pct(t['groups_dropped'])} | {step} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _cell(x: dict[str, Any] | None) -> tuple[str, str, str]:
-    if not x:
-        return "–", "–", "–"
-    r = x["pass@1"]
-    pct = f"{100 * r['rate']:.1f}"
-    if x["runs"] > 1 and x["spread"].get("std") is not None:
-        pct += f" (±{100 * x['spread']['std']:.1f} over {x['runs']} seeds)"
-    return pct, f"[{100 * r['low']:.1f}, {100 * r['high']:.1f}]", f"{x['mean_length']:.1f}"
-
-
-def markdown(summary: dict[str, Any], p: Plan, difficulty: int, measured: dict[int, float]) -> str:
-    lines = [
-        "| arm | method | pass@1 (%) | 95% CI (%) | mean trace length (tokens) |",
-        "|---|---|---|---|---|",
-    ]
-    for key, label in (("zero-shot", "zero-shot (base)"), ("moa", "MoA (base → base)")):
-        if key in summary["base"]:
-            lines.append("| untrained | {} | {} | {} | {} |".format(label, *_cell(summary["base"][key])))
-    names = {
-        "standalone": "standalone (adapters pooled)",
-        "self-cascade": "self-cascade (own draft → self)",
-        "cascade": "cascade, direction chosen on validation",
-    }
-    for arm, row in summary["arms"].items():
-        for key, label in names.items():
-            if key in row:
-                lines.append(f"| {arm} | {label} | " + " | ".join(_cell(row[key])) + " |")
-    cal = ", ".join(f"d{d}: {100 * v:.1f}%" for d, v in measured.items())
-    lines += [
-        "",
-        f"Model `{p.model}`, `agon/arith-v0` difficulty {difficulty} (base zero-shot on the "
-        f"validation split: {cal}); {p.steps} steps × {p.batch_problems} problems × N={p.num_generations}, "
-        f"seeds {p.seeds}, T={p.temperature}, {p.max_new_tokens} new tokens, lr {p.lr}. Test: "
-        f"{p.test_problems} problems of the held-out test split, eval seeds {p.eval_seeds}; cascade "
-        f"direction chosen on {p.val_problems} disjoint validation problems. "
-        "Cascade lengths count both turns.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-# -- main ----------------------------------------------------------------------------------
+def units(p: Plan) -> list[tuple[str, int]]:
+    """Seed-major, so each finished seed is a complete comparison of the arms."""
+    return [(arm, seed) for seed in p.seeds for arm in p.arms]
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
@@ -399,74 +260,73 @@ def build_plan(args: argparse.Namespace) -> Plan:
     return plan
 
 
+def check_resumable(plan: Plan, out: Path) -> None:
+    """Refuse to mix units trained or evaluated under different settings in one folder."""
+    path = out / "plan.json"
+    if path.is_file():
+        old = json.loads(path.read_text())
+        diff = [k for k in TRAINING_KEYS if k in old and old[k] != asdict(plan)[k] and k != "difficulty"]
+        if diff:
+            raise SystemExit(
+                f"{out} holds a replication with other {', '.join(diff)} ({ {k: old[k] for k in diff} }); "
+                "use another --out or the same settings"
+            )
+    path.write_text(json.dumps(asdict(plan), indent=1) + "\n")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--agon"]:
         sys.exit(agon_main(sys.argv[2:]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/replicate-cpu", help="output folder (re-running continues in it)")
-    ap.add_argument("--quick", action="store_true", help="smallest sizes (<= 15 min on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test)")
+    ap.add_argument("--workers", type=int, default=1, help="units run at once (2 on a 2-core machine)")
+    ap.add_argument("--report-only", action="store_true", help="report on the finished units; train nothing")
+    ap.add_argument("--no-report", action="store_true", help="run the units only")
+    ap.add_argument("--results", default=None, help="also write the JSON here (docs/results/…)")
+    ap.add_argument("--docs", default=None, help="regenerate the marked tables in this Markdown file")
     ap.add_argument("--model", default=None)
-    ap.add_argument("--difficulty", type=int, default=None, help="skip the search; still measured")
-    ap.add_argument("--candidates", type=int, nargs="+", default=None, help="difficulties to try, in order")
+    ap.add_argument("--difficulty", type=float, default=None, help="skip the search; still measured")
+    ap.add_argument("--candidates", type=float, nargs="+", default=None, help="levels to try, in order")
     ap.add_argument("--calibration-problems", type=int, default=None)
     ap.add_argument("--arms", nargs="+", default=None, help=f"subset of {list(ARMS)}")
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (each arm, each seed)")
-    ap.add_argument("--steps", type=int, default=None)
-    ap.add_argument("--batch-problems", type=int, default=None)
-    ap.add_argument("--num-generations", type=int, default=None)
-    ap.add_argument("--max-new-tokens", type=int, default=None)
-    ap.add_argument("--temperature", type=float, default=None)
-    ap.add_argument("--lr", type=float, default=None)
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--test-problems", type=int, default=None)
-    ap.add_argument("--val-problems", type=int, default=None)
+    for name, typ in (
+        *[(n, int) for n in ("steps", "batch-problems", "num-generations", "max-new-tokens", "threads")],
+        *[(n, int) for n in ("micro-batch-tokens", "test-problems", "val-problems")],
+        *[(n, float) for n in ("temperature", "lr")],
+    ):
+        ap.add_argument(f"--{name}", type=typ, default=None)
     ap.add_argument("--eval-seeds", type=int, nargs="+", default=None)
     args = ap.parse_args()
     plan = build_plan(args)
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "plan.json").write_text(json.dumps(asdict(plan), indent=1) + "\n")
-    r = Runner(out)
-    cache = out / "cache"  # base samples shared by calibration and every arm's eval
+    r = Runner(out, plan.threads)
     start = time.perf_counter()
-    say(f"plan: {json.dumps(asdict(plan))}")
-    difficulty, measured = calibrate(plan, r, cache)
-    say(f"training at difficulty {difficulty}")
-    train(plan, r, difficulty)
-    reports = evaluate(plan, r, difficulty, cache)
-    summary = summarize(reports)
-    r.agon(
-        "plot",
-        [
-            "plot",
-            *[str(run_dir(plan, out, a, s)) for s in plan.seeds for a in plan.arms],
-            *[x for a in plan.arms for x in ("--eval", str(out / "eval" / a))],
-            "--out", str(out / "plots"),
-        ],
-    )  # fmt: skip
-    training = training_summary(plan, out)
-    table = markdown(summary, plan, difficulty, measured)
-    table += "\nTraining (train split, from metrics.jsonl):\n\n" + training_markdown(training, plan)
-    (out / "replication.md").write_text(table)
-    seconds = time.perf_counter() - start
-    result = {
-        "bench": "replicate_cpu",
-        "plan": asdict(plan),
-        "difficulty": difficulty,
-        "calibration": {str(d): v for d, v in measured.items()},
-        "summary": summary,
-        "training": training,
-        "stage_seconds": r.timings,
-        "seconds": seconds,
-        "figure": str(out / "plots" / "accuracy_vs_length.png"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, python {platform.python_version()}",
-        "loadavg_end": os.getloadavg(),
-    }
-    (out / "replication.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(table)
-    say(f"finished in {seconds / 60:.1f} min; {out / 'replication.md'}, {result['figure']}")
-    print(json.dumps(result))
+    if not args.report_only:
+        check_resumable(plan, out)
+        say(f"plan: {json.dumps(asdict(plan))}")
+        difficulty, measured = calibrate(plan, r)
+        calibration = {"difficulty": difficulty, "measured": measured}
+        (out / "calibration.json").write_text(json.dumps(calibration) + "\n")
+        say(f"training at difficulty {difficulty}")
+        jobs = [lambda: base_unit(plan, r, difficulty)]
+        jobs += [lambda a=a, s=s: run_unit(plan, r, difficulty, a, s) for a, s in units(plan)]
+        with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+            failures = [f.exception() for f in [pool.submit(j) for j in jobs] if f.exception() is not None]
+        for exc in failures:
+            say(str(exc))
+        say(f"units finished in {(time.perf_counter() - start) / 60:.1f} min; {len(failures)} failed")
+    if args.no_report:
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import replication_report  # a sibling file, not a package
+
+    plan = Plan(**json.loads((out / "plan.json").read_text()))
+    result = replication_report.build(plan, out, r.timings, units(plan))
+    replication_report.write(result, out, Path(args.results) if args.results else None,
+                             Path(args.docs) if args.docs else None)  # fmt: skip
 
 
 if __name__ == "__main__":

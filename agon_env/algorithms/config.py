@@ -143,7 +143,12 @@ class TrainConfig:
     time_budget_min: float = 14.0
     """Wall-clock budget in minutes (0 = none): no step starts that would likely end past it.
     The run then saves, plots and prints its summary as if ``steps`` had been reached.
-    14: the default run ends within 15 minutes on 2 CPU cores, busy or not."""
+    14: the default run ends within 15 minutes on 2 CPU cores, busy or not. The end-of-run
+    held-out check counts against it: training stops early enough to leave it time."""
+    heldout_problems: int = 50
+    """End-of-run held-out check: the untrained base and each trained adapter alone on this many
+    test-split problems (disjoint by content from training), pass@1 with intervals in the summary
+    and ``heldout.json`` (0 = off; fewer if the split has fewer). One sample each, the run's sampling."""
     samples_per_role: int = 2
     """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
     divergence_kl_rollouts: int = 2
