@@ -25,7 +25,7 @@ from agon_env.envs.tasks.fixtures import FIXTURE_DROPPED, write_deepmath_fixture
 
 PRESET = "paper-qwen3-0.6b-deepmath"
 SHRUNK = ["--model", "tiny-qwen3", "--steps", "2", "--batch-problems", "2", "--n", "4",
-          "--sampling.max-new-tokens", "48"]  # fmt: skip
+          "--sampling.max-new-tokens", "48", "--heldout-problems", "2"]  # fmt: skip
 ON_CPU = ["--model.device", "cpu"]  # the preset says cuda
 
 

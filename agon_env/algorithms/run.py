@@ -16,23 +16,36 @@ from pathlib import Path
 import yaml
 
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.builders import resolve_device
+from agon_env.algorithms import metrics as M
+from agon_env.algorithms.builders import resolve_device, role_prompts
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.config import TrainConfig, ready, to_dict
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
+from agon_env.vocabulary import REFERENCE
 
 __all__ = ["train"]
 
 log = logging.getLogger(__name__)
 
 
-def _fits(budget_s: float, started: float, step_times: list[float]) -> bool:
-    """Whether one more step (as long as the slowest of the last three) ends within the budget."""
+def _fits(budget_s: float, started: float, step_times: list[float], reserve_s: float = 0.0) -> bool:
+    """Whether one more step (as long as the slowest of the last three) ends within the budget,
+    leaving ``reserve_s`` for the work after the last step."""
     if not budget_s or not step_times:
         return True
-    return time.perf_counter() - started + max(step_times[-3:]) <= budget_s
+    return time.perf_counter() - started + max(step_times[-3:]) + reserve_s <= budget_s
+
+
+def _heldout_reserve(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float]) -> float:
+    """Seconds the held-out check will likely take: its samples at the slowest measured
+    seconds-per-rollout of training (an over-estimate: it batches 32 rows, training 8-16)."""
+    if not cfg.heldout_problems or not rollout_times:
+        return 0.0
+    turns = 1 if trainer.plugin.env_mode == "solo" else 2
+    per_rollout = max(rollout_times[-3:]) / (cfg.batch_problems * cfg.grpo.num_generations * turns)
+    return per_rollout * cfg.heldout_problems * (1 + len(trainer.plugin.adapters))
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -83,9 +96,11 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         else None
     )
     step_times: list[float] = []
+    rollout_times: list[float] = []
     try:
         while trainer.step < cfg.steps:
-            if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times), ctx):
+            reserve = _heldout_reserve(cfg, trainer, rollout_times)
+            if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times, reserve), ctx):
                 if ctx.is_main:
                     log.warning(
                         "time budget of %.1f min reached after step %d", cfg.time_budget_min, trainer.step
@@ -95,7 +110,8 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
                 break
             step = trainer.step
             metrics = trainer.train_step()
-            step_times.append(metrics["time/step"])
+            step_times.append(metrics[M.TIME_STEP])
+            rollout_times.append(metrics[M.TIME_ROLLOUT])
             if logger is not None:
                 logger.log(step, metrics, trainer.samples)
             if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
@@ -108,5 +124,47 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             trainer.base.save(name, run_dir / "adapters" / name)
         plot(run_dir)
         print_summary(run_dir)
+        if cfg.heldout_problems:
+            _heldout(cfg, trainer, run_dir)
     dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
     return run_dir
+
+
+def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> None:
+    """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
+
+    The one place a run calls the evaluator (which itself knows no algorithm): agents over the
+    trainer's own base and backend, the run's sampling and prompts, as ``agon eval`` builds them.
+    """
+    from agon_env.agents import LLMAgent
+    from agon_env.evaluation.heldout import (
+        NoHeldout,
+        heldout_check,
+        heldout_policies,
+        print_heldout,
+        write_heldout,
+    )
+    from agon_env.evaluation.methods import BASE
+
+    prompts = role_prompts(cfg, trainer.env.task)
+
+    def agent(name: str, adapter: str) -> LLMAgent:
+        return LLMAgent(
+            name=name,
+            base=trainer.base,
+            adapter=adapter,
+            backend=trainer.backend,
+            sampling=cfg.sampling,
+            prompts=prompts,
+            template_kwargs=cfg.model.chat_template_kwargs,
+        )
+
+    adapters = {name: agent(name, name) for name in trainer.plugin.adapters}
+    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE), adapters)
+    try:
+        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, cfg.heldout_problems, seed=cfg.seed)
+    except NoHeldout as exc:
+        print(f"agon train: held-out check skipped: {exc}")
+        return
+    write_heldout(result, run_dir)
+    print_heldout(result)

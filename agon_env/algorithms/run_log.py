@@ -135,15 +135,29 @@ SUMMARY_KEYS = (
 """What the end-of-run table shows, in order."""
 
 
-def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str]]:
-    """``(metric, start, end)``: means over the first and last ``window`` steps."""
+def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str, str]]:
+    """``(metric, start, end, change)``: means over the first and last ``window`` steps, and the
+    change with its 95 % interval and whether it stands out from step-to-step noise.
+
+    The interval is Welch's over the per-step values of the two windows (steps as the
+    independent units): a movement whose interval holds 0 is labelled "within noise".
+    """
+    from agon_env.evaluation.stats import welch_interval
+
     rows = []
     head, tail = records[:window], records[-window:]
     for key in SUMMARY_KEYS:
         a = [r[key] for r in head if r.get(key) is not None]
         b = [r[key] for r in tail if r.get(key) is not None]
-        if a or b:
-            rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-"))
+        if not (a or b):
+            continue
+        change = "-"
+        ci = welch_interval(b, a) if a and b else None
+        if ci is not None:
+            lo, hi = ci
+            verdict = "within noise" if lo <= 0 <= hi else ("up" if lo > 0 else "down")
+            change = f"{mean(b) - mean(a):+.3f} [{lo:+.3f}, {hi:+.3f}] {verdict}"
+        rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-", change))
     return rows
 
 
@@ -151,7 +165,8 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
     """Start vs end of the run; ``window`` steps are averaged at each end.
 
     The default window is a quarter of the run (at least 3 steps): on small per-step
-    batches a single step's rates move by ±0.15 from sampling noise alone.
+    batches a single step's rates move by ±0.15 from sampling noise alone, and the change
+    column says which movements are larger than that noise.
     """
     from rich.console import Console
     from rich.table import Table
@@ -164,13 +179,30 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
     table.add_column("metric")
     table.add_column("start", justify="right")
     table.add_column("end", justify="right")
+    table.add_column("end − start [95% CI]", justify="right")
     for row in summary_rows(records, n):
         table.add_row(*row)
     Console().print(table)
 
 
+def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:
+    """Centred moving mean over ``width`` steps and its ±1.96·s/√k band (k = values present)."""
+    means, lows, highs = [], [], []
+    half = width // 2
+    for i in range(len(values)):
+        win = [v for v in values[max(0, i - half) : i + half + 1] if v is not None]
+        if not win:
+            means.append(math.nan), lows.append(math.nan), highs.append(math.nan)
+            continue
+        m = mean(win)
+        sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else 0.0
+        half_width = 1.96 * sd / math.sqrt(len(win))
+        means.append(m), lows.append(m - half_width), highs.append(m + half_width)
+    return means, lows, highs
+
+
 def plot(run_dir: Path) -> Path | None:
-    """``curves.png``: reward and accuracy/format per step, per role."""
+    """``curves.png``: reward and accuracy/format per step, per role, smoothed with a noise band."""
     records = read_metrics(run_dir)
     if not records:
         return None
@@ -179,16 +211,20 @@ def plot(run_dir: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     steps = [r["step"] for r in records]
+    width = max(3, len(records) // 6) | 1  # odd, so the window is centred
     panels = (("reward", (M.REWARD,)), ("accuracy / format rate", (M.ACC, M.FORMAT)))
     for ax, (title, prefixes) in zip(axes, panels, strict=True):
         keys = [M.key(q, role) for q in prefixes for role in (DRAFTER, CHALLENGER)]
         keys = [k for k in keys if any(k in r for r in records)]
         for k in keys:
             ys = [r.get(k) for r in records]
-            ax.plot(steps, [math.nan if y is None else y for y in ys], marker="o", ms=3, label=k)
-        ax.set_title(title)
+            (raw,) = ax.plot(steps, [math.nan if y is None else y for y in ys], "o", ms=2.5, alpha=0.35)
+            m, lo, hi = smoothed(ys, width)
+            ax.plot(steps, m, color=raw.get_color(), label=k)
+            ax.fill_between(steps, lo, hi, color=raw.get_color(), alpha=0.15, linewidth=0)
+        ax.set_title(f"{title} (dots: steps; line: mean of {width}; band: its 95% interval)", fontsize=9)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
         if keys:

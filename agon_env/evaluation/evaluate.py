@@ -158,6 +158,9 @@ class Evaluator:
     confidence: float = 0.95
     cache: SampleCache = field(default_factory=SampleCache)
     log: Callable[[str], None] = lambda _msg: None
+    blind_spots: bool = True
+    """Also report error overlap (two adapters; two base samples, which costs a second base
+    sample per problem). The end-of-run held-out check turns it off."""
 
     def _run(
         self,
@@ -210,7 +213,8 @@ class Evaluator:
         cascades = [m for m in methods if m.family.chooses_direction]
         if cascades:
             out["selection"] = self._select(cascades, policies, results)
-        out["complementarity"] = self._complementarity(policies, methods, episodes)
+        if self.blind_spots:
+            out["complementarity"] = self._complementarity(policies, methods, episodes)
         out["seconds"] = time.perf_counter() - start
         out["cache"] = {"hits": self.cache.hits - hits0, "misses": self.cache.misses - misses0}
         return out

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 
-from agon_env.algorithms.run_log import MetricsLogger, plot, read_metrics, summary_rows
+import pytest
+
+from agon_env.algorithms.run_log import MetricsLogger, plot, read_metrics, smoothed, summary_rows
 
 
 def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):
@@ -21,10 +23,29 @@ def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):
 
 def test_summary_rows_compare_first_and_last_steps():
     records = [{"step": s, "acc/drafter": float(s), "format/drafter": 1.0} for s in range(6)]
-    rows = dict((k, (a, b)) for k, a, b in summary_rows(records, window=2))
-    assert rows["acc/drafter"] == ("0.500", "4.500")  # mean of steps 0-1 and of steps 4-5
-    assert rows["format/drafter"] == ("1.000", "1.000")
+    rows = {k: (a, b, c) for k, a, b, c in summary_rows(records, window=2)}
+    assert rows["acc/drafter"][:2] == ("0.500", "4.500")  # mean of steps 0-1 and of steps 4-5
+    # Welch over the per-step values: variance 0.5 per window, se = 0.7071, df = 2, t = 4.3027:
+    # half-width 3.0424.
+    assert rows["acc/drafter"][2] == "+4.000 [+0.958, +7.042] up"
+    assert rows["format/drafter"] == ("1.000", "1.000", "+0.000 [+0.000, +0.000] within noise")
     assert "conversion_rate" not in rows
+
+
+def test_a_noisy_movement_is_labelled_within_noise():
+    # Per-step accuracies that swing by ±0.25 around 0.5, then 0.6: a +0.1 move inside the noise.
+    accs = [0.25, 0.75, 0.25, 0.75, 0.35, 0.85, 0.35, 0.85]
+    records = [{"step": s, "acc/drafter": a} for s, a in enumerate(accs)]
+    (row,) = [r for r in summary_rows(records, window=4) if r[0] == "acc/drafter"]
+    assert row[3].startswith("+0.100 [") and row[3].endswith("within noise")
+
+
+def test_smoothed_is_a_centred_mean_with_its_band():
+    m, lo, hi = smoothed([0, 1, 2, 3, None], 3)
+    assert m[:4] == [0.5, 1, 2, 2.5] and math.isnan(m[4]) is False and m[4] == 3
+    half = 1.96 / math.sqrt(3)  # window [1, 2, 3]: sd 1, three values
+    assert lo[2] == pytest.approx(2 - half) and hi[2] == pytest.approx(2 + half)
+    assert lo[4] == hi[4] == 3  # one value: no spread to show
 
 
 def test_plot_writes_png(tmp_path):

@@ -45,6 +45,8 @@ def _cfg(tmp_path, **updates):
 def test_agon_train_runs_every_plugin(tmp_path, algo, capsys):
     run = tmp_path / algo
     assert main([*TINY, "--algo", algo, "--steps", "2", "--out-dir", str(run)]) == 0
+    # The parity env is a wrapper, not a task with a held-out split: the run says so and ends.
+    assert "held-out check skipped: test/parity-v0 builds a ParityEnv" in capsys.readouterr().out
     records = read_metrics(run)
     assert [r["step"] for r in records] == [0, 1]
     assert (run / "checkpoint.pt").is_file() and (run / "curves.png").is_file()
@@ -305,3 +307,35 @@ def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
 
     with pytest.raises(ConfigError, match="leaves no room for a prompt"):
         load_config(None, {"sampling.max_new_tokens": 4096, "model.max_seq_len": 4096})
+
+
+def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
+            "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1", "--steps", "1",
+            "--heldout-problems", "5", "--out-dir", str(run)]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "held-out check" in out and "minus base" in out and "end − start" in out
+    result = json.loads((run / "heldout.json").read_text())
+    assert len(result["problem_ids"]) == 5 and result["disjoint"]["test_and_training"] == {"training pool": 0}
+    assert set(result["policies"]) == {"base", "agent_a", "agent_b"}
+    assert all(len(p["outcomes"]) == 5 for p in result["policies"].values())
+
+
+def test_the_budget_leaves_room_for_the_held_out_check():
+    from types import SimpleNamespace
+
+    from agon_env.algorithms.run import _fits, _heldout_reserve
+
+    cfg = load_config(None, {"batch_problems": 2, "grpo.num_generations": 4, "heldout_problems": 50})
+    trainer = SimpleNamespace(plugin=SimpleNamespace(env_mode="challenge", adapters=("agent_a", "agent_b")))
+    # The slowest of the last three rollouts, 16 s, made 2 × 4 × 2 = 16 completions: 1 s each;
+    # the check samples 50 problems for the base and both adapters.
+    assert _heldout_reserve(cfg, trainer, [4.0, 16.0, 8.0, 12.0]) == pytest.approx(150.0)
+    solo = SimpleNamespace(plugin=SimpleNamespace(env_mode="solo", adapters=("agent_a",)))
+    assert _heldout_reserve(cfg, solo, [8.0]) == pytest.approx(8.0 / 8 * 50 * 2)
+    assert _heldout_reserve(load_config(None, {"heldout_problems": 0}), trainer, [16.0]) == 0.0
+    started = time.perf_counter()
+    assert _fits(600, started, [10.0], reserve_s=100)
+    assert not _fits(600, started, [10.0], reserve_s=595)

@@ -1,70 +1,116 @@
-"""``benchmarks/replicate_cpu.py --quick`` end to end: calibrate, train 3 arms, eval, table, figure.
+"""``benchmarks/replicate_cpu.py --quick`` end to end, and the report's arithmetic by hand.
 
-Runs on the tiny random model with the smallest sizes so every stage executes (the numbers
-are meaningless; the pipeline is what is tested). A few minutes on a quiet 2-core machine.
+The end-to-end test runs the tiny random model at the smallest sizes so every unit executes
+(the numbers are meaningless; the pipeline, the resumption and the data file are tested).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "replicate_cpu.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPT = BENCH / "replicate_cpu.py"
+sys.path.insert(0, str(BENCH))
+import replication_report as rr  # noqa: E402  (a script's sibling, not a package)
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3600)
-def test_quick_replication_runs_the_whole_pipeline(tmp_path: Path) -> None:
-    out = tmp_path / "rep"
-    cmd = [
-        sys.executable,
-        str(SCRIPT),
-        "--quick",
-        "--model", "tiny",
-        "--difficulty", "1",
-        "--steps", "2",
-        "--calibration-problems", "4",
-        "--test-problems", "4",
-        "--val-problems", "2",
-        "--max-new-tokens", "8",
-        "--threads", "1",
-        "--out", str(out),
-    ]  # fmt: skip
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+@pytest.mark.timeout(1800)
+def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None:
+    out, results, docs = tmp_path / "rep", tmp_path / "replication_cpu.json", tmp_path / "bench.md"
+    docs.write_text(f"# Benchmarks\n\nbefore\n{rr.BEGIN}\nold table\n{rr.END}\nafter\n")
+    cmd = [sys.executable, str(SCRIPT), "--quick", "--model", "tiny", "--difficulty", "1",
+           "--calibration-problems", "4", "--test-problems", "5", "--val-problems", "2",
+           "--max-new-tokens", "8", "--workers", "2", "--out", str(out),
+           "--results", str(results), "--docs", str(docs)]  # fmt: skip
+    proc = _run(cmd)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["bench"] == "replicate_cpu"
-    assert result["difficulty"] == 1
-    assert set(result["summary"]["arms"]) == {"grpo", "coop", "agon"}
-    # One adapter: no cascade; two adapters: the cascade reported is the one chosen on validation.
-    assert "cascade" not in result["summary"]["arms"]["grpo"]
-    for arm in ("coop", "agon"):
-        row = result["summary"]["arms"][arm]
-        assert row["cascade"]["pass@1"]["trials"] == 4
-        assert all(c is not None for c in row["chosen"])
-    assert result["summary"]["base"]["zero-shot"]["pass@1"]["trials"] == 4
+    doc = json.loads(results.read_text())
+    assert doc["complete"] and doc["task"] == {"env": "agon/arith-v0", "difficulty": 1}
+    ids = doc["problems"]["test"]["ids"]
+    assert len(ids) == 5 and len(doc["problems"]["test"]["prompt_sha256"]) == 5
+    assert doc["problems"]["test_prompts_in_training_pool"] == 0
+    arms = doc["outcomes"]["arms"]
+    assert set(arms) == {"grpo", "coop", "agon"}
+    assert set(arms["grpo"]["0"]["outcomes"]) == {"standalone:agent_a", "self-cascade:agent_a"}
+    assert {"cascade:agent_a>agent_b", "cascade:agent_b>agent_a"} <= set(arms["agon"]["0"]["outcomes"])
+    for arm in arms.values():
+        for run in arm.values():
+            assert all(len(o) == 5 and set(o) <= {0, 1} for o in run["outcomes"].values())
+    # The summary is a function of the outcome lists alone.
+    assert rr.summary_from_outcomes(doc) == doc["summary"]
+    grpo = doc["summary"]["arms"]["grpo"]["standalone:agent_a"]
+    assert grpo["per_seed"]["0"] == statistics.fmean(arms["grpo"]["0"]["outcomes"]["standalone:agent_a"])
+    page = docs.read_text()
+    assert "old table" not in page and page.startswith("# Benchmarks\n\nbefore\n")
+    assert page.endswith("after\n")
+    assert "| agon | cascade, direction chosen on validation |" in page and "agon − grpo" in page
+    assert (tmp_path / rr.FIGURE).stat().st_size > 0
 
-    table = (out / "replication.md").read_text()
-    for arm in ("grpo", "coop", "agon"):
-        assert f"| {arm} | standalone" in table
-    assert "cascade, direction chosen on validation" in table
-    assert (out / "plots" / "accuracy_vs_length.png").stat().st_size > 0
-    for arm in ("grpo", "coop", "agon"):
-        assert (out / "runs" / f"{arm}-seed0" / "adapters").is_dir()
-        assert (out / "eval" / arm / "eval.json").is_file()
+    # Re-running the same command redoes nothing; other settings in the same folder are refused.
+    again = _run(cmd)
+    assert again.returncode == 0 and "agon train" not in again.stdout and "agon eval" not in again.stdout
+    other = _run([*cmd, "--steps", "3"])
+    assert other.returncode != 0 and "holds a replication with other steps" in other.stderr
 
-    # Re-running the same command reuses every finished stage instead of redoing it.
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "finished earlier, kept" in again.stdout
-    assert not any(
-        k.startswith(("train-", "eval-", "calibrate-"))
-        for k in json.loads(again.stdout.strip().splitlines()[-1])["stage_seconds"]
-    )
+
+def test_a_unit_locked_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
+    import replicate_cpu as rc
+
+    lock = tmp_path / "locks" / "agon-seed0"
+    lock.mkdir(parents=True)
+    (lock / ".lock").write_text(str(os.getppid()))  # alive: the process that started pytest
+    with rc.Lock(lock) as mine:
+        assert not mine
+    (lock / ".lock").write_text("999999999")  # no such process: a killed replicator's lock
+    with rc.Lock(lock) as mine:
+        assert mine and (lock / ".lock").read_text() == str(os.getpid())
+    assert not (lock / ".lock").exists()
+
+
+def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
+    return {"outcomes": outcomes, "mean_length": {k: 10.0 * (1 + (">" in k)) for k in outcomes},
+            "chosen_cascade": chosen, "post_hoc_differs": False}  # fmt: skip
+
+
+def test_summary_by_hand() -> None:
+    doc = {
+        "outcomes": {
+            "base": {"outcomes": {"zero-shot": [0, 0, 1, 0]}, "mean_length": {"zero-shot": 9.0}},
+            "arms": {
+                "grpo": {"0": _run_record({"standalone:agent_a": [1, 0, 1, 0],
+                                          "self-cascade:agent_a": [1, 1, 0, 0]}, None)},
+                "agon": {"0": _run_record({"standalone:agent_a": [1, 1, 1, 0],
+                                          "standalone:agent_b": [1, 0, 1, 0],
+                                          "cascade:agent_a>agent_b": [0, 0, 0, 0],
+                                          "cascade:agent_b>agent_a": [1, 1, 1, 1]},
+                                         "cascade:agent_b>agent_a")},
+            },
+        }
+    }  # fmt: skip
+    s = rr.summary_from_outcomes(doc)
+    agon = s["arms"]["agon"]
+    # Standalone = the two adapters' mean per problem: [1, .5, 1, 0] -> 0.625.
+    assert agon["standalone"]["mean"] == 0.625 and agon["standalone"]["per_seed"] == {"0": 0.625}
+    # Two-stage = the direction validation chose (b drafts, a answers), never the better on test.
+    assert agon["two-stage"]["mean"] == 1.0 and agon["two-stage"]["mean_length"] == 20.0
+    assert s["arms"]["grpo"]["two-stage"]["mean"] == 0.5  # grpo's two-stage is its self-cascade
+    paired = s["paired"]
+    assert paired["agon − grpo, standalone"]["mean"] == pytest.approx(0.125)
+    assert paired["agon − grpo, two-stage"]["mean"] == 0.5
+    assert s["base"]["zero-shot"]["mean"] == 0.25
+    lo, hi = agon["two-stage"]["interval"]
+    assert lo == hi == 1.0  # every resample of an all-correct list is all correct

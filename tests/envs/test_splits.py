@@ -77,5 +77,5 @@ def test_level_2_5_sits_between_2_and_3():
     assert ArithTask(2.5).name == "arith-d2.5" and ArithTask(3.0).difficulty == 3
     # Integer levels keep their problems (seed keys unchanged by the new level).
     assert ArithTask(3, split="test")[5].prompt == ArithTask(3.0, split="test")[5].prompt
-    with pytest.raises(ValueError, match="one of 1, 2, 2.5"):
+    with pytest.raises(ValueError, match=r"one of 1, 2, 2\.5"):
         ArithTask(2.7)

@@ -10,11 +10,13 @@ from agon_env.evaluation.stats import (
     conversion,
     length_stats,
     mean_pass_at_k,
+    paired_bootstrap,
     pass_at_k,
     pass_at_k_table,
     pooled,
     rate,
     spread,
+    welch_interval,
 )
 
 
@@ -127,3 +129,45 @@ def test_conversion_is_conditional_on_a_wrong_first():
     r = conversion(first, second)
     assert (r.successes, r.trials) == (2, 3)
     assert conversion([True], [False]).rate is None
+
+
+def test_paired_bootstrap_hand_computed():
+    # d = [1, 1, 0, 0]: a resample's mean is k/4 with k ~ Binomial(4, 1/2); P(k=0) = 1/16 > 2.5%,
+    # so the 95% percentile interval is [0, 1] around the mean 0.5.
+    d = paired_bootstrap([[1, 1, 0, 0]], [[0, 0, 0, 0]])
+    assert (d.mean, d.low, d.high, d.seeds, d.problems) == (0.5, 0.0, 1.0, 1, 4)
+    # Identical outcomes: every resample differs by exactly 0, whatever the problems' difficulty.
+    same = paired_bootstrap([[1, 0, 1], [0, 0, 1]], [[1, 0, 1], [0, 0, 1]])
+    assert (same.mean, same.low, same.high) == (0.0, 0.0, 0.0)
+    # A constant shift of 1 on every (seed, problem): the interval collapses onto it.
+    assert paired_bootstrap([[1, 1], [1, 1]], [[0, 0], [0, 0]]).to_dict() == {
+        "mean": 1.0, "low": 1.0, "high": 1.0, "seeds": 2, "problems": 2,
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="equal non-empty"):
+        paired_bootstrap([[1, 0]], [[1]])
+
+
+def test_paired_bootstrap_resamples_seeds_too():
+    # Seed 0 helps on every problem, seed 1 hurts on every problem: the mean is 0 but which
+    # seeds a replicate draws moves it, so the interval spans that seed-to-seed spread.
+    d = paired_bootstrap([[1] * 20, [0] * 20], [[0] * 20, [1] * 20])
+    assert d.mean == 0.0 and d.low == -1.0 and d.high == 1.0
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=30))
+def test_paired_bootstrap_interval_holds_the_mean_and_is_antisymmetric(pairs):
+    x, y = [[int(a) for a, _ in pairs]], [[int(b) for _, b in pairs]]
+    d, r = paired_bootstrap(x, y), paired_bootstrap(y, x)
+    assert -1 <= d.low <= d.high <= 1 and d.mean == pytest.approx(-r.mean)
+    assert d.low == pytest.approx(-r.high) and d.high == pytest.approx(-r.low)
+
+
+def test_welch_interval_hand_computed():
+    # x = [2, 4]: mean 3, var 2, se² = 1; y constant 1: se² = 0 -> df = 1, t(0.975, 1) = 12.706.
+    lo, hi = welch_interval([2, 4], [1, 1, 1, 1])
+    assert lo == pytest.approx(2 - 12.7062, abs=1e-3) and hi == pytest.approx(2 + 12.7062, abs=1e-3)
+    # Equal sizes and variances: df = 2n - 2 = 4, se = sqrt(1/3 + 1/3); t(0.975, 4) = 2.7764.
+    lo, hi = welch_interval([1, 2, 3], [0, 1, 2])
+    assert (hi - lo) / 2 == pytest.approx(2.7764 * math.sqrt(2 / 3), abs=1e-3) and (lo + hi) / 2 == 1
+    assert welch_interval([1], [1, 2]) is None
+    assert welch_interval([1, 1], [0, 0]) == (1, 1)

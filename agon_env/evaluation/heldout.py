@@ -1,0 +1,138 @@
+"""The end-of-run held-out check: did training move accuracy on problems it never saw?
+
+Per-step training accuracy is measured on the problems being trained on, a few episodes at
+a time (±0.15 per step on the default run), so a run's summary cannot say whether the
+adapters got better. This check can: after the last step, the untrained base (adapters
+disabled) and each trained adapter alone answer the same ``problems`` test-split problems,
+disjoint by normalised prompt from the run's training pool (checked, not assumed), one
+sample each at the run's sampling settings. It reports pass@1 with Clopper–Pearson
+intervals and each adapter's paired difference from the base (percentile bootstrap over
+problems), and says whether that difference is distinguishable from noise.
+
+It uses the trainer's own base and generation backend (no reload) and is the
+:class:`~agon_env.evaluation.evaluate.Evaluator` run with ``zero-shot`` and ``standalone``
+and no blind-spot extras, so its numbers are the ones ``agon eval RUN --methods zero-shot
+standalone --val-problems 0 --problems N`` reports. What it does not cover: one sample per
+problem (sampling noise is inside the interval, seed-to-seed variation of training is not —
+that takes several runs, ``benchmarks/replicate_cpu.py``), and nothing about the cascade.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env.evaluation.methods import BASE
+from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
+from agon_env.evaluation.stats import paired_bootstrap, rate
+
+HELDOUT_FILE = "heldout.json"
+
+
+class NoHeldout(ValueError):
+    """The run's env has no held-out problems to check on (not a task, or test ∩ training ≠ ∅)."""
+
+
+def heldout_policies(label: str, base_agent: Any, adapters: Mapping[str, Any]) -> Policies:
+    """The base and the run's adapter agents, named for the sample streams of the evaluator."""
+    return Policies(
+        label=label,
+        base=base_agent,
+        adapters=dict(adapters),
+        identities={BASE: f"{label}:base", **{n: f"{label}:{n}" for n in adapters}},
+    )
+
+
+def outcomes(report: Mapping[str, Any], method: str, order: Sequence[str]) -> list[int]:
+    """A method's 0/1 outcomes in the order of ``order`` (problem ids); one sample per problem."""
+    by_id = {e["problem_id"]: int(e["correct"]) for e in report["methods"][method]["episodes"]}
+    return [by_id[i] for i in order]
+
+
+def heldout_check(
+    env_id: str,
+    task_kwargs: Mapping[str, Any],
+    policies: Policies,
+    problems: int,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`)."""
+    start = time.perf_counter()
+    try:
+        data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
+        check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
+    except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
+        raise NoHeldout(" ".join(str(exc).split())) from exc
+    evaluator = Evaluator(
+        data, seeds=(0,), methods=("zero-shot", "standalone"), confidence=confidence, blind_spots=False
+    )
+    report = evaluator.evaluate(policies)
+    ids = data.test.ids()
+    base = outcomes(report, "zero-shot", ids)
+    base_rate = rate(list(map(bool, base)), confidence).to_dict()
+    rows: dict[str, Any] = {BASE: {"outcomes": base, "pass@1": base_rate}}
+    for name in policies.adapters:
+        got = outcomes(report, f"standalone:{name}", ids)
+        diff = paired_bootstrap([got], [base], confidence)
+        rows[name] = {
+            "outcomes": got,
+            "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
+            "minus_base": diff.to_dict(),
+        }
+    return {
+        "env": env_id,
+        "task_kwargs": dict(task_kwargs),
+        "split": "test",
+        "problem_ids": ids,
+        "disjoint": data.check,
+        "confidence": confidence,
+        "how": "one sample per problem at the run's sampling; pass@1 Clopper–Pearson; "
+        "adapter − base: percentile bootstrap over problems, paired on the problem",
+        "policies": rows,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``(policy, pass@1, interval, change vs base)`` for the summary table."""
+    out = []
+    for name, row in result["policies"].items():
+        r = row["pass@1"]
+        cell = f"{r['successes']}/{r['trials']} = {r['rate']:.2f}"
+        ci = f"[{r['low']:.2f}, {r['high']:.2f}]"
+        if "minus_base" not in row:
+            out.append((f"{name} (untrained)", cell, ci, "-"))
+            continue
+        d = row["minus_base"]
+        verdict = "within noise" if d["low"] <= 0 <= d["high"] else ("better" if d["low"] > 0 else "worse")
+        change = f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]: {verdict}"
+        out.append((name, cell, ci, change))
+    return out
+
+
+def write_heldout(result: Mapping[str, Any], run_dir: Path) -> Path:
+    path = Path(run_dir) / HELDOUT_FILE
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def print_heldout(result: Mapping[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    n = len(result["problem_ids"])
+    table = Table(
+        title=f"held-out check: {n} test problems of {result['env']} {result['task_kwargs']}, "
+        f"none in the training pool ({result['seconds']:.0f} s)"
+    )
+    conf = f"{round(100 * result['confidence'])}% CI"
+    for col in ("policy", "pass@1", conf, "minus base (paired)"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for row in table_rows(result):
+        table.add_row(*row)
+    Console().print(table)

@@ -1,0 +1,375 @@
+"""The replication's results as data, and the tables and figure generated from that data.
+
+``build`` reads the finished units of ``benchmarks/replicate_cpu.py`` (each unit's
+``eval.json`` and ``metrics.jsonl``) into one JSON document: the task, level, model and
+training settings; the test and validation problem ids with a sha256 of each normalised
+prompt; for every arm, seed and method the list of 0/1 outcomes per test problem in the
+test-id order; and a ``summary`` computed from those lists only (so
+:func:`summary_from_outcomes` on the saved file gives it back). ``write`` saves it and
+regenerates the Markdown between the ``<!-- replication:begin -->`` / ``end`` markers of a
+docs file, and the accuracy-vs-trace-length figure.
+
+Statistics: an arm's pass@1 is the mean over seeds and test problems, its interval the
+percentile bootstrap that resamples both seeds and problems; a paired difference (agon −
+grpo) resamples the same seeds and problems for both arms (seed ``s`` of every arm shares
+that seed's problem stream), so problem difficulty cancels and seed luck stays in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
+FIGURE = "img/replication_cpu_accuracy_vs_length.png"
+"""Relative to the docs file; the figure is written next to it."""
+PER_STEP = ("divergence/answer_disagreement", "conversion_rate")
+TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
+"""Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
+TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
+                  "divergence/kl", "divergence/answer_disagreement", "acc/drafter", "acc/challenger",
+                  "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
+                  "groups_dropped", "time/step")  # fmt: skip
+
+
+def sha(prompt: str) -> str:
+    from agon_env.envs.tasks.base import normalize_prompt
+
+    return hashlib.sha256(normalize_prompt(prompt).encode()).hexdigest()
+
+
+def problems(plan: Any, difficulty: float) -> dict[str, Any]:
+    """The test and validation problems every evaluation used, and their distance from training."""
+    from agon_env.envs.tasks.base import normalize_prompt
+    from agon_env.evaluation.splits import load_eval_data, training_pool
+
+    kwargs = {"difficulty": difficulty}
+    data = load_eval_data("agon/arith-v0", kwargs, "test", plan.test_problems, plan.val_problems, seed=0)
+    pool = training_pool("agon/arith-v0", kwargs)
+    train = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
+    test = [data.test.task[i].prompt for i in data.test.indices]
+    val = [data.validation.task[i].prompt for i in data.validation.indices]
+    return {
+        "test": {"ids": data.test.ids(), "prompt_sha256": [sha(p) for p in test]},
+        "validation": {"ids": data.validation.ids(), "prompt_sha256": [sha(p) for p in val]},
+        "test_prompts_in_training_pool": sum(normalize_prompt(p) in train for p in test),
+        "test_prompts_in_validation": len(set(map(normalize_prompt, test)) & set(map(normalize_prompt, val))),
+        "training_pool_size": len(pool),
+    }
+
+
+def _outcomes(method: dict[str, Any], ids: Sequence[str]) -> list[int]:
+    by_id = {e["problem_id"]: int(e["correct"]) for e in method["episodes"]}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(f"an evaluation lacks test problems {missing[:3]}: was it run on other problems?")
+    return [by_id[i] for i in ids]
+
+
+def _training(path: Path, steps: int) -> dict[str, Any]:
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    window = max(1, steps // 5)
+
+    def mean(rs: list[dict[str, Any]], key: str) -> float | None:
+        vals = [r[key] for r in rs if r.get(key) is not None]
+        return statistics.fmean(vals) if vals else None
+
+    first, last = rows[:window], rows[-window:]
+    return {
+        "steps": len(rows),
+        "window": window,
+        **{k: {"all": mean(rows, k), "first": mean(first, k), "last": mean(last, k)} for k in TRAINING_RATES},
+        "per_step": {k: [r.get(k) for r in rows] for k in PER_STEP},
+    }
+
+
+def collect(plan: Any, out: Path, ids: Sequence[str], units: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    """Per arm and seed: outcomes per method, the validation choice, lengths, training rates."""
+    arms: dict[str, dict[str, Any]] = {}
+    missing = []
+    for arm, seed in units:
+        name = f"{arm}-seed{seed}"
+        path = out / "eval" / name / "eval.json"
+        if not path.is_file():
+            missing.append(name)
+            continue
+        run = json.loads(path.read_text())["runs"][0]
+        methods = run["methods"]
+        arms.setdefault(arm, {})[str(seed)] = {
+            "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "mean_length": {m: v["mean_length"] for m, v in methods.items()},
+            "mean_final_length": {m: v["mean_final_length"] for m, v in methods.items()},
+            "chosen_cascade": (run.get("selection") or {}).get("chosen"),
+            "validation": (run.get("selection") or {}).get("validation"),
+            "post_hoc_differs": (run.get("selection") or {}).get("post_hoc_differs"),
+            "training": _training(out / "runs" / name / "metrics.jsonl", plan.steps),
+        }
+    base_path = out / "eval" / "base" / "eval.json"
+    base = None
+    if base_path.is_file():
+        methods = json.loads(base_path.read_text())["runs"][0]["methods"]
+        base = {
+            "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "mean_length": {m: v["mean_length"] for m, v in methods.items()},
+        }
+    else:
+        missing.append("base")
+    return {"arms": arms, "base": base, "missing": missing}
+
+
+def cell(run: dict[str, Any], arm: str, method: str) -> tuple[list[float], float] | None:
+    """One seed's per-problem outcome (a 0/1 list, or the adapters' mean) for a reported method."""
+    o, lengths = run["outcomes"], run["mean_length"]
+    if method == "standalone":
+        keys = [k for k in o if k.startswith("standalone:")]
+    elif method == "two-stage":
+        family = TWO_STAGE[arm]
+        chosen = [run["chosen_cascade"]]
+        keys = chosen if family == "cascade" else [k for k in o if k.startswith(f"{family}:")]
+    else:
+        keys = [method] if method in o else []
+    keys = [k for k in keys if k]
+    if not keys:
+        return None
+    values = [statistics.fmean(o[k][p] for k in keys) for p in range(len(o[keys[0]]))]
+    return values, statistics.fmean(lengths[k] for k in keys)
+
+
+def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
+    """Everything the tables show, from the outcome lists alone."""
+    from agon_env.evaluation.stats import paired_bootstrap
+
+    arms = doc["outcomes"]["arms"]
+    rows: dict[str, Any] = {}
+    tables: dict[str, dict[str, list[list[float]]]] = {}
+    for arm, seeds in arms.items():
+        methods = [*sorted({m for run in seeds.values() for m in run["outcomes"]}), "standalone", "two-stage"]
+        rows[arm] = {}
+        for m in methods:
+            got = {s: cell(run, arm, m) for s, run in sorted(seeds.items())}
+            got = {s: c for s, c in got.items() if c is not None}
+            if not got:
+                continue
+            grid = [c[0] for c in got.values()]
+            tables.setdefault(arm, {})[m] = grid
+            iv = paired_bootstrap(grid, [[0.0] * len(g) for g in grid], confidence)
+            rows[arm][m] = {
+                "per_seed": {s: statistics.fmean(c[0]) for s, c in got.items()},
+                "mean": iv.mean,
+                "interval": [iv.low, iv.high],
+                "mean_length": statistics.fmean(c[1] for c in got.values()),
+                "seeds": len(got),
+            }
+    paired: dict[str, Any] = {}
+    for arm in [a for a in arms if a != "grpo"]:
+        for m in ("standalone", "two-stage"):
+            x, y = tables.get(arm, {}).get(m), tables.get("grpo", {}).get(m)
+            common = sorted(set(arms[arm]) & set(arms.get("grpo", {})))
+            if x is None or y is None or not common:
+                continue
+            xs = [cell(arms[arm][s], arm, m)[0] for s in common]  # type: ignore[index]
+            ys = [cell(arms["grpo"][s], "grpo", m)[0] for s in common]  # type: ignore[index]
+            diff = paired_bootstrap(xs, ys, confidence).to_dict()
+            paired[f"{arm} − grpo, {m}"] = diff | {"seeds_used": common}
+    base = doc["outcomes"].get("base")
+    base_rows = {}
+    if base:
+        for m, o in base["outcomes"].items():
+            iv = paired_bootstrap([o], [[0] * len(o)], confidence)
+            length = base["mean_length"][m]
+            base_rows[m] = {"mean": iv.mean, "interval": [iv.low, iv.high], "mean_length": length}
+    return {"base": base_rows, "arms": rows, "paired": paired, "confidence": confidence}
+
+
+def build(plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]]) -> dict:
+    cal = json.loads((out / "calibration.json").read_text())
+    difficulty = cal["difficulty"]
+    probs = problems(plan, difficulty)
+    measured = {}
+    for d in sorted((out / "calibration").glob("d*/eval.json")):  # every level measured, in band or not
+        r = json.loads(d.read_text())["runs"][0]["methods"]["zero-shot"]["pass@1"]
+        measured[d.parent.name[1:]] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
+    doc: dict[str, Any] = {
+        "bench": "replicate_cpu",
+        "command": "python benchmarks/replicate_cpu.py --out runs/replicate-cpu --workers 2 "
+        "--results docs/results/replication_cpu.json --docs docs/benchmarks.md",
+        "task": {"env": "agon/arith-v0", "difficulty": difficulty},
+        "model": plan.model,
+        "plan": asdict(plan),
+        "calibration": {"split": "validation", "measured": measured, "chosen": difficulty},
+        "problems": probs,
+        "outcomes": collect(plan, out, probs["test"]["ids"], units),
+    }
+    doc["summary"] = summary_from_outcomes(doc)
+    doc["complete"] = not doc["outcomes"]["missing"]
+    doc["stage_seconds"] = timings
+    return doc
+
+
+# -- tables and figure ---------------------------------------------------------------------
+
+LABELS = {
+    "standalone": "standalone, mean of its adapters",
+    "standalone:agent_a": "standalone agent_a",
+    "standalone:agent_b": "standalone agent_b",
+}
+TWO_STAGE_LABELS = {"self-cascade": "self-cascade (its own draft, then itself)",
+                    "cascade": "cascade, direction chosen on validation"}  # fmt: skip
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    s, plan, probs = doc["summary"], doc["plan"], doc["problems"]
+    measured = doc["calibration"]["measured"].items()
+    cal = ", ".join(f"level {d}: {v['successes']}/{v['trials']}" for d, v in measured)
+    missing = doc["outcomes"]["missing"]
+    status = "complete" if doc["complete"] else "INCOMPLETE: missing " + ", ".join(missing)
+    p = plan
+    lines = [
+        f"Generated by `benchmarks/replicate_cpu.py` from `docs/results/replication_cpu.json` ({status}).",
+        "",
+        f"`{doc['model']}` on `agon/arith-v0` level {doc['task']['difficulty']} (base zero-shot on "
+        f"validation: {cal}); {p['steps']} steps × B = {p['batch_problems']} × N = {p['num_generations']}, "
+        f"T = {p['temperature']}, {p['max_new_tokens']} new tokens, lr {p['lr']}, seeds {p['seeds']}. "
+        f"{len(probs['test']['ids'])} test problems (in the training pool: "
+        f"{probs['test_prompts_in_training_pool']}; in validation: {probs['test_prompts_in_validation']}), "
+        f"{len(probs['validation']['ids'])} validation problems for the cascade direction, one sample per "
+        "problem and seed. Intervals: 95 % percentile bootstrap over seeds and problems.",
+        "",
+        "| arm | method | pass@1 (%) | 95 % CI (%) | per seed (%) | mean trace (tokens) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m, r in s["base"].items():
+        label = {"zero-shot": "zero-shot", "moa": "MoA (base drafts, base refines)"}.get(m, m)
+        lines.append(f"| untrained base | {label} | {_pct(r['mean'])} | [{_pct(r['interval'][0])}, "
+                     f"{_pct(r['interval'][1])}] | – | {r['mean_length']:.1f} |")  # fmt: skip
+    for arm, rows in s["arms"].items():
+        for m in ("standalone", "standalone:agent_a", "standalone:agent_b", "two-stage"):
+            if m not in rows or (m == "standalone" and "standalone:agent_b" not in rows):
+                continue
+            r = rows[m]
+            per = ", ".join(_pct(v) for v in r["per_seed"].values())
+            label = TWO_STAGE_LABELS[TWO_STAGE[arm]] if m == "two-stage" else LABELS[m]
+            lines.append(f"| {arm} | {label} | **{_pct(r['mean'])}** | [{_pct(r['interval'][0])}, "
+                         f"{_pct(r['interval'][1])}] | {per} | {r['mean_length']:.1f} |")  # fmt: skip
+    lines += ["", "| paired difference | pass@1 (pp) | 95 % CI (pp) | seeds |", "|---|---|---|---|"]
+    for name, d in s["paired"].items():
+        lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
+                     f"{len(d['seeds_used'])} |")  # fmt: skip
+    lines += [
+        "",
+        "Over training (mean over seeds; first → last fifth of the steps):",
+        "",
+        "| arm | drafter acc (%) | challenger acc (%) | conversion (%) | win a / b (%) | draft_unusable (%) "
+        "| summary_leak (%) | answer disagreement (%) | KL(a‖b) | drafter tokens | step (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for arm, seeds in doc["outcomes"]["arms"].items():
+
+        def avg(key: str, part: str, seeds: dict[str, Any] = seeds) -> float | None:
+            vals = [r["training"][key][part] for r in seeds.values() if r["training"][key][part] is not None]
+            return statistics.fmean(vals) if vals else None
+
+        def move(key: str, scale: float = 100, digits: int = 0) -> str:
+            a, b = avg(key, "first"), avg(key, "last")
+
+            def f(v: float | None) -> str:
+                return "–" if v is None else f"{scale * v:.{digits}f}"
+
+            return f"{f(a)} → {f(b)}" if a is not None or b is not None else "–"
+
+        wa, wb = avg("win_rate/agent_a", "all"), avg("win_rate/agent_b", "all")
+        win = "–" if wa is None else f"{100 * wa:.0f} / {100 * (wb or 0):.0f}"
+        step = avg("time/step", "all")
+        cells = [move("acc/drafter"), move("acc/challenger"), move("conversion_rate"), win,
+                 move("draft_unusable"), move("summary_leak"), move("divergence/answer_disagreement"),
+                 move("divergence/kl", 1, 3), move("len_tokens/drafter", 1, 0),
+                 "–" if step is None else f"{step:.0f}"]  # fmt: skip
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    chosen = {arm: [r["chosen_cascade"] for r in seeds.values() if r["chosen_cascade"]]
+              for arm, seeds in doc["outcomes"]["arms"].items()}  # fmt: skip
+    posthoc = {arm: sum(bool(r["post_hoc_differs"]) for r in seeds.values())
+               for arm, seeds in doc["outcomes"]["arms"].items()}  # fmt: skip
+    picks = [f"{arm}: {', '.join(c.split(':')[1] for c in cs)} (test's best differs in {posthoc[arm]})"
+             for arm, cs in chosen.items() if cs]  # fmt: skip
+    lines += ["", "Cascade direction chosen on validation, per seed: " + "; ".join(picks) + "."]
+    lines += ["", f"![accuracy vs trace length, CPU replication]({FIGURE})"]
+    return "\n".join(lines) + "\n"
+
+
+def figure(doc: dict[str, Any], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = doc["summary"]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
+    markers = {"standalone": "o", "two-stage": "s"}
+    colors = {"grpo": "tab:blue", "coop": "tab:orange", "agon": "tab:green", "hidden-draft": "tab:purple"}
+    for m, r in s["base"].items():
+        ax.errorbar(r["mean_length"], 100 * r["mean"], yerr=[[100 * (r["mean"] - r["interval"][0])],
+                    [100 * (r["interval"][1] - r["mean"])]], fmt="^" if m == "moa" else "D", color="grey",
+                    capsize=3, label=f"base {m}")  # fmt: skip
+    for arm, rows in s["arms"].items():
+        for m, mk in markers.items():
+            if m in rows:
+                r = rows[m]
+                ax.errorbar(r["mean_length"], 100 * r["mean"], yerr=[[100 * (r["mean"] - r["interval"][0])],
+                            [100 * (r["interval"][1] - r["mean"])]], fmt=mk, color=colors.get(arm, "k"),
+                            capsize=3, label=f"{arm} {m}")  # fmt: skip
+    ax.set_xlabel("mean trace length (tokens; two-stage: both turns)")
+    ax.set_ylabel("test pass@1 (%)")
+    ax.set_title("held-out accuracy vs trace length (95% CI over seeds and problems)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    for arm, seeds in doc["outcomes"]["arms"].items():
+        series = [r["training"]["per_step"]["divergence/answer_disagreement"] for r in seeds.values()]
+        series = [x for x in series if x and any(v is not None for v in x)]
+        if not series:
+            continue
+        n = min(len(x) for x in series)
+        mean = [statistics.fmean(v for x in series if (v := x[i]) is not None) for i in range(n)]
+        k = 5
+        smooth = [statistics.fmean(mean[max(0, i - k // 2) : i + k // 2 + 1]) for i in range(n)]
+        bx.plot(range(n), [100 * v for v in smooth], color=colors.get(arm, "k"), label=arm)
+    bx.set_xlabel("training step")
+    bx.set_ylabel("drafts where the two adapters' answers differ (%)")
+    bx.set_title("the pair's divergence over training (mean over seeds, 5-step mean)", fontsize=9)
+    bx.grid(alpha=0.3)
+    bx.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write(doc: dict[str, Any], out: Path, results: Path | None, docs: Path | None) -> None:
+    text = json.dumps(doc, indent=1) + "\n"
+    (out / "replication.json").write_text(text)
+    table = markdown(doc)
+    (out / "replication.md").write_text(table)
+    if results is not None:
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_text(json.dumps(doc, separators=(",", ":")) + "\n")  # compact: ~9 × 6 × 200 outcomes
+    if docs is not None:
+        figure(doc, docs.parent / FIGURE)
+        page = docs.read_text()
+        if BEGIN not in page or END not in page:
+            raise SystemExit(f"{docs} has no {BEGIN} ... {END} block to regenerate")
+        block = re.escape(BEGIN) + ".*?" + re.escape(END)
+        page = re.sub(block, lambda _: f"{BEGIN}\n{table}{END}", page, flags=re.S)
+        docs.write_text(page)
+    else:
+        figure(doc, out / "accuracy_vs_length.png")
+    print(table)
