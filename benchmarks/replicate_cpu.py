@@ -276,7 +276,8 @@ def check_resumable(plan: Plan, out: Path) -> None:
 
 def main() -> None:
     if sys.argv[1:2] == ["--agon"]:
-        sys.exit(agon_main(sys.argv[2:]))
+        sys.argv = ["agon", *sys.argv[2:]]  # what eval.json records as its command
+        sys.exit(agon_main(sys.argv[1:]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/replicate-cpu", help="output folder (re-running continues in it)")
     ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test)")

@@ -38,14 +38,30 @@ def _fits(budget_s: float, started: float, step_times: list[float], reserve_s: f
     return time.perf_counter() - started + max(step_times[-3:]) + reserve_s <= budget_s
 
 
-def _heldout_reserve(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float]) -> float:
-    """Seconds the held-out check will likely take: its samples at the slowest measured
-    seconds-per-rollout of training (an over-estimate: it batches 32 rows, training 8-16)."""
-    if not cfg.heldout_problems or not rollout_times:
+MIN_HELDOUT = 10
+"""Fewer held-out problems than this say nothing (±0.3 at 95 %): the check is skipped instead."""
+
+
+def _heldout_seconds(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], problems: int) -> float:
+    """Seconds a held-out check on ``problems`` will likely take: its samples (base and each
+    adapter) at training's seconds per rollout, the mean of the last three steps after the
+    first (which warms up). An over-estimate: it batches 32 rows, training 8-16."""
+    if not problems or not rollout_times:
         return 0.0
+    recent = (rollout_times[1:] or rollout_times)[-3:]
     turns = 1 if trainer.plugin.env_mode == "solo" else 2
-    per_rollout = max(rollout_times[-3:]) / (cfg.batch_problems * cfg.grpo.num_generations * turns)
-    return per_rollout * cfg.heldout_problems * (1 + len(trainer.plugin.adapters))
+    per_rollout = sum(recent) / len(recent) / (cfg.batch_problems * cfg.grpo.num_generations * turns)
+    return per_rollout * problems * (1 + len(trainer.plugin.adapters))
+
+
+def _heldout_fit(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], left_s: float) -> int:
+    """How many held-out problems fit in the ``left_s`` seconds of budget left (all of them without one)."""
+    if not cfg.time_budget_min:
+        return cfg.heldout_problems
+    per_problem = _heldout_seconds(cfg, trainer, rollout_times, 1)
+    if per_problem <= 0:
+        return cfg.heldout_problems
+    return min(cfg.heldout_problems, max(0, int(left_s // per_problem)))
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -99,7 +115,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
     rollout_times: list[float] = []
     try:
         while trainer.step < cfg.steps:
-            reserve = _heldout_reserve(cfg, trainer, rollout_times)
+            reserve = _heldout_seconds(cfg, trainer, rollout_times, cfg.heldout_problems)
             if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times, reserve), ctx):
                 if ctx.is_main:
                     log.warning(
@@ -125,12 +141,21 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         plot(run_dir)
         print_summary(run_dir)
         if cfg.heldout_problems:
-            _heldout(cfg, trainer, run_dir)
+            left = cfg.time_budget_min * 60 - (time.perf_counter() - started)
+            problems = _heldout_fit(cfg, trainer, rollout_times, left)
+            if problems >= min(MIN_HELDOUT, cfg.heldout_problems):
+                _heldout(cfg, trainer, run_dir, problems)
+            else:
+                print(
+                    f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
+                    f"too few for {MIN_HELDOUT} problems; run it later with: agon eval {run_dir} "
+                    f"--methods zero-shot standalone --val-problems 0 --problems {cfg.heldout_problems}"
+                )
     dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
     return run_dir
 
 
-def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> None:
+def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -> None:
     """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
 
     The one place a run calls the evaluator (which itself knows no algorithm): agents over the
@@ -162,7 +187,8 @@ def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> None:
     adapters = {name: agent(name, name) for name in trainer.plugin.adapters}
     policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE), adapters)
     try:
-        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, cfg.heldout_problems, seed=cfg.seed)
+        # Problem sample seed 0 whatever the run's seed: runs of one task are checked on the same problems.
+        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, problems, seed=0)
     except NoHeldout as exc:
         print(f"agon train: held-out check skipped: {exc}")
         return

@@ -326,16 +326,34 @@ def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
 def test_the_budget_leaves_room_for_the_held_out_check():
     from types import SimpleNamespace
 
-    from agon_env.algorithms.run import _fits, _heldout_reserve
+    from agon_env.algorithms.run import _fits, _heldout_fit, _heldout_seconds
 
     cfg = load_config(None, {"batch_problems": 2, "grpo.num_generations": 4, "heldout_problems": 50})
     trainer = SimpleNamespace(plugin=SimpleNamespace(env_mode="challenge", adapters=("agent_a", "agent_b")))
-    # The slowest of the last three rollouts, 16 s, made 2 × 4 × 2 = 16 completions: 1 s each;
-    # the check samples 50 problems for the base and both adapters.
-    assert _heldout_reserve(cfg, trainer, [4.0, 16.0, 8.0, 12.0]) == pytest.approx(150.0)
+    # After the warm-up step (60 s), the last three rollouts took 16, 8 and 24 s: 16 s on average
+    # for 2 × 4 × 2 = 16 completions, 1 s each; the check samples 50 problems for 3 policies.
+    times = [60.0, 4.0, 16.0, 8.0, 24.0]
+    assert _heldout_seconds(cfg, trainer, times, 50) == pytest.approx(150.0)
+    assert _heldout_seconds(cfg, trainer, [60.0], 50) == pytest.approx(60 / 16 * 150)  # only the first
     solo = SimpleNamespace(plugin=SimpleNamespace(env_mode="solo", adapters=("agent_a",)))
-    assert _heldout_reserve(cfg, solo, [8.0]) == pytest.approx(8.0 / 8 * 50 * 2)
-    assert _heldout_reserve(load_config(None, {"heldout_problems": 0}), trainer, [16.0]) == 0.0
+    assert _heldout_seconds(cfg, solo, [9.0, 8.0], 50) == pytest.approx(8.0 / 8 * 50 * 2)
+    assert _heldout_seconds(cfg, trainer, times, 0) == 0.0
+    # At the end the check shrinks to the budget left: 3 s per problem, 90 s left -> 30 problems.
+    assert _heldout_fit(cfg, trainer, times, 90.0) == 30
+    assert _heldout_fit(cfg, trainer, times, 900.0) == 50 and _heldout_fit(cfg, trainer, times, -5) == 0
+    no_budget = load_config(None, {"heldout_problems": 50, "time_budget_min": 0})
+    assert _heldout_fit(no_budget, trainer, times, -5) == 50
     started = time.perf_counter()
     assert _fits(600, started, [10.0], reserve_s=100)
     assert not _fits(600, started, [10.0], reserve_s=595)
+
+
+def test_a_run_out_of_budget_skips_the_held_out_check_and_says_how_to_run_it(tmp_path, capsys):
+    run = tmp_path / "run"
+    args = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
+            "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1", "--steps", "5",
+            "--time-budget-min", "0.0001", "--out-dir", str(run)]  # fmt: skip
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "held-out check skipped" in out and f"agon eval {run} --methods zero-shot standalone" in out
+    assert not (run / "heldout.json").exists()

@@ -114,3 +114,27 @@ def test_summary_by_hand() -> None:
     assert s["base"]["zero-shot"]["mean"] == 0.25
     lo, hi = agon["two-stage"]["interval"]
     assert lo == hi == 1.0  # every resample of an all-correct list is all correct
+
+
+RESULTS = BENCH.parent / "docs" / "results" / "replication_cpu.json"
+
+
+@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded replication yet")
+def test_the_recorded_replication_recomputes_and_its_test_problems_are_held_out() -> None:
+    from agon_env.evaluation.splits import load_eval_data
+
+    doc = json.loads(RESULTS.read_text())
+    assert rr.summary_from_outcomes(doc) == doc["summary"]
+    probs, plan = doc["problems"], doc["plan"]
+    data = load_eval_data("agon/arith-v0", {"difficulty": doc["task"]["difficulty"]}, "test",
+                          plan["test_problems"], plan["val_problems"], seed=0)  # fmt: skip
+    assert probs["test"]["ids"] == data.test.ids() and probs["validation"]["ids"] == data.validation.ids()
+    assert probs["test"]["prompt_sha256"] == [rr.sha(data.test.task[i].prompt) for i in data.test.indices]
+    assert probs["test_prompts_in_training_pool"] == 0 and probs["test_prompts_in_validation"] == 0
+    n = len(probs["test"]["ids"])
+    for arm in doc["outcomes"]["arms"].values():
+        for run in arm.values():
+            assert all(len(o) == n for o in run["outcomes"].values())
+    if doc["complete"]:
+        assert n >= 200 and len(probs["validation"]["ids"]) >= 50
+        assert all(len(doc["outcomes"]["arms"][a]) >= 3 for a in ("grpo", "coop", "agon"))

@@ -36,18 +36,20 @@ level  shape                                        example
 =====  ===========================================  ===============================
 
 Level 2.5 is the hard regime at CPU scale: SmolLM2-135M's zero-shot pass@1 on the
-validation split is 26 % (21/80; ``+`` 9/26, ``−`` 5/30, ``×`` 7/24), and its wrong drafts
-are arithmetic slips a reader who re-derives can catch (``93 × 5`` → 455, ``18 + 2`` → 30).
-Levels 3–5 are harder still (level 3: 12.5 %, 10/80; ``a ± b ± c`` with single digits,
-tried as a candidate, 5 %; two-digit ``±`` two-digit 11 %); ``×`` binds tighter than
-``+``/``−`` as usual and results may be negative. Measured 2026-12-01 with::
+validation split is 25 % (25/100; ``benchmarks/replicate_cpu.py``'s calibration, recorded in
+``docs/results/replication_cpu.json``), and its wrong drafts are arithmetic slips a reader
+who re-derives can catch (``93 × 5`` → 455, ``18 + 2`` → 30). Candidates measured on 80
+validation problems each (2026-12-01, same sampling) before it was chosen: this shape 26 %
+(``+`` 9/26, ``−`` 5/30, ``×`` 7/24), level 3 12.5 %, ``a ± b ± c`` with single digits 5 %,
+two-digit ``±`` two-digit 11 %; level 2 was at 65 % (2026-11-29). Levels 3–5 are harder still; ``×``
+binds tighter than ``+``/``−`` as usual and results may be negative. The calibration
+command, per level::
 
     agon eval --env agon/arith-v0 --env-kwarg difficulty=LEVEL --split validation \
-      --methods zero-shot --problems 80 --val-problems 0 --temperature 0.7 --max-new-tokens 80
+      --methods zero-shot --problems 100 --val-problems 0 --temperature 0.7 --max-new-tokens 80
 
-(``benchmarks/replicate_cpu.py`` repeats this calibration on 100 validation problems and
-records it in ``docs/results/replication_cpu.json``.) The level is 2.5, not a renumbered 3,
-so that every recorded result naming levels 3–5 keeps its meaning.
+The level is 2.5, not a renumbered 3, so that every recorded result naming levels 3–5
+keeps its meaning.
 
 Problem 0 of ``ArithTask()`` (difficulty 2, ``agon/arith-v0``'s default) as the model sees it::
 
