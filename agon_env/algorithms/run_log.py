@@ -135,14 +135,14 @@ SUMMARY_KEYS = (
 """What the end-of-run table shows, in order."""
 
 
-def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str, str]]:
-    """``(metric, start, end, change)``: means over the first and last ``window`` steps, and the
-    change with its 95 % interval and whether it stands out from step-to-step noise.
+def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str, str, str]]:
+    """``(metric, start, end, change, verdict)``: means over the first and last ``window`` steps,
+    the change with its 95 % interval, and whether it stands out from step-to-step noise.
 
     The interval is Welch's over the per-step values of the two windows (steps as the
     independent units): a movement whose interval holds 0 is labelled "within noise".
     """
-    from agon_env.evaluation.stats import welch_interval
+    from agon_env.evaluation.stats import verdict_of, welch_interval
 
     rows = []
     head, tail = records[:window], records[-window:]
@@ -151,13 +151,13 @@ def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[s
         b = [r[key] for r in tail if r.get(key) is not None]
         if not (a or b):
             continue
-        change = "-"
+        change = verdict = "-"
         ci = welch_interval(b, a) if a and b else None
         if ci is not None:
             lo, hi = ci
-            verdict = "within noise" if lo <= 0 <= hi else ("up" if lo > 0 else "down")
-            change = f"{mean(b) - mean(a):+.3f} [{lo:+.3f}, {hi:+.3f}] {verdict}"
-        rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-", change))
+            verdict = verdict_of(lo, hi, "up", "down")
+            change = f"{mean(b) - mean(a):+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-", change, verdict))
     return rows
 
 
@@ -180,9 +180,11 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
     table.add_column("start", justify="right")
     table.add_column("end", justify="right")
     table.add_column("end − start [95% CI]", justify="right")
+    table.add_column("verdict")
     for row in summary_rows(records, n):
         table.add_row(*row)
-    Console().print(table)
+    console = Console()
+    Console(width=None if console.is_terminal else 120).print(table)  # a log file: no wrapped cells
 
 
 def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:

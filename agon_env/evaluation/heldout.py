@@ -28,7 +28,7 @@ from typing import Any
 from agon_env.evaluation.evaluate import Evaluator, Policies
 from agon_env.evaluation.methods import BASE
 from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
-from agon_env.evaluation.stats import paired_bootstrap, rate
+from agon_env.evaluation.stats import paired_bootstrap, rate, verdict_of
 
 HELDOUT_FILE = "heldout.json"
 
@@ -86,6 +86,7 @@ def heldout_check(
         }
     return {
         "env": env_id,
+        "task": data.describe()["task"],
         "task_kwargs": dict(task_kwargs),
         "split": "test",
         "problem_ids": ids,
@@ -98,20 +99,19 @@ def heldout_check(
     }
 
 
-def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
-    """``(policy, pass@1, interval, change vs base)`` for the summary table."""
+def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """``(policy, pass@1, interval, change vs base, verdict)`` for the summary table."""
     out = []
     for name, row in result["policies"].items():
         r = row["pass@1"]
         cell = f"{r['successes']}/{r['trials']} = {r['rate']:.2f}"
         ci = f"[{r['low']:.2f}, {r['high']:.2f}]"
         if "minus_base" not in row:
-            out.append((f"{name} (untrained)", cell, ci, "-"))
+            out.append((f"{name} (untrained)", cell, ci, "-", "-"))
             continue
         d = row["minus_base"]
-        verdict = "within noise" if d["low"] <= 0 <= d["high"] else ("better" if d["low"] > 0 else "worse")
-        change = f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]: {verdict}"
-        out.append((name, cell, ci, change))
+        verdict = verdict_of(d["low"], d["high"], "better", "worse")
+        out.append((name, cell, ci, f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]", verdict))
     return out
 
 
@@ -127,12 +127,13 @@ def print_heldout(result: Mapping[str, Any]) -> None:
 
     n = len(result["problem_ids"])
     table = Table(
-        title=f"held-out check: {n} test problems of {result['env']} {result['task_kwargs']}, "
-        f"none in the training pool ({result['seconds']:.0f} s)"
+        title=f"held-out check: {n} test problems of {result['task']} ({result['env']}), "
+        f"none in training ({result['seconds']:.0f} s)"
     )
     conf = f"{round(100 * result['confidence'])}% CI"
-    for col in ("policy", "pass@1", conf, "minus base (paired)"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
+    for col in ("policy", "pass@1", conf, f"minus base, paired {conf}", "verdict"):
+        table.add_column(col, justify="left" if col in ("policy", "verdict") else "right")
     for row in table_rows(result):
         table.add_row(*row)
-    Console().print(table)
+    console = Console()
+    Console(width=None if console.is_terminal else 120).print(table)  # a log file: no wrapped cells

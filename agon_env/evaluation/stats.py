@@ -274,6 +274,15 @@ def paired_bootstrap(
     return Difference(float(d.mean()), float(lo), float(hi), int(d.shape[0]), int(d.shape[1]))
 
 
+def verdict_of(low: float, high: float, above: str, below: str) -> str:
+    """A change's interval in words: ``above`` / ``below`` when it excludes 0, else within noise."""
+    if low == high == 0:
+        return "no change"
+    if low > 0:
+        return above
+    return below if high < 0 else "within noise"
+
+
 def welch_interval(
     x: Sequence[float], y: Sequence[float], confidence: float = 0.95
 ) -> tuple[float, float] | None:

@@ -38,7 +38,8 @@ def test_base_and_adapters_on_held_out_problems_with_paired_differences(tmp_path
     assert rows["agent_b"]["minus_base"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "seeds": 1, "problems": 50}
     table = {r[0]: r for r in table_rows(result)}
     assert table["base (untrained)"][3] == "-"
-    assert table["agent_a"][3].endswith("better") and table["agent_b"][3].endswith("within noise")
+    assert table["agent_a"][4] == "better" and table["agent_b"][4] == "no change"
+    assert table["agent_b"][3] == "+0.00 [+0.00, +0.00]" and result["task"] == "arith-d2"
     path = write_heldout(result, tmp_path)
     assert json.loads(path.read_text())["policies"]["agent_a"]["outcomes"] == [1] * 50
 

@@ -16,6 +16,7 @@ from agon_env.evaluation.stats import (
     pooled,
     rate,
     spread,
+    verdict_of,
     welch_interval,
 )
 
@@ -171,3 +172,9 @@ def test_welch_interval_hand_computed():
     assert (hi - lo) / 2 == pytest.approx(2.7764 * math.sqrt(2 / 3), abs=1e-3) and (lo + hi) / 2 == 1
     assert welch_interval([1], [1, 2]) is None
     assert welch_interval([1, 1], [0, 0]) == (1, 1)
+
+
+def test_verdicts():
+    assert verdict_of(0.01, 0.2, "up", "down") == "up" and verdict_of(-0.2, -0.01, "up", "down") == "down"
+    assert verdict_of(-0.1, 0.2, "up", "down") == "within noise"
+    assert verdict_of(0, 0, "up", "down") == "no change"
