@@ -197,9 +197,9 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
     return lv(float(min(measured, key=lambda d: abs(measured[d] - middle)))), measured
 
 
-def base_unit(p: Plan, r: Runner, difficulty: float) -> None:
+def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     out = r.out / "eval" / "base"
-    if (out / "eval.json").is_file():
+    if (out / "eval.json").is_file() or "base" in done:
         return
     with Lock(r.out / "locks" / "base") as mine:
         if mine:
@@ -210,11 +210,11 @@ def base_unit(p: Plan, r: Runner, difficulty: float) -> None:
             ])  # fmt: skip
 
 
-def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int) -> None:
+def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: set[str]) -> None:
     """Train ``arm`` with ``seed`` (resuming a killed run), then evaluate that run alone."""
     name = f"{arm}-seed{seed}"
     folder, evald = r.out / "runs" / name, r.out / "eval" / name
-    if (evald / "eval.json").is_file():
+    if (evald / "eval.json").is_file() or name in done:
         return
     with Lock(r.out / "locks" / name) as mine:
         if not mine:
@@ -258,6 +258,11 @@ def build_plan(args: argparse.Namespace) -> Plan:
     if unknown:
         raise SystemExit(f"--arms: unknown {sorted(unknown)}; choose from {list(ARMS)}")
     return plan
+
+
+def same_settings(a: dict, b: dict) -> bool:
+    """Whether two plans trained and evaluated alike (the level is whatever calibration chose)."""
+    return all(a.get(k) == b.get(k) for k in TRAINING_KEYS if k != "difficulty")
 
 
 def check_resumable(plan: Plan, out: Path) -> None:
@@ -305,6 +310,15 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     r = Runner(out, plan.threads)
     start = time.perf_counter()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import replication_report  # a sibling file, not a package
+
+    # The results file is the durable record: units it holds (same settings) are not redone,
+    # even when this machine lost the run folders.
+    previous = replication_report.recorded(Path(args.results) if args.results else None)
+    if previous is not None and not same_settings(previous["plan"], asdict(plan)):
+        previous = None
+    done = replication_report.recorded_units(previous)
     if not args.report_only:
         check_resumable(plan, out)
         say(f"plan: {json.dumps(asdict(plan))}")
@@ -312,8 +326,8 @@ def main() -> None:
         calibration = {"difficulty": difficulty, "measured": measured}
         (out / "calibration.json").write_text(json.dumps(calibration) + "\n")
         say(f"training at difficulty {difficulty}")
-        jobs = [lambda: base_unit(plan, r, difficulty)]
-        jobs += [lambda a=a, s=s: run_unit(plan, r, difficulty, a, s) for a, s in units(plan)]
+        jobs = [lambda: base_unit(plan, r, difficulty, done)]
+        jobs += [lambda a=a, s=s: run_unit(plan, r, difficulty, a, s, done) for a, s in units(plan)]
         with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
             failures = [f.exception() for f in [pool.submit(j) for j in jobs] if f.exception() is not None]
         for exc in failures:
@@ -321,11 +335,9 @@ def main() -> None:
         say(f"units finished in {(time.perf_counter() - start) / 60:.1f} min; {len(failures)} failed")
     if args.no_report:
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import replication_report  # a sibling file, not a package
-
-    plan = Plan(**json.loads((out / "plan.json").read_text()))
-    result = replication_report.build(plan, out, r.timings, units(plan))
+    if (out / "plan.json").is_file():
+        plan = Plan(**json.loads((out / "plan.json").read_text()))
+    result = replication_report.build(plan, out, r.timings, units(plan), previous)
     replication_report.write(result, out, Path(args.results) if args.results else None,
                              Path(args.docs) if args.docs else None)  # fmt: skip
 

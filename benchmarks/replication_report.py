@@ -89,15 +89,26 @@ def _training(path: Path, steps: int) -> dict[str, Any]:
     }
 
 
-def collect(plan: Any, out: Path, ids: Sequence[str], units: Sequence[tuple[str, int]]) -> dict[str, Any]:
-    """Per arm and seed: outcomes per method, the validation choice, lengths, training rates."""
+def collect(
+    plan: Any, out: Path, ids: Sequence[str], units: Sequence[tuple[str, int]], previous: dict | None = None
+) -> dict[str, Any]:
+    """Per arm and seed: outcomes per method, the validation choice, lengths, training rates.
+
+    A unit whose folder is gone but which ``previous`` (the outcomes of an earlier results file
+    with the same settings) holds is taken from there: the data file is the durable record.
+    """
+    previous = previous or {"arms": {}, "base": None}
     arms: dict[str, dict[str, Any]] = {}
     missing = []
     for arm, seed in units:
         name = f"{arm}-seed{seed}"
         path = out / "eval" / name / "eval.json"
         if not path.is_file():
-            missing.append(name)
+            kept = previous["arms"].get(arm, {}).get(str(seed))
+            if kept is not None:
+                arms.setdefault(arm, {})[str(seed)] = kept
+            else:
+                missing.append(name)
             continue
         run = json.loads(path.read_text())["runs"][0]
         methods = run["methods"]
@@ -118,6 +129,8 @@ def collect(plan: Any, out: Path, ids: Sequence[str], units: Sequence[tuple[str,
             "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
             "mean_length": {m: v["mean_length"] for m, v in methods.items()},
         }
+    elif previous.get("base") is not None:
+        base = previous["base"]
     else:
         missing.append("base")
     return {"arms": arms, "base": base, "missing": missing}
@@ -187,11 +200,33 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
     return {"base": base_rows, "arms": rows, "paired": paired, "confidence": confidence}
 
 
-def build(plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]]) -> dict:
-    cal = json.loads((out / "calibration.json").read_text())
-    difficulty = cal["difficulty"]
+def recorded(results: Path | None) -> dict[str, Any] | None:
+    """An earlier results file, or None."""
+    return json.loads(results.read_text()) if results is not None and results.is_file() else None
+
+
+def recorded_units(previous: dict[str, Any] | None) -> set[str]:
+    """The units (``base``, ``ARM-seedS``) an earlier results file already holds."""
+    if previous is None:
+        return set()
+    o = previous["outcomes"]
+    names = {f"{arm}-seed{seed}" for arm, seeds in o["arms"].items() for seed in seeds}
+    return names | ({"base"} if o.get("base") else set())
+
+
+def build(
+    plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]], previous: dict | None
+) -> dict:
+    """The results document; ``previous`` (same settings) fills in units whose folders are gone."""
+    cal_path = out / "calibration.json"
+    if cal_path.is_file():
+        difficulty = json.loads(cal_path.read_text())["difficulty"]
+    elif previous is not None:
+        difficulty = previous["task"]["difficulty"]
+    else:
+        raise SystemExit(f"{out} has no calibration.json and no earlier results file: nothing to report")
     probs = problems(plan, difficulty)
-    measured = {}
+    measured = dict(previous["calibration"]["measured"]) if previous else {}
     for d in sorted((out / "calibration").glob("d*/eval.json")):  # every level measured, in band or not
         r = json.loads(d.read_text())["runs"][0]["methods"]["zero-shot"]["pass@1"]
         measured[d.parent.name[1:]] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
@@ -204,7 +239,7 @@ def build(plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple
         "plan": asdict(plan),
         "calibration": {"split": "validation", "measured": measured, "chosen": difficulty},
         "problems": probs,
-        "outcomes": collect(plan, out, probs["test"]["ids"], units),
+        "outcomes": collect(plan, out, probs["test"]["ids"], units, previous and previous["outcomes"]),
     }
     doc["summary"] = summary_from_outcomes(doc)
     doc["complete"] = not doc["outcomes"]["missing"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,6 +66,12 @@ def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None
     assert again.returncode == 0 and "agon train" not in again.stdout and "agon eval" not in again.stdout
     other = _run([*cmd, "--steps", "3"])
     assert other.returncode != 0 and "holds a replication with other steps" in other.stderr
+    # The results file is the durable record: with the run folders lost, no unit is redone.
+    shutil.rmtree(out)
+    lost = _run(cmd)
+    assert lost.returncode == 0, lost.stdout[-3000:] + lost.stderr[-3000:]
+    assert not any(x in lost.stdout for x in ("agon train", "eval-agon", "eval-base"))
+    assert json.loads(results.read_text())["outcomes"] == doc["outcomes"]
 
 
 def test_a_unit_locked_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
