@@ -336,7 +336,8 @@ def markdown(doc: dict[str, Any]) -> str:
                for arm, seeds in doc["outcomes"]["arms"].items()}  # fmt: skip
     picks = [f"{arm}: {', '.join(c.split(':')[1] for c in cs)} (test's best differs in {posthoc[arm]})"
              for arm, cs in chosen.items() if cs]  # fmt: skip
-    lines += ["", "Cascade direction chosen on validation, per seed: " + "; ".join(picks) + "."]
+    if picks:
+        lines += ["", "Cascade direction chosen on validation, per seed: " + "; ".join(picks) + "."]
     lines += ["", f"![accuracy vs trace length, CPU replication]({FIGURE})"]
     return "\n".join(lines) + "\n"
 
@@ -381,7 +382,8 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     bx.set_ylabel("drafts where the two adapters' answers differ (%)")
     bx.set_title("the pair's divergence over training (mean over seeds, 5-step mean)", fontsize=9)
     bx.grid(alpha=0.3)
-    bx.legend(fontsize=8)
+    if bx.get_legend_handles_labels()[0]:
+        bx.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
