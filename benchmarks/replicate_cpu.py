@@ -12,9 +12,9 @@ sittings and resumes with the same command:
 3. **ARM-seedS** — ``agon train --algo ARM --seed S`` (a killed run resumes from its last
    checkpoint), then ``agon eval`` of that run alone: standalone, the cascade (direction
    chosen on validation) and, for ``grpo``, the self-cascade.
-4. **report** — ``benchmarks/replication_report.py`` turns the finished units into
-   ``docs/results/replication_cpu.json``, the tables and the figure (``--report-only``
-   reports on whatever is finished so far, marking what is missing).
+4. **report** — ``replication_report.py`` turns the finished units into
+   ``docs/results/replication_cpu.json``, ``replication_tables.py`` that into the tables and
+   the figure (``--report-only`` reports on whatever is finished, marking what is missing).
 
     nohup python benchmarks/replicate_cpu.py --out runs/replicate-cpu > replicate.log 2>&1 &
     python benchmarks/replicate_cpu.py --out runs/replicate-cpu --report-only
@@ -311,7 +311,8 @@ def main() -> None:
     r = Runner(out, plan.threads)
     start = time.perf_counter()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import replication_report  # a sibling file, not a package
+    import replication_report  # sibling files, not a package
+    import replication_tables
 
     # The results file is the durable record: units it holds (same settings) are not redone,
     # even when this machine lost the run folders.
@@ -338,7 +339,7 @@ def main() -> None:
     if (out / "plan.json").is_file():
         plan = Plan(**json.loads((out / "plan.json").read_text()))
     result = replication_report.build(plan, out, r.timings, units(plan), previous)
-    replication_report.write(result, out, Path(args.results) if args.results else None,
+    replication_tables.write(result, out, Path(args.results) if args.results else None,
                              Path(args.docs) if args.docs else None)  # fmt: skip
 
 

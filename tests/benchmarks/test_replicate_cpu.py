@@ -20,6 +20,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPT = BENCH / "replicate_cpu.py"
 sys.path.insert(0, str(BENCH))
 import replication_report as rr  # noqa: E402  (a script's sibling, not a package)
+import replication_tables as rt  # noqa: E402
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
@@ -31,7 +32,7 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.timeout(1800)
 def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None:
     out, results, docs = tmp_path / "rep", tmp_path / "replication_cpu.json", tmp_path / "bench.md"
-    docs.write_text(f"# Benchmarks\n\nbefore\n{rr.BEGIN}\nold table\n{rr.END}\nafter\n")
+    docs.write_text(f"# Benchmarks\n\nbefore\n{rt.BEGIN}\nold table\n{rt.END}\nafter\n")
     cmd = [sys.executable, str(SCRIPT), "--quick", "--model", "tiny", "--difficulty", "1",
            "--calibration-problems", "4", "--test-problems", "5", "--val-problems", "2",
            "--max-new-tokens", "8", "--workers", "2", "--out", str(out),
@@ -59,7 +60,7 @@ def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None
     assert "old table" not in page and page.startswith("# Benchmarks\n\nbefore\n")
     assert page.endswith("after\n")
     assert "| agon | cascade, direction chosen on validation |" in page and "agon − grpo" in page
-    assert (tmp_path / rr.FIGURE).stat().st_size > 0
+    assert (tmp_path / rt.FIGURE).stat().st_size > 0
 
     # Re-running the same command redoes nothing; other settings in the same folder are refused.
     again = _run(cmd)
