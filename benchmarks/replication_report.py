@@ -27,6 +27,14 @@ from typing import Any
 PER_STEP = ("divergence/answer_disagreement", "conversion_rate")
 TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
 """Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
+PAIRS = (
+    ("agon", "grpo"),
+    ("coop", "grpo"),
+    ("agon", "coop"),
+    ("hidden-draft", "grpo"),
+    ("hidden-draft", "agon"),
+)
+"""Paired differences reported: the paper's claims (agon > coop > grpo) and the bonus alone (agon − coop)."""
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
                   "divergence/kl", "divergence/answer_disagreement", "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
@@ -175,16 +183,15 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
                 "seeds": len(got),
             }
     paired: dict[str, Any] = {}
-    for arm in [a for a in arms if a != "grpo"]:
+    for arm, other in PAIRS:
         for m in ("standalone", "two-stage"):
-            x, y = tables.get(arm, {}).get(m), tables.get("grpo", {}).get(m)
-            common = sorted(set(arms[arm]) & set(arms.get("grpo", {})))
-            if x is None or y is None or not common:
+            common = sorted(set(arms.get(arm, {})) & set(arms.get(other, {})))
+            if m not in tables.get(arm, {}) or m not in tables.get(other, {}) or not common:
                 continue
             xs = [cell(arms[arm][s], arm, m)[0] for s in common]  # type: ignore[index]
-            ys = [cell(arms["grpo"][s], "grpo", m)[0] for s in common]  # type: ignore[index]
+            ys = [cell(arms[other][s], other, m)[0] for s in common]  # type: ignore[index]
             diff = paired_bootstrap(xs, ys, confidence).to_dict()
-            paired[f"{arm} − grpo, {m}"] = diff | {"seeds_used": common}
+            paired[f"{arm} − {other}, {m}"] = diff | {"seeds_used": common}
     base = doc["outcomes"].get("base")
     base_rows = {}
     if base:

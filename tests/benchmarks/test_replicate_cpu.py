@@ -119,6 +119,7 @@ def test_summary_by_hand() -> None:
     paired = s["paired"]
     assert paired["agon − grpo, standalone"]["mean"] == pytest.approx(0.125)
     assert paired["agon − grpo, two-stage"]["mean"] == 0.5
+    assert "agon − coop, standalone" not in paired  # no coop arm here: nothing to pair with
     assert s["base"]["zero-shot"]["mean"] == 0.25
     lo, hi = agon["two-stage"]["interval"]
     assert lo == hi == 1.0  # every resample of an all-correct list is all correct
