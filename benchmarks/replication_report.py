@@ -67,12 +67,19 @@ def problems(plan: Any, difficulty: float) -> dict[str, Any]:
     }
 
 
-def _outcomes(method: dict[str, Any], ids: Sequence[str]) -> list[int]:
-    by_id = {e["problem_id"]: int(e["correct"]) for e in method["episodes"]}
+def _outcomes(method: dict[str, Any], ids: Sequence[str], key: str = "correct") -> list[int]:
+    """0/1 per test problem in id order: the final answer (``correct``) or the draft (``first_correct``)."""
+    by_id = {e["problem_id"]: int(e[key]) for e in method["episodes"]}
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise ValueError(f"an evaluation lacks test problems {missing[:3]}: was it run on other problems?")
     return [by_id[i] for i in ids]
+
+
+def _first(methods: dict[str, Any], ids: Sequence[str]) -> dict[str, list[int]]:
+    """The drafts' outcomes of every two-turn method (what the second turn was handed)."""
+    two = {m: v for m, v in methods.items() if v["episodes"] and len(v["episodes"][0]["turns"]) > 1}
+    return {m: _outcomes(v, ids, "first_correct") for m, v in two.items()}
 
 
 def _training(path: Path, steps: int) -> dict[str, Any]:
@@ -117,6 +124,7 @@ def collect(
         methods = run["methods"]
         arms.setdefault(arm, {})[str(seed)] = {
             "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "first_outcomes": _first(methods, ids),
             "mean_length": {m: v["mean_length"] for m, v in methods.items()},
             "mean_final_length": {m: v["mean_final_length"] for m, v in methods.items()},
             "chosen_cascade": (run.get("selection") or {}).get("chosen"),
@@ -130,6 +138,7 @@ def collect(
         methods = json.loads(base_path.read_text())["runs"][0]["methods"]
         base = {
             "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "first_outcomes": _first(methods, ids),
             "mean_length": {m: v["mean_length"] for m, v in methods.items()},
         }
     elif previous.get("base") is not None:
@@ -139,18 +148,40 @@ def collect(
     return {"arms": arms, "base": base, "missing": missing}
 
 
+def _keys(run: dict[str, Any], arm: str, method: str) -> list[str]:
+    """The evaluated methods behind a reported one (both adapters for ``standalone``; the
+    validation-chosen cascade, or grpo's self-cascade, for ``two-stage``)."""
+    o = run["outcomes"]
+    if method == "standalone":
+        return [k for k in o if k.startswith("standalone:")]
+    if method == "two-stage":
+        family = TWO_STAGE[arm]
+        keys = (
+            [run["chosen_cascade"]] if family == "cascade" else [k for k in o if k.startswith(f"{family}:")]
+        )
+        return [k for k in keys if k]
+    return [method] if method in o else []
+
+
+def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] | None:
+    """What the second turn did with its drafts, pooled over runs: kept right ones, fixed wrong ones."""
+    kept = right = fixed = wrong = 0
+    for run in runs:
+        for k in keys_of(run):
+            if k not in run.get("first_outcomes", {}):
+                return None
+            for first, final in zip(run["first_outcomes"][k], run["outcomes"][k], strict=True):
+                right, kept = right + first, kept + (first and final)
+                wrong, fixed = wrong + (not first), fixed + (not first and final)
+    if not right + wrong:
+        return None
+    return {"right_drafts": right, "kept": kept, "wrong_drafts": wrong, "fixed": fixed}
+
+
 def cell(run: dict[str, Any], arm: str, method: str) -> tuple[list[float], float] | None:
     """One seed's per-problem outcome (a 0/1 list, or the adapters' mean) for a reported method."""
     o, lengths = run["outcomes"], run["mean_length"]
-    if method == "standalone":
-        keys = [k for k in o if k.startswith("standalone:")]
-    elif method == "two-stage":
-        family = TWO_STAGE[arm]
-        chosen = [run["chosen_cascade"]]
-        keys = chosen if family == "cascade" else [k for k in o if k.startswith(f"{family}:")]
-    else:
-        keys = [method] if method in o else []
-    keys = [k for k in keys if k]
+    keys = _keys(run, arm, method)
     if not keys:
         return None
     values = [statistics.fmean(o[k][p] for k in keys) for p in range(len(o[keys[0]]))]
@@ -199,7 +230,18 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
             iv = paired_bootstrap([o], [[0] * len(o)], confidence)
             length = base["mean_length"][m]
             base_rows[m] = {"mean": iv.mean, "interval": [iv.low, iv.high], "mean_length": length}
-    return {"base": base_rows, "arms": rows, "paired": paired, "confidence": confidence}
+    turns = {arm: second_turn(list(seeds.values()), lambda r, a=arm: _keys(r, a, "two-stage"))
+             for arm, seeds in arms.items()}  # fmt: skip
+    if base and "moa" in base.get("first_outcomes", {}):
+        turns["base (MoA)"] = second_turn([base], lambda r: ["moa"])
+    second = {k: v for k, v in turns.items() if v is not None}
+    return {
+        "base": base_rows,
+        "arms": rows,
+        "paired": paired,
+        "second_turn": second,
+        "confidence": confidence,
+    }
 
 
 def recorded(results: Path | None) -> dict[str, Any] | None:

@@ -71,6 +71,13 @@ def markdown(doc: dict[str, Any]) -> str:
     for name, d in s["paired"].items():
         lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
                      f"{len(d['seeds_used'])} |")  # fmt: skip
+    if s.get("second_turn"):
+        lines += ["", "What the second turn did with the draft it read (all seeds pooled):", ""]
+        lines += ["| two-stage method | right drafts kept | wrong drafts fixed |", "|---|---|---|"]
+        for name, t in s["second_turn"].items():
+            kept = f"{t['kept']}/{t['right_drafts']} = {100 * t['kept'] / max(1, t['right_drafts']):.0f} %"
+            fixed = f"{t['fixed']}/{t['wrong_drafts']} = {100 * t['fixed'] / max(1, t['wrong_drafts']):.0f} %"
+            lines.append(f"| {name} | {kept} | {fixed} |")
     lines += [
         "",
         "Over training (mean over seeds; first → last fifth of the steps):",

@@ -90,7 +90,9 @@ def test_a_unit_locked_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
 
 
 def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
-    return {"outcomes": outcomes, "mean_length": {k: 10.0 * (1 + (">" in k)) for k in outcomes},
+    firsts = {k: [1, 1, 0, 0] for k in outcomes if ">" in k or "self" in k}  # drafts: first two right
+    lengths = {k: 10.0 * (1 + (">" in k)) for k in outcomes}
+    return {"outcomes": outcomes, "first_outcomes": firsts, "mean_length": lengths,
             "chosen_cascade": chosen, "post_hoc_differs": False}  # fmt: skip
 
 
@@ -121,6 +123,10 @@ def test_summary_by_hand() -> None:
     assert paired["agon − grpo, two-stage"]["mean"] == 0.5
     assert "agon − coop, standalone" not in paired  # no coop arm here: nothing to pair with
     assert s["base"]["zero-shot"]["mean"] == 0.25
+    # The second turn: grpo's self-cascade [1, 1, 0, 0] on drafts [1, 1, 0, 0] keeps 2/2, fixes 0/2;
+    # agon's chosen cascade [1, 1, 1, 1] keeps 2/2 and fixes 2/2.
+    assert s["second_turn"]["grpo"] == {"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 0}
+    assert s["second_turn"]["agon"] == {"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 2}
     lo, hi = agon["two-stage"]["interval"]
     assert lo == hi == 1.0  # every resample of an all-correct list is all correct
 
