@@ -193,13 +193,12 @@ def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], l
     half = width // 2
     for i in range(len(values)):
         win = [v for v in values[max(0, i - half) : i + half + 1] if v is not None]
-        if not win:
-            means.append(math.nan), lows.append(math.nan), highs.append(math.nan)
-            continue
-        m = mean(win)
+        m = mean(win) if win else math.nan
         sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else 0.0
-        half_width = 1.96 * sd / math.sqrt(len(win))
-        means.append(m), lows.append(m - half_width), highs.append(m + half_width)
+        band = 1.96 * sd / math.sqrt(len(win)) if win else math.nan
+        means.append(m)
+        lows.append(m - band)
+        highs.append(m + band)
     return means, lows, highs
 
 
