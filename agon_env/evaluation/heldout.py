@@ -11,8 +11,9 @@ problems), and says whether that difference is distinguishable from noise.
 
 It uses the trainer's own base and generation backend (no reload) and is the
 :class:`~agon_env.evaluation.evaluate.Evaluator` run with ``zero-shot`` and ``standalone``
-and no blind-spot extras, so its numbers are the ones ``agon eval RUN --methods zero-shot
-standalone --val-problems 0 --problems N`` reports. What it does not cover: one sample per
+and no blind-spot extras: the methods, problems and sampling settings of ``agon eval RUN
+--methods zero-shot standalone --val-problems 0 --problems N`` (its sample streams are its
+own, so single samples differ; the rates agree within their intervals). What it does not cover: one sample per
 problem (sampling noise is inside the interval, seed-to-seed variation of training is not —
 that takes several runs, ``benchmarks/replicate_cpu.py``), and nothing about the cascade.
 """
