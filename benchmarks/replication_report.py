@@ -24,6 +24,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
+
 PER_STEP = ("divergence/answer_disagreement", "conversion_rate")
 TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
 """Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
@@ -67,19 +69,10 @@ def problems(plan: Any, difficulty: float) -> dict[str, Any]:
     }
 
 
-def _outcomes(method: dict[str, Any], ids: Sequence[str], key: str = "correct") -> list[int]:
-    """0/1 per test problem in id order: the final answer (``correct``) or the draft (``first_correct``)."""
-    by_id = {e["problem_id"]: int(e[key]) for e in method["episodes"]}
-    missing = [i for i in ids if i not in by_id]
-    if missing:
-        raise ValueError(f"an evaluation lacks test problems {missing[:3]}: was it run on other problems?")
-    return [by_id[i] for i in ids]
-
-
 def _first(methods: dict[str, Any], ids: Sequence[str]) -> dict[str, list[int]]:
     """The drafts' outcomes of every two-turn method (what the second turn was handed)."""
     two = {m: v for m, v in methods.items() if v["episodes"] and len(v["episodes"][0]["turns"]) > 1}
-    return {m: _outcomes(v, ids, "first_correct") for m, v in two.items()}
+    return {m: outcomes(v, ids, "first_correct") for m, v in two.items()}
 
 
 def _training(path: Path, steps: int) -> dict[str, Any]:
@@ -123,7 +116,7 @@ def collect(
         run = json.loads(path.read_text())["runs"][0]
         methods = run["methods"]
         arms.setdefault(arm, {})[str(seed)] = {
-            "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
             "first_outcomes": _first(methods, ids),
             "mean_length": {m: v["mean_length"] for m, v in methods.items()},
             "mean_final_length": {m: v["mean_final_length"] for m, v in methods.items()},
@@ -137,7 +130,7 @@ def collect(
     if base_path.is_file():
         methods = json.loads(base_path.read_text())["runs"][0]["methods"]
         base = {
-            "outcomes": {m: _outcomes(v, ids) for m, v in methods.items()},
+            "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
             "first_outcomes": _first(methods, ids),
             "mean_length": {m: v["mean_length"] for m, v in methods.items()},
         }

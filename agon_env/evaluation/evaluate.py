@@ -126,6 +126,16 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     return out
 
 
+def outcomes(method: Mapping[str, Any], ids: Sequence[str], key: str = "correct") -> list[int]:
+    """A method result's 0/1 outcomes in the order of ``ids`` (problem ids; one sample per problem):
+    the final answer (``correct``) or, for two-turn methods, the draft (``first_correct``)."""
+    by_id = {e["problem_id"]: int(e[key]) for e in method["episodes"]}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise ValueError(f"an evaluation lacks problems {missing[:3]}: was it run on other problems?")
+    return [by_id[i] for i in ids]
+
+
 def _paired(
     a: Mapping[int, Sequence[Episode]], b: Mapping[int, Sequence[Episode]]
 ) -> tuple[list[bool], list[bool]]:

@@ -13,20 +13,20 @@ It uses the trainer's own base and generation backend (no reload) and is the
 :class:`~agon_env.evaluation.evaluate.Evaluator` run with ``zero-shot`` and ``standalone``
 and no blind-spot extras: the methods, problems and sampling settings of ``agon eval RUN
 --methods zero-shot standalone --val-problems 0 --problems N`` (its sample streams are its
-own, so single samples differ; the rates agree within their intervals). What it does not cover: one sample per
-problem (sampling noise is inside the interval, seed-to-seed variation of training is not —
-that takes several runs, ``benchmarks/replicate_cpu.py``), and nothing about the cascade.
+own, so single samples differ). What it does not cover: one sample per problem (sampling
+noise is inside the interval, seed-to-seed variation of training is not — that takes
+several runs, ``benchmarks/replicate_cpu.py``), and nothing about the cascade.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env.evaluation.evaluate import Evaluator, Policies, outcomes
 from agon_env.evaluation.methods import BASE
 from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
 from agon_env.evaluation.stats import paired_bootstrap, rate, verdict_of
@@ -46,12 +46,6 @@ def heldout_policies(label: str, base_agent: Any, adapters: Mapping[str, Any]) -
         adapters=dict(adapters),
         identities={BASE: f"{label}:base", **{n: f"{label}:{n}" for n in adapters}},
     )
-
-
-def outcomes(report: Mapping[str, Any], method: str, order: Sequence[str]) -> list[int]:
-    """A method's 0/1 outcomes in the order of ``order`` (problem ids); one sample per problem."""
-    by_id = {e["problem_id"]: int(e["correct"]) for e in report["methods"][method]["episodes"]}
-    return [by_id[i] for i in order]
 
 
 def heldout_check(
@@ -74,11 +68,11 @@ def heldout_check(
     )
     report = evaluator.evaluate(policies)
     ids = data.test.ids()
-    base = outcomes(report, "zero-shot", ids)
+    base = outcomes(report["methods"]["zero-shot"], ids)
     base_rate = rate(list(map(bool, base)), confidence).to_dict()
     rows: dict[str, Any] = {BASE: {"outcomes": base, "pass@1": base_rate}}
     for name in policies.adapters:
-        got = outcomes(report, f"standalone:{name}", ids)
+        got = outcomes(report["methods"][f"standalone:{name}"], ids)
         diff = paired_bootstrap([got], [base], confidence)
         rows[name] = {
             "outcomes": got,

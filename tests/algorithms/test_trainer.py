@@ -309,12 +309,14 @@ def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
         load_config(None, {"sampling.max_new_tokens": 4096, "model.max_seq_len": 4096})
 
 
+TINY_ARITH = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
+              "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1"]  # fmt: skip
+"""The tiny model on a real task with a test split (the parity env has none): the held-out check runs."""
+
+
 def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
     run = tmp_path / "run"
-    args = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
-            "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1", "--steps", "1",
-            "--heldout-problems", "5", "--out-dir", str(run)]  # fmt: skip
-    assert main(args) == 0
+    assert main([*TINY_ARITH, "--steps", "1", "--heldout-problems", "5", "--out-dir", str(run)]) == 0
     out = capsys.readouterr().out
     assert "held-out check" in out and "minus base" in out and "end − start" in out
     result = json.loads((run / "heldout.json").read_text())
@@ -350,10 +352,7 @@ def test_the_budget_leaves_room_for_the_held_out_check():
 
 def test_a_run_out_of_budget_skips_the_held_out_check_and_says_how_to_run_it(tmp_path, capsys):
     run = tmp_path / "run"
-    args = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
-            "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1", "--steps", "5",
-            "--time-budget-min", "0.0001", "--out-dir", str(run)]  # fmt: skip
-    assert main(args) == 0
+    assert main([*TINY_ARITH, "--steps", "5", "--time-budget-min", "0.0001", "--out-dir", str(run)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "held-out check skipped" in out and f"agon eval {run} --methods zero-shot standalone" in out
     assert not (run / "heldout.json").exists()
