@@ -22,12 +22,14 @@ sittings and resumes with the same command:
 
 ``--workers 2`` runs two units at a time (one torch thread each: on 2 cores two single-
 threaded processes do more work than one two-threaded one). A unit another process is
-running holds a lock file with its pid, so a second command never runs the same unit.
+running is locked (an ``flock`` its child processes inherit), so a second command never runs
+the same unit, not even while an orphaned trainer of a killed replicator is still going.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -120,7 +122,8 @@ class Runner:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.timings: dict[str, float] = {}
 
-    def agon(self, name: str, argv: list[str]) -> None:
+    def agon(self, name: str, argv: list[str], hold: Lock | None = None) -> None:
+        """``agon ARGV``; the child inherits ``hold``'s lock, so the unit stays locked while it lives."""
         cmd = [sys.executable, __file__, "--agon", *argv]
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "MPLBACKEND": "Agg"}
         if self.threads:  # agon eval has no --threads: torch reads this at start-up
@@ -129,7 +132,10 @@ class Runner:
         say(f"{name}: agon {' '.join(argv)}")
         t0 = time.perf_counter()
         with log.open("a") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            fds = () if hold is None or hold.fd is None else (hold.fd,)
+            rc = subprocess.run(
+                cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False, pass_fds=fds
+            ).returncode
         self.timings[name] = time.perf_counter() - t0
         if rc != 0:
             tail = "".join(log.read_text(errors="replace").splitlines(keepends=True)[-20:])
@@ -138,26 +144,36 @@ class Runner:
 
 
 class Lock:
-    """``folder/.lock`` holding this pid; a lock whose process is gone is taken over."""
+    """An exclusive ``flock`` on ``folder/.lock`` (which names the pid, for people).
+
+    The kernel takes it atomically and drops it when the last holder dies, so a killed
+    replicator leaves no stale lock; :meth:`Runner.agon` hands it to the unit's children, so an
+    orphaned ``agon train`` of a killed replicator still holds it and a second replicator
+    cannot resume the same run folder under it. The file stays: unlinking a locked file would
+    let a third process lock a fresh one of the same name.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / ".lock"
+        self.fd: int | None = None
 
     def __enter__(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            pid = int(self.path.read_text())
-            os.kill(pid, 0)
-            self.held = False
-            return False  # another replicator is running this unit
-        except (FileNotFoundError, ValueError, ProcessLookupError):
-            self.path.write_text(str(os.getpid()))
-            self.held = True
-            return True
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False  # another replicator (or its trainer) is running this unit
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self.fd = fd
+        return True
 
     def __exit__(self, *exc: object) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def eval_flags(p: Plan) -> list[str]:
@@ -201,13 +217,14 @@ def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     out = r.out / "eval" / "base"
     if (out / "eval.json").is_file() or "base" in done:
         return
-    with Lock(r.out / "locks" / "base") as mine:
+    lock = Lock(r.out / "locks" / "base")
+    with lock as mine:
         if mine:
             r.agon("eval-base", [
                 "eval", "--model", p.model, "--env", "agon/arith-v0",
                 "--env-kwarg", f"difficulty={difficulty}", "--methods", "zero-shot", "moa",
                 *eval_flags(p), "--no-cache", "--out", str(out),
-            ])  # fmt: skip
+            ], hold=lock)  # fmt: skip
 
 
 def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: set[str]) -> None:
@@ -216,11 +233,12 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
     folder, evald = r.out / "runs" / name, r.out / "eval" / name
     if (evald / "eval.json").is_file() or name in done:
         return
-    with Lock(r.out / "locks" / name) as mine:
+    lock = Lock(r.out / "locks" / name)
+    with lock as mine:
         if not mine:
             say(f"{name}: another replicator holds it, skipped")
             return
-        if not (folder / "adapters").is_dir():
+        if not trained(folder, p.steps):
             # A run killed after a checkpoint continues; one killed before its first starts over.
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
@@ -237,10 +255,20 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
                 # check (the evaluation below is the larger one).
                 "--time-budget-min", "0", "--heldout-problems", "0",
                 "--save-every", "5", "--out-dir", str(folder), *resume,
-            ])  # fmt: skip
+            ], hold=lock)  # fmt: skip
         methods = ["standalone", "cascade", *(["self-cascade"] if arm == "grpo" else [])]
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
-        r.agon(f"eval-{name}", argv)
+        r.agon(f"eval-{name}", argv, hold=lock)
+
+
+def trained(folder: Path, steps: int) -> bool:
+    """Whether ``folder`` holds a finished run: ``curves.png`` is written after the last adapter
+    is saved, and the log has every step. A run killed while saving adapters is resumed (from
+    its final checkpoint, which saves them again), never evaluated half-saved."""
+    log = folder / "metrics.jsonl"
+    if not (folder / "curves.png").is_file() or not log.is_file():
+        return False
+    return sum(1 for line in log.read_text().splitlines() if line.strip()) >= steps
 
 
 def units(p: Plan) -> list[tuple[str, int]]:
@@ -260,9 +288,10 @@ def build_plan(args: argparse.Namespace) -> Plan:
     return plan
 
 
-def same_settings(a: dict, b: dict) -> bool:
-    """Whether two plans trained and evaluated alike (the level is whatever calibration chose)."""
-    return all(a.get(k) == b.get(k) for k in TRAINING_KEYS if k != "difficulty")
+def other_settings(old: dict, new: dict) -> list[str]:
+    """The fields in which two plans trained or evaluated differently (the level is whatever
+    calibration chose, checked once it has)."""
+    return [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new[k]]
 
 
 def check_resumable(plan: Plan, out: Path) -> None:
@@ -270,7 +299,7 @@ def check_resumable(plan: Plan, out: Path) -> None:
     path = out / "plan.json"
     if path.is_file():
         old = json.loads(path.read_text())
-        diff = [k for k in TRAINING_KEYS if k in old and old[k] != asdict(plan)[k] and k != "difficulty"]
+        diff = other_settings(old, asdict(plan))
         if diff:
             raise SystemExit(
                 f"{out} holds a replication with other {', '.join(diff)} ({ {k: old[k] for k in diff} }); "
@@ -291,6 +320,7 @@ def main() -> None:
     ap.add_argument("--no-report", action="store_true", help="run the units only")
     ap.add_argument("--results", default=None, help="also write the JSON here (docs/results/…)")
     ap.add_argument("--docs", default=None, help="regenerate the marked tables in this Markdown file")
+    ap.add_argument("--force", action="store_true", help="replace a --results file of other settings")
     ap.add_argument("--model", default=None)
     ap.add_argument("--difficulty", type=float, default=None, help="skip the search; still measured")
     ap.add_argument("--candidates", type=float, nargs="+", default=None, help="levels to try, in order")
@@ -307,6 +337,8 @@ def main() -> None:
     args = ap.parse_args()
     plan = build_plan(args)
     out = Path(args.out)
+    if args.report_only and (out / "plan.json").is_file():  # report on what ran, not on the flags
+        plan = Plan(**json.loads((out / "plan.json").read_text()))
     out.mkdir(parents=True, exist_ok=True)
     r = Runner(out, plan.threads)
     start = time.perf_counter()
@@ -316,14 +348,24 @@ def main() -> None:
 
     # The results file is the durable record: units it holds (same settings) are not redone,
     # even when this machine lost the run folders.
-    previous = replication_report.recorded(Path(args.results) if args.results else None)
-    if previous is not None and not same_settings(previous["plan"], asdict(plan)):
+    results = Path(args.results) if args.results else None
+    previous = replication_report.recorded(results)
+    diff = [] if previous is None else other_settings(previous["plan"], asdict(plan))
+    if diff:
+        if not args.force:
+            raise SystemExit(f"{results} holds a replication with other {', '.join(diff)}; use another "
+                             "--results, or --force to replace it")  # fmt: skip
         previous = None
     done = replication_report.recorded_units(previous)
     if not args.report_only:
         check_resumable(plan, out)
         say(f"plan: {json.dumps(asdict(plan))}")
         difficulty, measured = calibrate(plan, r)
+        if previous is not None and previous["task"]["difficulty"] != difficulty:
+            if not args.force:
+                raise SystemExit(f"{results} holds level {previous['task']['difficulty']}, calibration "
+                                 f"chose {difficulty}: use another --results, or --force")  # fmt: skip
+            previous, done = None, set()
         calibration = {"difficulty": difficulty, "measured": measured}
         (out / "calibration.json").write_text(json.dumps(calibration) + "\n")
         say(f"training at difficulty {difficulty}")
@@ -339,8 +381,11 @@ def main() -> None:
     if (out / "plan.json").is_file():
         plan = Plan(**json.loads((out / "plan.json").read_text()))
     result = replication_report.build(plan, out, r.timings, units(plan), previous)
-    replication_tables.write(result, out, Path(args.results) if args.results else None,
-                             Path(args.docs) if args.docs else None)  # fmt: skip
+    lost = replication_report.recorded_units(previous) - replication_report.recorded_units(result)
+    if lost and not args.force:
+        raise SystemExit(f"{results} holds {', '.join(sorted(lost))}, which this report would drop "
+                         "(other --seeds or --arms?); rerun with them, or --force")  # fmt: skip
+    replication_tables.write(result, out, results, Path(args.docs) if args.docs else None)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,13 @@ test-id order; and a ``summary`` computed from those lists only (so
 :func:`summary_from_outcomes` on the saved file gives it back).
 ``replication_tables.write`` saves it and renders its tables and figure.
 
-Statistics: an arm's pass@1 is the mean over seeds and test problems, its interval the
-percentile bootstrap that resamples both seeds and problems; a paired difference (agon −
-grpo) resamples the same seeds and problems for both arms (seed ``s`` of every arm shares
-that seed's problem stream), so problem difficulty cancels and seed luck stays in.
+Statistics: every table uses the seeds *all* arms have finished (a partial run never
+compares 3 seeds of one arm with 2 of another). An arm's pass@1 is the mean over those seeds
+and the test problems, its interval the percentile bootstrap that resamples both; a paired
+difference (agon − grpo) resamples the same seeds and problems for both arms (seed ``s`` of
+every arm shares that seed's problem stream), so problem difficulty cancels and seed luck
+stays in. With 2–3 seeds that bootstrap understates seed-to-seed variation, so each paired
+difference also comes per seed, with a Student-t interval over the seeds alone.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
 
-PER_STEP = ("divergence/answer_disagreement", "conversion_rate")
+PER_STEP = ("divergence/answer_disagreement", "conversion_rate", "time/step")
 TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
 """Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
 PAIRS = (
@@ -92,8 +95,24 @@ def _training(path: Path, steps: int) -> dict[str, Any]:
     }
 
 
+def check_eval(report: dict[str, Any], plan: Any, difficulty: float, path: Path) -> None:
+    """Refuse an ``eval.json`` of another level, split or size: problem ids are positions, so
+    another level's ``test-86`` would silently pair with this one's."""
+    data = report["data"]
+    want = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": difficulty}, "split": "test",
+            "test_problems": plan.test_problems, "validation_problems": plan.val_problems}  # fmt: skip
+    got = {k: data.get(k) for k in want}
+    if got != want:
+        raise SystemExit(f"{path} evaluated {got}, this replication needs {want}")
+
+
 def collect(
-    plan: Any, out: Path, ids: Sequence[str], units: Sequence[tuple[str, int]], previous: dict | None = None
+    plan: Any,
+    out: Path,
+    difficulty: float,
+    ids: Sequence[str],
+    units: Sequence[tuple[str, int]],
+    previous: dict | None = None,
 ) -> dict[str, Any]:
     """Per arm and seed: outcomes per method, the validation choice, lengths, training rates.
 
@@ -113,7 +132,9 @@ def collect(
             else:
                 missing.append(name)
             continue
-        run = json.loads(path.read_text())["runs"][0]
+        report = json.loads(path.read_text())
+        check_eval(report, plan, difficulty, path)
+        run = report["runs"][0]
         methods = run["methods"]
         arms.setdefault(arm, {})[str(seed)] = {
             "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
@@ -128,7 +149,9 @@ def collect(
     base_path = out / "eval" / "base" / "eval.json"
     base = None
     if base_path.is_file():
-        methods = json.loads(base_path.read_text())["runs"][0]["methods"]
+        report = json.loads(base_path.read_text())
+        check_eval(report, plan, difficulty, base_path)
+        methods = report["runs"][0]["methods"]
         base = {
             "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
             "first_outcomes": _first(methods, ids),
@@ -181,23 +204,50 @@ def cell(run: dict[str, Any], arm: str, method: str) -> tuple[list[float], float
     return values, statistics.fmean(lengths[k] for k in keys)
 
 
-def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
-    """Everything the tables show, from the outcome lists alone."""
-    from agon_env.evaluation.stats import paired_bootstrap
+def compared_seeds(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The seeds every arm has finished: the only ones any table compares."""
+    sets = [set(seeds) for seeds in arms.values()]
+    return sorted(set.intersection(*sets), key=int) if sets else []
 
-    arms = doc["outcomes"]["arms"]
+
+def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """How alike a pair's two adapters are on test, pooled over runs: problems both get wrong,
+    against what two independent adapters with the same accuracies would share."""
+    from agon_env.evaluation.stats import complementarity
+
+    n = both = one = 0
+    expected = 0.0
+    for run in runs:
+        o = run["outcomes"]
+        if "standalone:agent_a" not in o or "standalone:agent_b" not in o:
+            return None
+        a, b = o["standalone:agent_a"], o["standalone:agent_b"]
+        c = complementarity(a, b)
+        n, both, one = n + c.n, both + c.both_wrong, one + c.exactly_one_wrong
+        expected += c.n * (1 - statistics.fmean(a)) * (1 - statistics.fmean(b))
+    if not n:
+        return None
+    return {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected,
+            "exactly_one_wrong": one}  # fmt: skip
+
+
+def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
+    """Everything the tables show, from the outcome lists alone, on the seeds every arm finished."""
+    from agon_env.evaluation.stats import paired_bootstrap, t_interval
+
+    every = doc["outcomes"]["arms"]
+    used = compared_seeds(every)
+    arms = {arm: {s: seeds[s] for s in used} for arm, seeds in every.items()}
+    left_out = sorted(f"{arm}-seed{s}" for arm, seeds in every.items() for s in seeds if s not in used)
     rows: dict[str, Any] = {}
-    tables: dict[str, dict[str, list[list[float]]]] = {}
     for arm, seeds in arms.items():
         methods = [*sorted({m for run in seeds.values() for m in run["outcomes"]}), "standalone", "two-stage"]
         rows[arm] = {}
         for m in methods:
-            got = {s: cell(run, arm, m) for s, run in sorted(seeds.items())}
-            got = {s: c for s, c in got.items() if c is not None}
+            got = {s: c for s, run in seeds.items() if (c := cell(run, arm, m)) is not None}
             if not got:
                 continue
             grid = [c[0] for c in got.values()]
-            tables.setdefault(arm, {})[m] = grid
             iv = paired_bootstrap(grid, [[0.0] * len(g) for g in grid], confidence)
             rows[arm][m] = {
                 "per_seed": {s: statistics.fmean(c[0]) for s, c in got.items()},
@@ -209,13 +259,21 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
     paired: dict[str, Any] = {}
     for arm, other in PAIRS:
         for m in ("standalone", "two-stage"):
-            common = sorted(set(arms.get(arm, {})) & set(arms.get(other, {})))
-            if m not in tables.get(arm, {}) or m not in tables.get(other, {}) or not common:
+            if arm not in arms or other not in arms:
                 continue
-            xs = [cell(arms[arm][s], arm, m)[0] for s in common]  # type: ignore[index]
-            ys = [cell(arms[other][s], other, m)[0] for s in common]  # type: ignore[index]
-            diff = paired_bootstrap(xs, ys, confidence).to_dict()
-            paired[f"{arm} − {other}, {m}"] = diff | {"seeds_used": common}
+            cells = {s: (cell(arms[arm][s], arm, m), cell(arms[other][s], other, m)) for s in used}
+            cells = {s: (x[0], y[0]) for s, (x, y) in cells.items() if x is not None and y is not None}
+            if not cells:
+                continue
+            xs, ys = [x for x, _ in cells.values()], [y for _, y in cells.values()]
+            diff = paired_bootstrap(xs, ys, confidence)
+            per_seed = {s: statistics.fmean(x) - statistics.fmean(y) for s, (x, y) in cells.items()}
+            over_seeds = t_interval(list(per_seed.values()), confidence)
+            paired[f"{arm} − {other}, {m}"] = diff.to_dict() | {
+                "seeds_used": list(cells),
+                "per_seed": per_seed,
+                "t_interval_over_seeds": None if over_seeds is None else list(over_seeds),
+            }
     base = doc["outcomes"].get("base")
     base_rows = {}
     if base:
@@ -227,12 +285,15 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
              for arm, seeds in arms.items()}  # fmt: skip
     if base and "moa" in base.get("first_outcomes", {}):
         turns["base (MoA)"] = second_turn([base], lambda r: ["moa"])
-    second = {k: v for k, v in turns.items() if v is not None}
+    pairs = {arm: alike(list(seeds.values())) for arm, seeds in arms.items()}
     return {
+        "seeds": used,
+        "left_out": left_out,
         "base": base_rows,
         "arms": rows,
         "paired": paired,
-        "second_turn": second,
+        "second_turn": {k: v for k, v in turns.items() if v is not None},
+        "alike": {k: v for k, v in pairs.items() if v is not None},
         "confidence": confidence,
     }
 
@@ -263,10 +324,14 @@ def build(
     else:
         raise SystemExit(f"{out} has no calibration.json and no earlier results file: nothing to report")
     probs = problems(plan, difficulty)
+    if previous is not None and previous["problems"]["test"] != probs["test"]:
+        raise SystemExit("the results file's test problems differ from this level's: another level or "
+                         "problem seed; use another --results, or --force")  # fmt: skip
     measured = dict(previous["calibration"]["measured"]) if previous else {}
     for d in sorted((out / "calibration").glob("d*/eval.json")):  # every level measured, in band or not
         r = json.loads(d.read_text())["runs"][0]["methods"]["zero-shot"]["pass@1"]
         measured[d.parent.name[1:]] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
+    kept = previous and previous["outcomes"]
     doc: dict[str, Any] = {
         "bench": "replicate_cpu",
         "command": "python benchmarks/replicate_cpu.py --out runs/replicate-cpu --workers 2 "
@@ -276,7 +341,7 @@ def build(
         "plan": asdict(plan),
         "calibration": {"split": "validation", "measured": measured, "chosen": difficulty},
         "problems": probs,
-        "outcomes": collect(plan, out, probs["test"]["ids"], units, previous and previous["outcomes"]),
+        "outcomes": collect(plan, out, difficulty, probs["test"]["ids"], units, kept),
     }
     doc["summary"] = summary_from_outcomes(doc)
     doc["complete"] = not doc["outcomes"]["missing"]

@@ -45,12 +45,14 @@ MIN_HELDOUT = 10
 def _heldout_seconds(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], problems: int) -> float:
     """Seconds a held-out check on ``problems`` will likely take: its samples (base and each
     adapter) at training's seconds per rollout, the mean of the last three steps after the
-    first (which warms up). An over-estimate: it batches 32 rows, training 8-16."""
+    first (which warms up). A step's rollout time is one process's shard (B / world problems),
+    and rank 0 runs the check alone. An over-estimate: it batches 32 rows, training 8-16."""
     if not problems or not rollout_times:
         return 0.0
     recent = (rollout_times[1:] or rollout_times)[-3:]
     turns = 1 if trainer.plugin.env_mode == "solo" else 2
-    per_rollout = sum(recent) / len(recent) / (cfg.batch_problems * cfg.grpo.num_generations * turns)
+    shard = cfg.batch_problems // trainer.ctx.world
+    per_rollout = sum(recent) / len(recent) / (shard * cfg.grpo.num_generations * turns)
     return per_rollout * problems * (1 + len(trainer.plugin.adapters))
 
 
@@ -148,7 +150,8 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             else:
                 print(
                     f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
-                    f"too few for {MIN_HELDOUT} problems; run it later with: agon eval {run_dir} "
+                    f"too few for {min(MIN_HELDOUT, cfg.heldout_problems)} problems; "
+                    f"run it later with: agon eval {run_dir} "
                     f"--methods zero-shot standalone --val-problems 0 --problems {cfg.heldout_problems}"
                 )
     dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written

@@ -188,13 +188,14 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
 
 
 def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:
-    """Centred moving mean over ``width`` steps and its ±1.96·s/√k band (k = values present)."""
+    """Centred moving mean over ``width`` steps and its ±1.96·s/√k band (k = values present);
+    a window with one value has no band (NaN, drawn as a gap), not a zero-width one."""
     means, lows, highs = [], [], []
     half = width // 2
     for i in range(len(values)):
         win = [v for v in values[max(0, i - half) : i + half + 1] if v is not None]
         m = mean(win) if win else math.nan
-        sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else 0.0
+        sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else math.nan
         band = 1.96 * sd / math.sqrt(len(win)) if win else math.nan
         means.append(m)
         lows.append(m - band)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,9 @@ def write_report(report: dict[str, Any], out_dir: str | Path, stem: str = "eval"
     out.mkdir(parents=True, exist_ok=True)
     report = _clean({"version": REPORT_VERSION, **report})
     jpath, mpath = out / f"{stem}.json", out / f"{stem}.md"
-    jpath.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     mpath.write_text(render_markdown(report), encoding="utf-8")
+    # The JSON last and whole (renamed into place): scripts take its presence to mean "evaluated".
+    tmp = jpath.with_name(f".{jpath.name}.tmp")
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, jpath)
     return jpath, mpath

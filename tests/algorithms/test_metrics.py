@@ -45,7 +45,7 @@ def test_smoothed_is_a_centred_mean_with_its_band():
     assert m[:4] == [0.5, 1, 2, 2.5] and math.isnan(m[4]) is False and m[4] == 3
     half = 1.96 / math.sqrt(3)  # window [1, 2, 3]: sd 1, three values
     assert lo[2] == pytest.approx(2 - half) and hi[2] == pytest.approx(2 + half)
-    assert lo[4] == hi[4] == 3  # one value: no spread to show
+    assert math.isnan(lo[4]) and math.isnan(hi[4])  # one value: its spread is unknown, so no band
 
 
 def test_plot_writes_png(tmp_path):

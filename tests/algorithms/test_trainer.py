@@ -328,17 +328,25 @@ def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
 def test_the_budget_leaves_room_for_the_held_out_check():
     from types import SimpleNamespace
 
+    from agon_env.algorithms.distributed import DistContext
     from agon_env.algorithms.run import _fits, _heldout_fit, _heldout_seconds
 
     cfg = load_config(None, {"batch_problems": 2, "grpo.num_generations": 4, "heldout_problems": 50})
-    trainer = SimpleNamespace(plugin=SimpleNamespace(env_mode="challenge", adapters=("agent_a", "agent_b")))
+    one = DistContext()
+    trainer = SimpleNamespace(
+        plugin=SimpleNamespace(env_mode="challenge", adapters=("agent_a", "agent_b")), ctx=one
+    )
     # After the warm-up step (60 s), the last three rollouts took 16, 8 and 24 s: 16 s on average
     # for 2 × 4 × 2 = 16 completions, 1 s each; the check samples 50 problems for 3 policies.
     times = [60.0, 4.0, 16.0, 8.0, 24.0]
     assert _heldout_seconds(cfg, trainer, times, 50) == pytest.approx(150.0)
     assert _heldout_seconds(cfg, trainer, [60.0], 50) == pytest.approx(60 / 16 * 150)  # only the first
-    solo = SimpleNamespace(plugin=SimpleNamespace(env_mode="solo", adapters=("agent_a",)))
+    solo = SimpleNamespace(plugin=SimpleNamespace(env_mode="solo", adapters=("agent_a",)), ctx=one)
     assert _heldout_seconds(cfg, solo, [9.0, 8.0], 50) == pytest.approx(8.0 / 8 * 50 * 2)
+    # Two processes: each step's rollout time was one process's half of the batch (8 completions),
+    # and rank 0 samples the whole check alone, so each completion costs twice as much.
+    two = SimpleNamespace(plugin=trainer.plugin, ctx=DistContext(world=2))
+    assert _heldout_seconds(cfg, two, times, 50) == pytest.approx(300.0)
     assert _heldout_seconds(cfg, trainer, times, 0) == 0.0
     # At the end the check shrinks to the budget left: 3 s per problem, 90 s left -> 30 problems.
     assert _heldout_fit(cfg, trainer, times, 90.0) == 30

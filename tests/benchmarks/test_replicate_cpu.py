@@ -67,6 +67,11 @@ def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None
     assert again.returncode == 0 and "agon train" not in again.stdout and "agon eval" not in again.stdout
     other = _run([*cmd, "--steps", "3"])
     assert other.returncode != 0 and "holds a replication with other steps" in other.stderr
+    # A report without the settings flags reports on what ran (plan.json), not on the defaults.
+    report = _run([sys.executable, str(SCRIPT), "--report-only", "--out", str(out),
+                   "--results", str(results)])  # fmt: skip
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    assert json.loads(results.read_text())["outcomes"] == doc["outcomes"]
     # The results file is the durable record: with the run folders lost, no unit is redone.
     shutil.rmtree(out)
     lost = _run(cmd)
@@ -75,18 +80,47 @@ def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None
     assert json.loads(results.read_text())["outcomes"] == doc["outcomes"]
 
 
-def test_a_unit_locked_by_a_live_process_is_left_alone(tmp_path: Path) -> None:
+def test_a_unit_stays_locked_while_its_replicator_or_an_orphaned_child_lives(tmp_path: Path) -> None:
     import replicate_cpu as rc
 
-    lock = tmp_path / "locks" / "agon-seed0"
-    lock.mkdir(parents=True)
-    (lock / ".lock").write_text(str(os.getppid()))  # alive: the process that started pytest
-    with rc.Lock(lock) as mine:
-        assert not mine
-    (lock / ".lock").write_text("999999999")  # no such process: a killed replicator's lock
-    with rc.Lock(lock) as mine:
-        assert mine and (lock / ".lock").read_text() == str(os.getpid())
-    assert not (lock / ".lock").exists()
+    folder = tmp_path / "locks" / "agon-seed0"
+    lock = rc.Lock(folder)
+    with lock as mine:
+        assert mine and (folder / ".lock").read_text() == str(os.getpid())
+        with rc.Lock(folder) as second:
+            assert not second  # a second replicator leaves the unit alone
+        # What Runner.agon does: the trainer inherits the lock.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=(lock.fd,))
+    try:
+        with rc.Lock(folder) as after_parent:
+            assert not after_parent  # the replicator is gone, its trainer still runs this unit
+    finally:
+        child.kill()
+        child.wait()
+    with rc.Lock(folder) as free:
+        assert free  # nobody holds it any more: no stale lock to clean up by hand
+
+
+def test_a_run_is_trained_once_its_last_step_and_its_adapters_are_written(tmp_path: Path) -> None:
+    import replicate_cpu as rc
+
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 1}\n')
+    assert not rc.trained(tmp_path, 2)  # no curves.png: killed while saving its adapters
+    (tmp_path / "curves.png").write_bytes(b"png")
+    assert rc.trained(tmp_path, 2) and not rc.trained(tmp_path, 3)
+
+
+def test_an_evaluation_of_another_level_is_refused(tmp_path: Path) -> None:
+    import replicate_cpu as rc
+
+    plan = rc.Plan(test_problems=5, val_problems=2)
+    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 2.5}, "split": "test",
+            "test_problems": 5, "validation_problems": 2}  # fmt: skip
+    rr.check_eval({"data": data}, plan, 2.5, tmp_path)
+    with pytest.raises(SystemExit, match="difficulty"):
+        rr.check_eval({"data": data}, plan, 3, tmp_path)
+    with pytest.raises(SystemExit, match="test_problems"):
+        rr.check_eval({"data": data | {"test_problems": 6}}, plan, 2.5, tmp_path)
 
 
 def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
@@ -129,6 +163,39 @@ def test_summary_by_hand() -> None:
     assert s["second_turn"]["agon"] == {"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 2}
     lo, hi = agon["two-stage"]["interval"]
     assert lo == hi == 1.0  # every resample of an all-correct list is all correct
+    # One seed: its difference, and no interval over seeds.
+    assert paired["agon − grpo, standalone"]["per_seed"] == {"0": pytest.approx(0.125)}
+    assert paired["agon − grpo, standalone"]["t_interval_over_seeds"] is None
+    # agon's adapters a = [1, 1, 1, 0], b = [1, 0, 1, 0]: both wrong on problem 4, exactly one on
+    # problem 2; independent adapters with those accuracies share 4 × 0.25 × 0.5 = 0.5 errors.
+    assert s["alike"] == {"agon": {"problems": 4, "both_wrong": 1, "both_wrong_if_independent": 0.5,
+                                   "exactly_one_wrong": 1}}  # fmt: skip
+    assert s["seeds"] == ["0"] and s["left_out"] == []
+
+
+def test_tables_compare_only_the_seeds_every_arm_finished() -> None:
+    from scipy.stats import t
+
+    def solo(standalone: list[int], self_cascade: list[int]) -> dict:
+        return _run_record({"standalone:agent_a": standalone, "self-cascade:agent_a": self_cascade}, None)
+
+    def pair(a: list[int], b: list[int]) -> dict:
+        o = {"standalone:agent_a": a, "standalone:agent_b": b, "cascade:agent_a>agent_b": a}
+        return _run_record(o, "cascade:agent_a>agent_b")
+
+    grpo = {"0": solo([1, 0, 1, 0], [1, 1, 0, 0]), "1": solo([1, 1, 0, 0], [0, 0, 0, 0]),
+            "2": solo([1, 1, 1, 1], [1, 1, 1, 1])}  # fmt: skip
+    agon = {"0": pair([1, 1, 1, 0], [1, 0, 1, 0]), "1": pair([1, 1, 1, 1], [1, 1, 1, 1])}
+    s = rr.summary_from_outcomes({"outcomes": {"base": None, "arms": {"grpo": grpo, "agon": agon}}})
+    assert s["seeds"] == ["0", "1"] and s["left_out"] == ["grpo-seed2"]
+    assert s["arms"]["grpo"]["standalone"]["per_seed"] == {"0": 0.5, "1": 0.5}  # not seed 2's 1.0
+    d = s["paired"]["agon − grpo, standalone"]
+    # Seed 0: 0.625 − 0.5; seed 1: 1.0 − 0.5. Over two seeds: mean 0.3125, s/√n = 0.375/√2/√2.
+    assert d["per_seed"] == {"0": pytest.approx(0.125), "1": pytest.approx(0.5)}
+    assert d["seeds_used"] == ["0", "1"]
+    half = t.ppf(0.975, 1) * 0.1875
+    assert d["t_interval_over_seeds"] == pytest.approx([0.3125 - half, 0.3125 + half])
+    assert d["mean"] == pytest.approx(0.3125)
 
 
 RESULTS = BENCH.parent / "docs" / "results" / "replication_cpu.json"
