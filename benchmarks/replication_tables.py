@@ -81,13 +81,17 @@ def markdown(doc: dict[str, Any]) -> str:
         lines.append(f"| untrained base | {label} | {_pct(r['mean'])} | [{_pct(r['interval'][0])}, "
                      f"{_pct(r['interval'][1])}] | – | {r['mean_length']:.1f} |")  # fmt: skip
     for arm, rows in s["arms"].items():
-        for m in ("standalone", "standalone:agent_a", "standalone:agent_b", "two-stage"):
+        directions = sorted(m for m in rows if m.startswith("cascade:"))
+        for m in ("standalone", "standalone:agent_a", "standalone:agent_b", "two-stage", *directions):
             if m not in rows or (m == "standalone" and "standalone:agent_b" not in rows):
                 continue
             r = rows[m]
             per = " · ".join(f"s{k} {_pct(v)}" for k, v in r["per_seed"].items())
-            label = TWO_STAGE_LABELS[TWO_STAGE[arm]] if m == "two-stage" else LABELS[m]
-            lines.append(f"| {arm} | {label} | **{_pct(r['mean'])}** | [{_pct(r['interval'][0])}, "
+            label = TWO_STAGE_LABELS[TWO_STAGE[arm]] if m == "two-stage" else LABELS.get(m)
+            if label is None:  # both directions, so a validation pick can be read against them
+                label = f"cascade {m.split(':')[1]} (each direction, for reference)"
+            mean = f"**{_pct(r['mean'])}**" if m in LABELS or m == "two-stage" else _pct(r["mean"])
+            lines.append(f"| {arm} | {label} | {mean} | [{_pct(r['interval'][0])}, "
                          f"{_pct(r['interval'][1])}] | {per} | {r['mean_length']:.1f} |")  # fmt: skip
     lines += ["", "| paired difference | pass@1 (pp) | 95 % CI, seeds × problems (pp) | per seed (pp) "
               "| 95 % CI over seeds, t (pp) |", "|---|---|---|---|---|"]  # fmt: skip
