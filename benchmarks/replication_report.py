@@ -210,6 +210,12 @@ def compared_seeds(arms: dict[str, dict[str, Any]]) -> list[str]:
     return sorted(set.intersection(*sets), key=int) if sets else []
 
 
+def compared(arms: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each arm's runs restricted to :func:`compared_seeds`, in seed order."""
+    used = compared_seeds(arms)
+    return {arm: {s: seeds[s] for s in used} for arm, seeds in arms.items()}
+
+
 def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """How alike a pair's two adapters are on test, pooled over runs: problems both get wrong,
     against what two independent adapters with the same accuracies would share."""
@@ -236,8 +242,7 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
     from agon_env.evaluation.stats import paired_bootstrap, t_interval
 
     every = doc["outcomes"]["arms"]
-    used = compared_seeds(every)
-    arms = {arm: {s: seeds[s] for s in used} for arm, seeds in every.items()}
+    used, arms = compared_seeds(every), compared(every)
     left_out = sorted(f"{arm}-seed{s}" for arm, seeds in every.items() for s in seeds if s not in used)
     rows: dict[str, Any] = {}
     for arm, seeds in arms.items():
@@ -325,8 +330,8 @@ def build(
         raise SystemExit(f"{out} has no calibration.json and no earlier results file: nothing to report")
     probs = problems(plan, difficulty)
     if previous is not None and previous["problems"]["test"] != probs["test"]:
-        raise SystemExit("the results file's test problems differ from this level's: another level or "
-                         "problem seed; use another --results, or --force")  # fmt: skip
+        raise SystemExit("the results file's test problems differ from this level's (another problem "
+                         "seed or task version): the outcomes cannot pair; use other --results")  # fmt: skip
     measured = dict(previous["calibration"]["measured"]) if previous else {}
     for d in sorted((out / "calibration").glob("d*/eval.json")):  # every level measured, in band or not
         r = json.loads(d.read_text())["runs"][0]["methods"]["zero-shot"]["pass@1"]

@@ -9,13 +9,14 @@ training.
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 from pathlib import Path
 from typing import Any
 
-from replication_report import TWO_STAGE
+from replication_report import TWO_STAGE, compared
+
+from agon_env.evaluation.report import write_text_atomic
 
 BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
@@ -55,7 +56,7 @@ def markdown(doc: dict[str, Any]) -> str:
     missing = doc["outcomes"]["missing"]
     status = "complete" if doc["complete"] else "INCOMPLETE: missing " + ", ".join(missing)
     used = s["seeds"]
-    arms = {arm: {k: seeds[k] for k in used} for arm, seeds in doc["outcomes"]["arms"].items()}
+    arms = compared(doc["outcomes"]["arms"])
     shown = f"Every table uses the seeds all arms have finished: {', '.join(used) or 'none'}"
     shown += f" (finished but not yet compared: {', '.join(s['left_out'])})." if s["left_out"] else "."
     p = plan
@@ -187,8 +188,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     ax.set_title("held-out accuracy vs trace length (95% CI over seeds and problems)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    for arm, seeds in doc["outcomes"]["arms"].items():
-        seeds = {k: v for k, v in seeds.items() if k in s["seeds"]}
+    for arm, seeds in compared(doc["outcomes"]["arms"]).items():
         series = [r["training"]["per_step"]["divergence/answer_disagreement"] for r in seeds.values()]
         series = [x for x in series if x and any(v is not None for v in x)]
         if not series:
@@ -211,20 +211,14 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write all of ``text`` or nothing: a kill mid-write must not leave the durable record half-written."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write(doc: dict[str, Any], out: Path, results: Path | None, docs: Path | None) -> None:
-    atomic_write(out / "replication.json", json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(out / "replication.json", json.dumps(doc, indent=1) + "\n")
     table = markdown(doc)
-    atomic_write(out / "replication.md", table)
+    write_text_atomic(out / "replication.md", table)
     if results is not None:
         results.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(results, json.dumps(doc, separators=(",", ":")) + "\n")  # compact: ~9 × 6 × 200 outcomes
+        # compact: ~9 × 6 × 200 outcomes
+        write_text_atomic(results, json.dumps(doc, separators=(",", ":")) + "\n")
     if docs is not None:
         figure(doc, docs.parent / FIGURE)
         page = docs.read_text()
@@ -232,7 +226,7 @@ def write(doc: dict[str, Any], out: Path, results: Path | None, docs: Path | Non
             raise SystemExit(f"{docs} has no {BEGIN} ... {END} block to regenerate")
         block = re.escape(BEGIN) + ".*?" + re.escape(END)
         page = re.sub(block, lambda _: f"{BEGIN}\n{table}{END}", page, flags=re.S)
-        atomic_write(docs, page)
+        write_text_atomic(docs, page)
     else:
         figure(doc, out / "accuracy_vs_length.png")
     print(table)

@@ -305,8 +305,14 @@ def write_report(report: dict[str, Any], out_dir: str | Path, stem: str = "eval"
     report = _clean({"version": REPORT_VERSION, **report})
     jpath, mpath = out / f"{stem}.json", out / f"{stem}.md"
     mpath.write_text(render_markdown(report), encoding="utf-8")
-    # The JSON last and whole (renamed into place): scripts take its presence to mean "evaluated".
-    tmp = jpath.with_name(f".{jpath.name}.tmp")
-    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, jpath)
+    # The JSON last and whole: scripts take its presence to mean "evaluated".
+    write_text_atomic(jpath, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return jpath, mpath
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """All of ``text`` or nothing at ``path`` (written beside it, then renamed into place): a
+    kill mid-write leaves the previous file, never half of the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
