@@ -1,7 +1,9 @@
 import json
+import pathlib
 
 import pytest
 
+import agon_env
 from agon_env.envs.tasks.arith import ArithTask, evaluate
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.data import local_file
@@ -119,3 +121,19 @@ def test_gsm8k_real_data():
     assert len(t) == 1319
     assert all("," not in p.answer for p in t)
     assert t.score(t[0], t[0].answer)
+
+
+def test_hub_dataset_without_data_or_network_fails_at_once_naming_agon_data_dir(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from agon_env.envs.tasks.data import DataUnavailableError
+
+    monkeypatch.delenv("AGON_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data from here
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
+    start = time.monotonic()
+    with pytest.raises(DataUnavailableError, match=r"AGON_DATA_DIR"):
+        agon_env.make("agon/gsm8k-v0")
+    assert time.monotonic() - start < 10  # datasets alone retries the hub for ~30 s

@@ -8,10 +8,28 @@ is copied into the package. ``local_data_dir()`` finds the project's offline cop
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 _SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+class DataUnavailableError(FileNotFoundError):
+    """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the hub answers a TCP connect: ``datasets`` would otherwise retry for ~30 s offline."""
+    if "1" in (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("HF_DATASETS_OFFLINE")):
+        return False
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection((url.hostname or "", url.port or 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def local_data_dir() -> Path | None:
@@ -40,7 +58,8 @@ def load_rows(
     """Rows of a local file (by suffix) or a hub dataset id, as plain dicts.
 
     A path that looks local but does not exist fails with the path, rather than being
-    sent to the hub (which would fail offline with a confusing network error).
+    sent to the hub (which would fail offline with a confusing network error); a hub id
+    with no hub in reach fails at once with :class:`DataUnavailableError`.
     """
     from datasets import load_dataset
 
@@ -57,5 +76,12 @@ def load_rows(
                 raise ValueError(f"unsupported data file {path}: use one of {sorted(_SUFFIX_BUILDERS)}")
             ds = load_dataset(builder, data_files=str(path), split="train")
     else:
+        if not hub_reachable():
+            root = local_data_dir()
+            where = f"{root} has no copy" if root else "no data folder: $AGON_DATA_DIR is unset"
+            raise DataUnavailableError(
+                f"dataset {source!r} is not on this machine ({where}) and the hub is unreachable: "
+                "set $AGON_DATA_DIR to a folder with its offline copy (docs/envs.md) or pass path="
+            )
         ds = load_dataset(str(source), split=split, **hub_kwargs)
     return [dict(r) for r in ds]
