@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -85,12 +86,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+USER_ERRORS = (KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
+"""What a mistyped id, kwarg or path raises; shown as one line unless ``AGON_DEBUG=1``.
+(``agon train`` has its own, narrower list: there a ValueError may be a defect.)"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not hasattr(args, "func"):
         print(f"agon {args.command}: not available in this installation", file=sys.stderr)
         return 2
-    return int(args.func(args) or 0)
+    if args.command not in ("envs", "episode"):
+        return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except USER_ERRORS as exc:
+        if os.environ.get("AGON_DEBUG", "") not in ("", "0"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"agon {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -35,3 +35,32 @@ def test_agon_train_hands_its_arguments_to_the_config_parser(capsys):
     assert "steps = -1: set it to 1 or more" in capsys.readouterr().err
     assert main(["train", "-h"]) == 0
     assert "--optim.lr FLOAT" in capsys.readouterr().out
+
+
+def test_agon_episode_with_an_unknown_id_says_so_in_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("AGON_DEBUG", raising=False)
+    assert main(["episode", "--env", "agon/arith-v1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("agon episode: unknown env id 'agon/arith-v1'") and "'agon/arith-v0'" in err
+
+
+def test_ctrl_c_in_train_names_the_checkpoint_and_how_to_continue(capsys, monkeypatch, tmp_path):
+    import torch
+
+    import agon_env.algorithms.run as run
+    from agon_env.algorithms.checkpoint import CHECKPOINT
+
+    run_dir = tmp_path / "run"
+
+    def interrupted(cfg):
+        run_dir.mkdir()
+        torch.save({"step": 3}, run_dir / CHECKPOINT)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "train", interrupted)
+    monkeypatch.delenv("AGON_DEBUG", raising=False)
+    assert main(["train", "--model", "tiny", "--steps", "5", "--out-dir", str(run_dir)]) == 130
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert f"{run_dir} holds the checkpoint of step 3 of 5" in err and "--resume" in err

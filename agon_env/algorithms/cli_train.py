@@ -147,6 +147,7 @@ def run_train(argv: Sequence[str]) -> int:
     from agon_env.algorithms.rollout import TaskScoreError
     from agon_env.algorithms.rollout_correction import OnPolicyError
 
+    cfg: TrainConfig | None = None
     try:
         cfg, print_config = parse_train_args(argv)
         if print_config:
@@ -162,7 +163,28 @@ def run_train(argv: Sequence[str]) -> int:
             raise
         print(f"agon train: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if debugging(argv) or cfg is None:
+            raise
+        print(f"agon train: {interrupted_message(cfg)}", file=sys.stderr)
+        return 130  # the shell's code for SIGINT
     return 0
+
+
+def interrupted_message(cfg: TrainConfig) -> str:
+    """What Ctrl-C leaves behind, in one line: the last checkpoint and how to continue from it."""
+    from agon_env.algorithms.checkpoint import CHECKPOINT
+
+    path = cfg.run_dir / CHECKPOINT
+    if not path.exists():
+        return f"interrupted before the first checkpoint; {cfg.run_dir} has nothing to resume from"
+    import torch
+
+    step = torch.load(path, map_location="cpu", weights_only=False)["step"]
+    return (
+        f"interrupted; {cfg.run_dir} holds the checkpoint of step {step} of {cfg.steps}: "
+        "the same command with --resume continues it"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
