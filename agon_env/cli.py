@@ -23,8 +23,20 @@ _COMMANDS = (
 )
 
 
+def add_imports_argument(p: argparse.ArgumentParser) -> None:
+    """``--imports MODULE ...``: modules that register user tasks (every subcommand takes it)."""
+    p.add_argument(
+        "--imports",
+        nargs="+",
+        default=[],
+        metavar="MODULE",
+        help="modules to import first, so the env ids they register exist (the current folder is importable)",
+    )
+
+
 def add_envs_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("envs", help="list the registered env ids")
+    add_imports_argument(p)
     p.set_defaults(func=_run_envs)
 
 
@@ -52,6 +64,7 @@ def add_episode_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default="challenge")
     p.add_argument("--reward-scheme", default="conversion")
     p.add_argument("--seed", type=int, default=0)
+    add_imports_argument(p)
     p.set_defaults(func=_run_episode)
 
 
@@ -99,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command not in ("envs", "episode"):
         return int(args.func(args) or 0)
     try:
+        from agon_env.registry import import_modules
+
+        import_modules(args.imports)
         return int(args.func(args) or 0)
     except USER_ERRORS as exc:
         if os.environ.get("AGON_DEBUG", "") not in ("", "0"):

@@ -64,3 +64,43 @@ def test_ctrl_c_in_train_names_the_checkpoint_and_how_to_continue(capsys, monkey
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err
     assert f"{run_dir} holds the checkpoint of step 3 of 5" in err and "--resume" in err
+
+
+_VOWELS = """
+import agon_env
+from agon_env.envs.tasks.base import ListTask, Problem
+
+
+class Vowels(ListTask):
+    name = "vowels"
+
+    def __init__(self):
+        super().__init__([Problem(str(i), f"How many vowels are in {w!r}?", str(sum(c in "aeiou" for c in w)))
+                          for i, w in enumerate(["banana", "sky", "queue"])])
+
+    def score(self, problem, answer):
+        return answer.strip() == problem.answer
+
+
+agon_env.register("me/vowels-v0", "vowels:Vowels")
+"""
+
+
+def test_every_subcommand_imports_user_tasks_from_the_current_folder(tmp_path):
+    (tmp_path / "vowels.py").write_text(_VOWELS)
+    # -P: no current folder on sys.path, as for the installed console script.
+    agon = [sys.executable, "-P", "-c", "import sys; from agon_env.cli import main; sys.exit(main())"]
+    episode = ["episode", "--imports", "vowels", "--env", "me/vowels-v0"]
+    for args in (["envs", "--imports", "vowels"], episode):
+        r = subprocess.run([*agon, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "vowels" in r.stdout
+    r = subprocess.run(
+        [*agon, "train", "--imports", "vowels", "--env", "me/vowels-v0", "--model", "tiny", "--print-config"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "me/vowels-v0" in r.stdout

@@ -363,11 +363,11 @@ def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None =
 
 def import_modules(cfg: TrainConfig) -> None:
     """Import ``cfg.imports`` so their tasks and algorithms are registered before validation."""
-    import importlib
+    from agon_env.registry import import_modules as import_user_modules
 
     for name in cfg.imports:
         try:
-            importlib.import_module(name)
+            import_user_modules([name])
         except ImportError as exc:
             raise ConfigError(f"imports: cannot import {name!r} ({exc}); is it on PYTHONPATH?") from None
 
