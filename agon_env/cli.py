@@ -20,6 +20,7 @@ _COMMANDS = (
     "agon_env.algorithms.cli_train:add_train_parser",
     "agon_env.evaluation.cli:add_eval_parser",
     "agon_env.evaluation.cli:add_plot_parser",
+    "agon_env.evaluation.probe_cli:add_probe_parser",
 )
 
 

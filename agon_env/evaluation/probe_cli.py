@@ -1,0 +1,177 @@
+"""``agon probe``: the generation–verification gap of a model on a task, before any training.
+
+    agon probe                                               # SmolLM2-135M on the default task
+    agon probe --env agon/arith-v0 --env-kwargs difficulty=2.5 --problems 100 --samples 4
+    agon probe --run runs/agon-seed0 --adapter agent_a       # a trained adapter reads its own drafts
+    agon probe --model tiny --env agon/arith-v0 --problems 4 # seconds, random weights (CI)
+
+The settings are :class:`ProbeConfig` (a dataclass, parsed by tyro: ``agon probe --help``
+shows each field's docstring and default); what is measured is :mod:`agon_env.evaluation.probe`.
+Writes ``probe.json`` (every outcome, the rates and the verdict) and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tyro
+
+from agon_env.agents.protocol import SamplingParams
+
+
+@dataclass
+class ProbeConfig:
+    """``agon probe``: does the model check better than it solves on this task?"""
+
+    env: str = "agon/arith-v0"
+    """Registered env id (any ``agon_env.make``-able task)."""
+    env_kwargs: list[str] = field(default_factory=list)
+    """Task and env keywords, ``KEY=VALUE ...`` (values are YAML: ``difficulty=2.5``,
+    ``redact_answer=true`` for the redacted exchange)."""
+    model: str = "smollm2-135m"
+    """Base model alias or path (ignored with ``--run``: the run's own base)."""
+    run: str | None = None
+    """A run folder from ``agon train``: probe one of its adapters instead of the base."""
+    adapter: str = "agent_a"
+    """With ``--run``: the adapter that drafts and reads."""
+    split: str = "validation"
+    """Problems to probe on: validation by default, so a study's test split stays untouched."""
+    problems: int = 50
+    """Distinct problems (a seeded sample of the split)."""
+    samples: int = 4
+    """Drafts per problem; each is read once, so ``problems × samples`` drafts and readings."""
+    seed: int = 0
+    """Seeds the problem sample and every sampling stream."""
+    temperature: float = SamplingParams.temperature
+    """Sampling temperature of drafts and readings (the default run's)."""
+    max_new_tokens: int = SamplingParams.max_new_tokens
+    """Token budget per completion (the default run's)."""
+    few_shot: bool = True
+    """Show the prompt family's worked examples (as training does by default)."""
+    prompt_family: str | None = None
+    """Prompt family (None: the task's own)."""
+    device: str = "cpu"
+    """``cpu`` or ``cuda``."""
+    out: str = "probe.json"
+    """Where the JSON result goes."""
+    imports: list[str] = field(default_factory=list)
+    """Modules that register user tasks (the current folder is importable)."""
+
+
+def _sampling(cfg: ProbeConfig) -> SamplingParams:
+    return SamplingParams(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+
+
+def _agent(cfg: ProbeConfig, task: Any) -> Any:
+    """The drafting-and-reading policy: the base with adapters off, or a run's adapter."""
+    from agon_env.agents import LLMAgent
+    from agon_env.agents.adapters import SharedBase
+    from agon_env.agents.prompt_families import prompts_for
+    from agon_env.vocabulary import REFERENCE
+
+    prompts = prompts_for(task, cfg.prompt_family, cfg.few_shot)
+    if cfg.run is None:
+        base = SharedBase.from_source(cfg.model, device=cfg.device)
+        return LLMAgent(name="probe", base=base, adapter=REFERENCE, sampling=_sampling(cfg), prompts=prompts)
+    from agon_env.evaluation.runs import PolicyLoader
+
+    policies = PolicyLoader(_sampling(cfg), prompts, cfg.device).run_policies(cfg.run)
+    if cfg.adapter not in policies.adapters:
+        raise ValueError(f"--adapter {cfg.adapter!r}: {cfg.run} has {sorted(policies.adapters)}")
+    return policies.adapters[cfg.adapter]
+
+
+def probe(cfg: ProbeConfig) -> dict[str, Any]:
+    """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
+    import agon_env
+    from agon_env.algorithms.config import parse_assignments
+    from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
+    from agon_env.evaluation.splits import build_task, distinct_sample
+    from agon_env.registry import ENV_KWARGS, import_modules
+
+    import_modules(cfg.imports)
+    start = time.perf_counter()
+    kwargs = parse_assignments(cfg.env_kwargs, "--env-kwargs")
+    env_kwargs = {k: v for k, v in kwargs.items() if k in ENV_KWARGS and k != "mode"}
+    task = build_task(cfg.env, kwargs, cfg.split)
+    indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
+    agent = _agent(cfg, task)
+    outcomes = run_probe(
+        agon_env.make(cfg.env, task=task, **env_kwargs, mode="solo"),
+        agon_env.make(cfg.env, task=task, **env_kwargs, mode="challenge"),
+        agent,
+        agent,
+        indices,
+        cfg.samples,
+        cfg.seed,
+    )
+    result = {
+        "config": asdict(cfg),
+        "task": getattr(task, "name", type(task).__name__),
+        "problem_ids": [str(task[i].id) for i in indices],
+        **analyse(outcomes),
+        "outcomes": outcomes_to_dicts(outcomes),
+        "seconds": time.perf_counter() - start,
+    }
+    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def print_probe(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from agon_env.evaluation.probe import table_rows
+
+    c = result["config"]
+    who = f"{c['run']}:{c['adapter']}" if c["run"] else c["model"]
+    table = Table(
+        title=f"probe: {who} on {c['env']} {c['env_kwargs'] or ''} — {result['problems']} {c['split']} "
+        f"problems × {c['samples']} drafts ({result['seconds']:.0f} s)"
+    )
+    for col in ("quantity", "value", f"{round(100 * result['confidence'])}% CI"):
+        table.add_column(col, justify="left" if col == "quantity" else "right")
+    for row in table_rows(result):
+        table.add_row(*row)
+    console = Console()
+    Console(width=None if console.is_terminal else 120).print(table)
+    print(f"verdict: {result['verdict']}")
+
+
+def add_probe_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    # Everything after ``probe`` goes to tyro, as for ``agon train``.
+    p = subparsers.add_parser(
+        "probe",
+        help="will a rival help here? solve vs verify rates and the cascade gap, before training",
+        prefix_chars="+",
+        add_help=False,
+    )
+    p.add_argument("argv", nargs="*")
+    p.set_defaults(func=lambda args: run_probe_cli(args.argv))
+    return p
+
+
+def run_probe_cli(argv: list[str]) -> int:
+    try:
+        cfg = tyro.cli(ProbeConfig, args=list(argv), prog="agon probe", description=__doc__.splitlines()[0])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    try:
+        result = probe(cfg)
+    except (KeyError, ValueError, TypeError, FileNotFoundError, ImportError) as exc:
+        if os.environ.get("AGON_DEBUG", "") not in ("", "0"):
+            raise
+        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"agon probe: {' '.join(str(text).split())}", file=sys.stderr)
+        return 2
+    print_probe(result)
+    print(f"agon probe: wrote {cfg.out}", file=sys.stderr)
+    return 0
