@@ -91,7 +91,8 @@ def test_agon_probe_runs_on_the_tiny_model(tmp_path, capsys) -> None:
     from agon_env.cli import main
 
     out = tmp_path / "probe.json"
-    assert main(["probe", "--model", "tiny", "--env", "agon/arith-v0", "--problems", "4", "--out", str(out)]) == 0
+    args = ["probe", "--model", "tiny", "--env", "agon/arith-v0", "--problems", "4", "--out", str(out)]
+    assert main(args) == 0
     result = json.loads(out.read_text())
     assert result["problems"] == 4 and result["drafts"] == 16 and len(result["outcomes"]) == 16
     assert result["config"]["split"] == "validation"
