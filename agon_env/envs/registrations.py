@@ -43,3 +43,19 @@ register(
     "agon_env.envs.tasks.code:codecontests",
     description="CodeContests stdin/stdout problems, local sample or hub; sandboxed tests",
 )
+# Checking is easier than solving (agon_env.envs.tasks.checkable): where a rival can help.
+register(
+    "agon/countdown-v0",
+    "agon_env.envs.tasks.checkable:countdown",
+    description="reach a target using the given numbers once each (numbers=2 or 3); any valid expression",
+)
+register(
+    "agon/divides-v0",
+    "agon_env.envs.tasks.checkable:divides",
+    description="which one of four numbers divides N exactly (checking is one division)",
+)
+register(
+    "agon/linear-v0",
+    "agon_env.envs.tasks.checkable:linear",
+    description="find x with a·x ± b = c (checking is one substitution)",
+)

@@ -1,0 +1,157 @@
+"""Tasks where checking an answer is easier than finding it: where a rival *can* help.
+
+A reader gains on a cascade only where it checks better than the drafter solves (the
+generation–verification gap, :mod:`agon_env.evaluation.probe`). Arithmetic has almost
+none at small scale: re-deriving ``48 × 5`` is exactly as hard as deriving it. These
+three procedural tasks are built so that a proposed answer is verified by one easy
+computation while finding it takes a search or an inverse:
+
+============  ===========================================================  ====================
+kind          example                                                      checking an answer
+============  ===========================================================  ====================
+countdown     Use each of 3 and 7 exactly once with +, − or × to make 21.  evaluate it once
+divides       Which one of 4, 7, 9, 10 divides 63 exactly?                 one division
+linear        Find x such that 7x + 3 = 59.                                 substitute x
+============  ===========================================================  ====================
+
+``agon/countdown-v0`` takes ``numbers`` (2 or 3); all three take ``size``, ``seed`` and
+``split``. Like ``agon/arith-v0`` a problem is generated from ``(seed, split, index)``
+alone and the splits partition the prompt space by
+:func:`~agon_env.envs.tasks.base.content_split`, so train, validation and test share no
+prompt. Countdown scores any expression that uses the given numbers once each and hits
+the target, not only the generator's (its gold answer is one solution, for reference).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from agon_env.envs.tasks.arith import evaluate
+from agon_env.envs.tasks.base import SPLITS, Problem, content_split
+from agon_env.envs.tasks.verify import answers_match
+from agon_env.seeding import derive_seed
+
+Generated = tuple[str, str, dict[str, Any]]
+"""``(prompt, gold answer, meta)`` of one problem."""
+
+_OPS = "+−×"
+_ASCII = str.maketrans({"-": "−", "*": "×", "x": "×", "X": "×", "·": "×", "\u2212": "−"})
+
+
+def _countdown(rng: random.Random, numbers: int) -> Generated:
+    while True:
+        nums = [rng.randint(2, 9) for _ in range(numbers)]
+        ops = [rng.choice(_OPS) for _ in range(numbers - 1)]
+        expr = f"{nums[0]} {ops[0]} {nums[1]}"
+        if numbers == 3:
+            expr = f"({expr}) {ops[1]} {nums[2]}"
+        target = evaluate(expr)
+        if target > 0:  # a positive target reads as a puzzle, not a trick
+            break
+    shown = sorted(nums)
+    listed = " and ".join(map(str, shown)) if numbers == 2 else f"{shown[0]}, {shown[1]} and {shown[2]}"
+    prompt = (
+        f"Use each of {listed} exactly once, with +, − or × (and parentheses), to make {target}. "
+        "Answer with the expression."
+    )
+    return prompt, expr, {"numbers": shown, "target": target}
+
+
+def _divides(rng: random.Random, numbers: int) -> Generated:
+    d, m = rng.randint(3, 12), rng.randint(2, 12)
+    x = d * m
+    others = [n for n in range(2, 14) if x % n and n != d]
+    options = sorted([d, *rng.sample(others, 3)])
+    listed = ", ".join(map(str, options[:-1])) + f" and {options[-1]}"
+    prompt = f"Which one of {listed} divides {x} exactly? Answer with that number."
+    return prompt, str(d), {"options": options, "number": x}
+
+
+def _linear(rng: random.Random, numbers: int) -> Generated:
+    a, x, b = rng.randint(2, 9), rng.randint(1, 12), rng.randint(1, 30)
+    sign = rng.choice("+−")
+    c = a * x + b if sign == "+" else a * x - b
+    return f"Find x such that {a}x {sign} {b} = {c}.", str(x), {"a": a, "b": b, "sign": sign, "c": c}
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def _check_countdown(problem: Problem, answer: str) -> bool:
+    expr = answer.strip().rstrip(".").translate(_ASCII)
+    expr = expr.split("=")[0].strip()  # "3 × 7 = 21" states the expression first
+    if not expr or not set(expr) <= set("0123456789+−×() "):
+        return False
+    if Counter(map(int, _NUMBER.findall(expr))) != Counter(problem.meta["numbers"]):
+        return False
+    try:
+        return evaluate(expr) == problem.meta["target"]
+    except (SyntaxError, ValueError, ZeroDivisionError):
+        return False
+
+
+def _check_gold(problem: Problem, answer: str) -> bool:
+    return answers_match(problem.answer, answer)
+
+
+KINDS: dict[str, tuple[Callable[[random.Random, int], Generated], Callable[[Problem, str], bool]]] = {
+    "countdown": (_countdown, _check_countdown),
+    "divides": (_divides, _check_gold),
+    "linear": (_linear, _check_gold),
+}
+"""Each kind: its generator and its checker."""
+
+
+class CheckableTask:
+    """Procedural problems of one :data:`KINDS` entry, per split."""
+
+    prompt_family = "math"
+
+    def __init__(
+        self, kind: str, size: int = 10_000, seed: int = 0, split: str = "train", numbers: int = 2
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+        if size < 1:
+            raise ValueError(f"size must be positive, got {size}")
+        if numbers not in (2, 3):
+            raise ValueError(f"numbers must be 2 or 3, got {numbers!r}")
+        self.kind, self.size, self.seed, self.split, self.numbers = kind, size, seed, split, numbers
+        self.name = kind if kind != "countdown" else f"countdown-{numbers}"
+        self._generate, self._check = KINDS[kind]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> Problem:
+        if not 0 <= index < self.size:
+            raise IndexError(index)
+        rng = random.Random(derive_seed(self.seed, self.kind, self.split, self.numbers, index))
+        prompt, gold, meta = self._generate(rng, self.numbers)
+        while content_split(prompt) != self.split:  # rejection: stay in this split's part
+            prompt, gold, meta = self._generate(rng, self.numbers)
+        return Problem(id=f"{self.split}-{index}", prompt=prompt, answer=gold, meta=meta)
+
+    def score(self, problem: Problem, answer: str) -> bool:
+        return self._check(problem, answer)
+
+
+def countdown(size: int = 10_000, seed: int = 0, split: str = "train", numbers: int = 2) -> CheckableTask:
+    """``agon/countdown-v0``."""
+    return CheckableTask("countdown", size, seed, split, numbers)
+
+
+def divides(size: int = 10_000, seed: int = 0, split: str = "train") -> CheckableTask:
+    """``agon/divides-v0``."""
+    return CheckableTask("divides", size, seed, split)
+
+
+def linear(size: int = 10_000, seed: int = 0, split: str = "train") -> CheckableTask:
+    """``agon/linear-v0``."""
+    return CheckableTask("linear", size, seed, split)

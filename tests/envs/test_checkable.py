@@ -1,0 +1,72 @@
+"""The checkable tasks: generators, checkers by hand, splits disjoint, gold always passes."""
+
+from __future__ import annotations
+
+import pytest
+
+import agon_env
+from agon_env.conformance import check_env
+from agon_env.envs.tasks.base import SPLITS, Problem, normalize_prompt
+from agon_env.envs.tasks.checkable import CheckableTask
+
+IDS = ("agon/countdown-v0", "agon/divides-v0", "agon/linear-v0")
+
+
+def _countdown(numbers: list[int], target: int) -> Problem:
+    return Problem("p", "?", "", {"numbers": numbers, "target": target})
+
+
+@pytest.mark.parametrize(
+    ("answer", "ok"),
+    [
+        ("3 × 7", True),
+        ("7*3", True),
+        ("3 x 7 = 21", True),
+        ("(7 - 3) * 2", False),  # uses a number that is not given
+        ("21", False),  # the target alone uses neither number
+        ("3 × 7 × 1", False),
+        ("7 + 7 + 7", False),
+        ("__import__('os')", False),
+        ("", False),
+    ],
+)
+def test_countdown_checker_by_hand(answer: str, ok: bool) -> None:
+    task = CheckableTask("countdown")
+    assert task.score(_countdown([3, 7], 21), answer) is ok
+
+
+def test_countdown_accepts_any_valid_expression_not_only_the_generators() -> None:
+    task = CheckableTask("countdown", numbers=3)
+    p = _countdown([2, 3, 4], 10)
+    assert task.score(p, "(2 × 3) + 4") and task.score(p, "4 × 3 − 2") and not task.score(p, "4 + 3 + 2")
+
+
+@pytest.mark.parametrize("kind,numbers", [("countdown", 2), ("countdown", 3), ("divides", 2), ("linear", 2)])
+def test_every_gold_answer_passes_its_own_checker(kind: str, numbers: int) -> None:
+    task = CheckableTask(kind, size=300, numbers=numbers)
+    for i in range(len(task)):
+        p = task[i]
+        assert task.score(p, p.answer), (p.prompt, p.answer)
+
+
+def test_divides_has_exactly_one_right_option() -> None:
+    task = CheckableTask("divides", size=300)
+    for i in range(len(task)):
+        meta = task[i].meta
+        assert [o for o in meta["options"] if meta["number"] % o == 0] == [int(task[i].answer)]
+
+
+@pytest.mark.parametrize("kind", ["countdown", "divides", "linear"])
+def test_splits_share_no_prompt_and_problems_repeat_from_their_seed(kind: str) -> None:
+    prompts = {
+        s: {normalize_prompt(CheckableTask(kind, 200, split=s)[i].prompt) for i in range(200)} for s in SPLITS
+    }
+    assert not prompts["train"] & prompts["test"] and not prompts["train"] & prompts["validation"]
+    assert not prompts["validation"] & prompts["test"]
+    assert CheckableTask(kind, split="test")[5] == CheckableTask(kind, split="test")[5]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered_and_conformant(env_id: str) -> None:
+    assert env_id in agon_env.registered_ids()
+    check_env(env_id)
