@@ -134,6 +134,9 @@ class TrainConfig:
     """B: problems per step (each rolled out N times)."""
     seed: int = 0
     """Seed for data order, adapter init and sampling."""
+    first_drafter: str = "agent_a"
+    """The seat that drafts at step 0 (two-adapter algorithms): ``agent_b`` mirrors the role
+    schedule, to tell an effect of the seat from one of its place in the schedule."""
     out_dir: str = "runs/{algo}-seed{seed}"
     """Run folder; ``{algo}`` and ``{seed}`` are filled in. It must not exist unless --resume."""
     resume: bool = False

@@ -10,10 +10,10 @@ so a new recipe is one :class:`AlgorithmPlugin` passed to :func:`register_algori
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agon_env.registry import unknown_id_message
-from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS
+from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS, other_seat
 
 
 def _alternate(step: int) -> str:
@@ -44,6 +44,10 @@ class AlgorithmPlugin:
     """Key of :data:`ROLE_SCHEDULES`."""
     trained_roles: tuple[str, ...] = ROLES
     """Streams that produce updates; each updates the adapter of the seat that played that role."""
+    first_drafter: str = AGENT_A
+    """The seat the schedule's ``agent_a`` turns go to: ``agent_b`` mirrors the schedule (b drafts
+    at step 0 and wherever a would have), so a gap between the adapters can be traced to the
+    seat or to its place in the schedule (docs/benchmarks.md, "Why agent_b trails agent_a")."""
 
     def __post_init__(self) -> None:
         if self.role_schedule not in ROLE_SCHEDULES:
@@ -53,10 +57,17 @@ class AlgorithmPlugin:
             raise ValueError(f"adapters must be one or two of {SEATS}, got {self.adapters}")
         if not self.trained_roles or not set(self.trained_roles) <= set(ROLES):
             raise ValueError(f"trained_roles must be a non-empty subset of {ROLES}, got {self.trained_roles}")
+        if self.first_drafter not in self.adapters:
+            raise ValueError(f"first_drafter must be one of {self.adapters}, got {self.first_drafter!r}")
+
+    def mirrored(self, first_drafter: str) -> AlgorithmPlugin:
+        """This plugin with its role schedule given to ``first_drafter`` first."""
+        return replace(self, first_drafter=first_drafter)
 
     def drafter(self, step: int) -> str:
         """The seat that drafts at ``step`` (a single-adapter algo always uses its seat)."""
         seat = ROLE_SCHEDULES[self.role_schedule](step)
+        seat = seat if self.first_drafter == AGENT_A else other_seat(seat)
         return seat if seat in self.adapters else self.adapters[0]
 
     def seats(self, step: int) -> dict[str, str]:

@@ -105,7 +105,7 @@ class Trainer:
         dist.check_batch(cfg.batch_problems, ctx)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        plugin = get_algorithm(cfg.algo)
+        plugin = get_algorithm(cfg.algo).mirrored(cfg.first_drafter)
         env = build_env(cfg, plugin)
         base = build_base(cfg, plugin)
         backend = BACKENDS[cfg.model.backend](cfg, base)

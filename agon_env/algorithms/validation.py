@@ -81,6 +81,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("sampling.temperature", lambda v: v > 0, "training samples, so it must be > 0"),
         need("temperatures", lambda v: all(t > 0 for t in v.values()), "every temperature must be > 0"),
         need("temperatures", lambda v: set(v) <= set(adapters or v), f"{c.algo} uses adapters {adapters}"),
+        need("first_drafter", lambda v: v in (adapters or [v]), f"{c.algo} uses adapters {adapters}"),
         one_of("model.backend", BACKENDS),
         one_of("model.device", ("auto", "cpu", "cuda")),
         one_of("model.dtype", ("auto", *DTYPES)),
