@@ -344,6 +344,7 @@ class HFBackend:
                 completion_ids=out_ids[r],
                 logprobs=out_lp[r],
                 finish_reason=finish[r],
+                temperature=params.temperature,
             )
             for r in range(n)
         ]

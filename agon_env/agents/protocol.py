@@ -95,6 +95,10 @@ class Completion:
     """``"stop"`` (EOS or a stop string) or ``"length"`` (hit ``max_new_tokens``)."""
     agent: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
+    """The softmax temperature it was sampled at (0: greedy), as the backend received it, so
+    a per-adapter temperature can be checked on the samples themselves; ``None`` from an
+    agent that does not sample (a scripted agent told none)."""
 
     @property
     def num_tokens(self) -> int | None:

@@ -3,7 +3,9 @@
 ``ScriptedAgent`` answers from a function or a fixed list of strings. ``RandomAgent``
 writes seeded junk that often looks almost right (missing, unbalanced, nested or
 repeated tags, empty blocks, Unicode, LaTeX), to exercise the env's parser and rewards.
-Neither carries token ids or log-probs.
+Neither carries token ids or log-probs. Neither samples from a model, so their completions
+record no temperature unless one is given (``temperature=``: a stand-in for an agent that
+samples at it, for tests of who samples how).
 """
 
 from __future__ import annotations
@@ -24,13 +26,19 @@ class ScriptedAgent:
     ``ScriptedAgent("a", ["x", "y"])`` answers x, y, x, ... over successive observations.
     """
 
-    def __init__(self, name: str, script: Callable[[Observation], str] | Sequence[str] | str) -> None:
+    def __init__(
+        self,
+        name: str,
+        script: Callable[[Observation], str] | Sequence[str] | str,
+        temperature: float | None = None,
+    ) -> None:
         if isinstance(script, str):
             script = [script]
         if not callable(script) and len(script) == 0:
             raise ValueError("a scripted agent needs at least one completion")
         self.name = name
         self.script = script
+        self.temperature = temperature
         self.calls = 0
         """Observations answered so far (the position in a string script)."""
 
@@ -43,7 +51,12 @@ class ScriptedAgent:
         self, observations: Sequence[Observation], *, seeds: Sequence[int] | None = None
     ) -> list[Completion]:
         return [
-            Completion(text=self._next(o), agent=self.name, meta={"role": int(o.get("role", 0))})
+            Completion(
+                text=self._next(o),
+                agent=self.name,
+                meta={"role": int(o.get("role", 0))},
+                temperature=self.temperature,
+            )
             for o in observations
         ]
 
@@ -55,8 +68,11 @@ _ODD = ["∑", "π", "\\frac{1}{2}", "\\boxed{3}", "日本", "🙂", "\x00", "\n
 class RandomAgent:
     """Seeded random completions, a good share of them with malformed tags."""
 
-    def __init__(self, name: str, seed: int = 0, max_words: int = 40) -> None:
+    def __init__(
+        self, name: str, seed: int = 0, max_words: int = 40, temperature: float | None = None
+    ) -> None:
         self.name = name
+        self.temperature = temperature
         self.rng = random.Random(seed)
         self.max_words = max_words
 
@@ -94,6 +110,11 @@ class RandomAgent:
         self, observations: Sequence[Observation], *, seeds: Sequence[int] | None = None
     ) -> list[Completion]:
         return [
-            Completion(text=self._completion(), agent=self.name, meta={"role": int(o.get("role", 0))})
+            Completion(
+                text=self._completion(),
+                agent=self.name,
+                meta={"role": int(o.get("role", 0))},
+                temperature=self.temperature,
+            )
             for o in observations
         ]

@@ -203,6 +203,7 @@ class VLLMBackend:
                     logprobs=logprobs,
                     finish_reason=finish,
                     meta={"adapter": name if name is not None else self.base.active, "backend": "vllm"},
+                    temperature=params.temperature,
                 )
             )
         return completions

@@ -8,7 +8,6 @@ update so a backend that keeps its own copy of the adapters (vLLM) serves new we
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -127,7 +126,7 @@ BACKENDS: dict[str, Callable[[TrainConfig, Any], Any]] = {"hf": _hf, "vllm": _vl
 def build_agents(
     cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any, task: Any
 ) -> dict[str, Any]:
-    """One LLM agent per seat, all sharing ``backend``; per-seat temperatures apply here."""
+    """One LLM agent per seat, all sharing ``backend``, each sampling as ``cfg.sampling_of`` its seat."""
     from agon_env.agents import LLMAgent
 
     prompts = role_prompts(cfg, task)
@@ -137,7 +136,7 @@ def build_agents(
             base=base,
             adapter=name,
             backend=backend,
-            sampling=replace(cfg.sampling, temperature=temperature(cfg, name)),
+            sampling=cfg.sampling_of(name),
             prompts=prompts,
             template_kwargs=cfg.model.chat_template_kwargs,
         )
@@ -154,8 +153,3 @@ def role_prompts(cfg: TrainConfig, task: Any) -> Any:
         return prompts_for(task, cfg.prompts.family, cfg.prompts.few_shot)
     except ValueError as exc:
         raise SetupError(f"prompts.family: {exc}") from exc
-
-
-def temperature(cfg: TrainConfig, adapter: str) -> float:
-    """The sampling temperature of ``adapter`` (its override, else the run's)."""
-    return float(cfg.temperatures.get(adapter, cfg.sampling.temperature))

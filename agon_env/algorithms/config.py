@@ -151,7 +151,8 @@ class TrainConfig:
     heldout_problems: int = 50
     """End-of-run held-out check: the untrained base and each trained adapter alone on this many
     test-split problems (disjoint by content from training), pass@1 with intervals in the summary
-    and ``heldout.json`` (0 = off; fewer if the split has fewer). One sample each, the run's sampling."""
+    and ``heldout.json`` (0 = off; fewer if the split has fewer). One sample each, the run's sampling
+    (each adapter at its own temperature, :meth:`sampling_of`)."""
     samples_per_role: int = 2
     """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
     divergence_kl_rollouts: int = 2
@@ -163,7 +164,8 @@ class TrainConfig:
     imports: list[str] = field(default_factory=list)
     """Modules to import first; they may register your own tasks or algorithms."""
     temperatures: dict[str, float] = field(default_factory=dict)
-    """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0."""
+    """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0.
+    Applied in training, the held-out check and ``agon eval`` (:meth:`sampling_of`)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -177,6 +179,13 @@ class TrainConfig:
     @property
     def run_dir(self) -> Path:
         return Path(self.out_dir.format(algo=self.algo, seed=self.seed))
+
+    def sampling_of(self, adapter: str) -> SamplingParams:
+        """How ``adapter`` samples: ``sampling`` with its ``temperatures`` override, if any (the
+        untrained base has none). Training, the held-out check and ``agon eval`` all ask here,
+        so an adapter is evaluated at the temperature it was trained at."""
+        temperature = self.temperatures.get(adapter, self.sampling.temperature)
+        return dataclasses.replace(self.sampling, temperature=float(temperature))
 
 
 # -- YAML <-> dataclasses ---------------------------------------------------------------

@@ -162,9 +162,10 @@ def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -
     """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
 
     The one place a run calls the evaluator (which itself knows no algorithm): agents over the
-    trainer's own base and backend, the run's sampling and prompts, as ``agon eval`` builds them.
+    trainer's own base and backend, the run's prompts, each adapter sampling as it trained
+    (``cfg.sampling_of``: its own temperature) and the base at the run's, as ``agon eval`` builds them.
     """
-    from agon_env.agents import LLMAgent
+    from agon_env.agents import LLMAgent, SamplingParams
     from agon_env.evaluation.heldout import (
         NoHeldout,
         heldout_check,
@@ -176,19 +177,19 @@ def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -
 
     prompts = role_prompts(cfg, trainer.env.task)
 
-    def agent(name: str, adapter: str) -> LLMAgent:
+    def agent(name: str, adapter: str, sampling: SamplingParams) -> LLMAgent:
         return LLMAgent(
             name=name,
             base=trainer.base,
             adapter=adapter,
             backend=trainer.backend,
-            sampling=cfg.sampling,
+            sampling=sampling,
             prompts=prompts,
             template_kwargs=cfg.model.chat_template_kwargs,
         )
 
-    adapters = {name: agent(name, name) for name in trainer.plugin.adapters}
-    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE), adapters)
+    adapters = {name: agent(name, name, cfg.sampling_of(name)) for name in trainer.plugin.adapters}
+    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE, cfg.sampling), adapters)
     try:
         # Problem sample seed 0 whatever the run's seed: runs of one task are checked on the same problems.
         result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, problems, seed=0)

@@ -39,7 +39,6 @@ from agon_env.algorithms.builders import (
     build_base,
     build_env,
     resolve_device,
-    temperature,
 )
 from agon_env.algorithms.checkpoint import (
     RunFolderError,
@@ -274,7 +273,8 @@ class Trainer:
         check_trainable(chosen, self.cfg.model.max_seq_len, batch)
         g, budget = self.cfg.grpo, self.cfg.sampling.max_new_tokens
         weights = token_weights(mask, g.aggregation, budget, n_seqs=n_seqs, n_tokens=n_tokens)
-        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature(self.cfg, adapter))
+        temperature = self.cfg.sampling_of(adapter).temperature
+        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature)
         return sb, keep
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
@@ -389,7 +389,7 @@ class Trainer:
         own = [t.completion.logprobs for t in turns]
         own = pad_right(own, max(map(len, own)))
         with self.base.use(seats[CHALLENGER]):
-            rival = self._logprobs(turns, temperature(self.cfg, seats[DRAFTER]))
+            rival = self._logprobs(turns, self.cfg.sampling_of(seats[DRAFTER]).temperature)
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
         kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {M.KL: float((kl * mask).sum() / mask.sum().clamp(min=1))}

@@ -72,6 +72,7 @@ class SampleCache:
                         completion_ids=list(row.get("completion_ids") or []),
                         finish_reason=row.get("finish_reason", "stop"),
                         agent=row.get("agent", ""),
+                        temperature=row.get("temperature"),
                     )
         self._mem[identity] = table
         return table
@@ -97,6 +98,7 @@ class SampleCache:
                     "completion_ids": list(c.completion_ids),
                     "finish_reason": c.finish_reason,
                     "agent": c.agent,
+                    "temperature": c.temperature,
                 }
                 f.write(json.dumps(row) + "\n")
 
@@ -105,8 +107,8 @@ class CachedAgent:
     """An :class:`Agent` that answers from a :class:`SampleCache` and samples only the misses.
 
     Every call must pass per-row ``seeds``: they are part of the key and go to the
-    wrapped agent for the misses. Cached completions carry text and token ids but no
-    log-probs (evaluation needs none).
+    wrapped agent for the misses. Cached completions carry text, token ids and the
+    temperature they were sampled at, but no log-probs (evaluation needs none).
     """
 
     def __init__(self, agent: Agent, identity: str, cache: SampleCache, persistent: bool = False) -> None:

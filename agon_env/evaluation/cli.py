@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +74,14 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument(
         "--methods", nargs="+", default=list(METHODS), choices=list(METHODS), help="methods to run"
     )
-    p.add_argument("--temperature", type=float, default=None, help="default: the run's sampling temperature")
-    p.add_argument("--top-p", type=float, default=None)
-    p.add_argument("--max-new-tokens", type=int, default=None, help="default: the run's")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="every policy's, the run's per-adapter temperatures included (default: each run's own)",
+    )
+    p.add_argument("--top-p", type=float, default=None, help="default: each run's own")
+    p.add_argument("--max-new-tokens", type=int, default=None, help="default: each run's own")
     p.add_argument("--batch-size", type=int, default=32, help="prompts per forward batch (memory bound)")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--confidence", type=float, default=0.95, help="interval coverage")
@@ -104,11 +108,26 @@ def _task_choice(args: argparse.Namespace, cfg: TrainConfig) -> tuple[str, dict[
     return env_id, {**inherited, **_kwargs(args.env_kwarg)}
 
 
+def _one_base(args: argparse.Namespace, configs: list[TrainConfig]) -> None:
+    """Refuse runs on different base models: every run is compared with one untrained base."""
+    models = {str(r): args.model or c.model.name for r, c in zip(args.runs, configs, strict=True)}
+    if len(set(models.values())) > 1:
+        listed = ", ".join(f"{r} on {m}" for r, m in models.items())
+        raise ValueError(
+            f"the runs have different base models ({listed}); evaluate each base's runs separately"
+        )
+
+
+def _shared(values: list[Any]) -> Any:
+    """The value every run has, or ``None`` when they differ (each run's own is in its record)."""
+    return values[0] if all(v == values[0] for v in values) else None
+
+
 def run_eval(args: argparse.Namespace) -> int:
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs, write_report
-    from agon_env.evaluation.runs import PolicyLoader, RunFolderError, read_run_config, sampling_for
+    from agon_env.evaluation.runs import PolicyLoader, RunFolderError, read_run_config, settings_for
     from agon_env.evaluation.splits import HOW_CHECKED, check_heldout, load_eval_data, training_pool
 
     def log(msg: str) -> None:
@@ -118,15 +137,9 @@ def run_eval(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         configs = [read_run_config(r) for r in args.runs]
+        _one_base(args, configs)
         cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
         env_id, task_kwargs = _task_choice(args, cfg)
-        sampling = sampling_for(
-            cfg,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_new_tokens=args.max_new_tokens,
-            max_batch_size=args.batch_size,
-        )
         data = load_eval_data(
             env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
         )
@@ -138,6 +151,14 @@ def run_eval(args: argparse.Namespace) -> int:
             ],
             args.allow_overlap,
         )
+        overrides = {
+            "temperature": args.temperature,
+            "top_p": args.top_p,
+            "max_new_tokens": args.max_new_tokens,
+            "max_batch_size": args.batch_size,
+        }
+        # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
+        settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
         return _user_error("agon eval", exc, args)
     log(
@@ -145,14 +166,7 @@ def run_eval(args: argparse.Namespace) -> int:
         f"problems; disjoint from validation and training by {HOW_CHECKED}"
         + (" (overlap allowed by --allow-overlap)" if args.allow_overlap else "")
     )
-    from agon_env.agents.prompt_families import family_of
-    from agon_env.algorithms.builders import SetupError, role_prompts
-
-    try:
-        prompts = role_prompts(cfg, data.test.task)  # the run's own family and few-shot setting
-    except SetupError as exc:
-        return _user_error("agon eval", exc, args)
-    loader = PolicyLoader(sampling, prompts, args.device, cfg.model.chat_template_kwargs)
+    loader = PolicyLoader(args.device)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
@@ -160,11 +174,12 @@ def run_eval(args: argparse.Namespace) -> int:
     results = []
     try:
         if args.runs:
-            for i, run in enumerate(args.runs):
-                results.append(evaluator.evaluate(loader.run_policies(run, index=i, model=args.model)))
+            for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
+                policies = loader.run_policies(run, s, index=i, model=args.model)
+                results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
         else:
-            model = args.model or cfg.model.name
-            results.append(evaluator.evaluate(loader.base_policies(model)))
+            policies = loader.base_policies(args.model or cfg.model.name, settings[0])
+            results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
         return _user_error("agon eval", exc, args)
     report = {
@@ -172,8 +187,9 @@ def run_eval(args: argparse.Namespace) -> int:
         "seeds": list(args.seeds),
         "methods": list(args.methods),
         "confidence": args.confidence,
-        "sampling": asdict(sampling),
-        "prompts": {"family": family_of(data.test.task, cfg.prompts.family), "few_shot": prompts.few_shot},
+        # Shared settings at the top when the runs agree; each run's own is in runs[i].settings.
+        "sampling": _shared([r["settings"]["sampling"] for r in results]),
+        "prompts": _shared([r["settings"]["prompts"] for r in results]),
         "runs": results,
         "across_runs": across_runs(results, args.confidence),
         "seconds": time.perf_counter() - start,

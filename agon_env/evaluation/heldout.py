@@ -5,7 +5,8 @@ a time (±0.15 per step on the default run), so a run's summary cannot say wheth
 adapters got better. This check can: after the last step, the untrained base (adapters
 disabled) and each trained adapter alone answer the same ``problems`` test-split problems,
 disjoint by normalised prompt from the run's training pool (checked, not assumed), one
-sample each at the run's sampling settings. It reports pass@1 with Clopper–Pearson
+sample each at the run's sampling settings (each adapter at its own temperature when the
+run set ``temperatures``, as it trained). It reports pass@1 with Clopper–Pearson
 intervals and each adapter's paired difference from the base (percentile bootstrap over
 problems), and says whether that difference is distinguishable from noise.
 
@@ -70,7 +71,9 @@ def heldout_check(
     ids = data.test.ids()
     base = outcomes(report["methods"]["zero-shot"], ids)
     base_rate = rate(list(map(bool, base)), confidence).to_dict()
-    rows: dict[str, Any] = {BASE: {"outcomes": base, "pass@1": base_rate}}
+    rows: dict[str, Any] = {
+        BASE: {"outcomes": base, "pass@1": base_rate, "temperature": _temperature(policies.base)}
+    }
     for name in policies.adapters:
         got = outcomes(report["methods"][f"standalone:{name}"], ids)
         diff = paired_bootstrap([got], [base], confidence)
@@ -78,6 +81,7 @@ def heldout_check(
             "outcomes": got,
             "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
             "minus_base": diff.to_dict(),
+            "temperature": _temperature(policies.adapters[name]),
         }
     return {
         "env": env_id,
@@ -87,11 +91,18 @@ def heldout_check(
         "problem_ids": ids,
         "disjoint": data.check,
         "confidence": confidence,
-        "how": "one sample per problem at the run's sampling; pass@1 Clopper–Pearson; "
+        "how": "one sample per problem at the run's sampling (each adapter at its own temperature); "
+        "pass@1 Clopper–Pearson; "
         "adapter − base: percentile bootstrap over problems, paired on the problem",
         "policies": rows,
         "seconds": time.perf_counter() - start,
     }
+
+
+def _temperature(agent: Any) -> float | None:
+    """The temperature ``agent`` samples at, for the record (``None``: an agent without sampling)."""
+    sampling = getattr(agent, "sampling", None)
+    return getattr(sampling, "temperature", None)
 
 
 def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:

@@ -61,6 +61,8 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
     unit = next((m["length_unit"] for m in methods.values()), "tokens")
     many = len(report.get("seeds", [])) > 1
     lines = [f"## {run['label']}", ""]
+    if run.get("settings"):
+        lines += [_settings_text(run["settings"]), ""]
     header = [
         "Method",
         "pass@1 (%)" + (" mean ± std over seeds" if many else ""),
@@ -240,6 +242,27 @@ def _disjoint(data: dict[str, Any]) -> str:
     return f"{verdict} from {against} by {check['how']}"
 
 
+def _sampling_text(report: dict[str, Any]) -> str:
+    # ``None``: the runs were evaluated with different settings, each given in its section.
+    if "sampling" in report and report["sampling"] is None:
+        return "each run's own (below)"
+    return json.dumps(report.get("sampling", {}))
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    """One line of a run's settings: what its policies sampled at and read."""
+    sampling, prompts = settings.get("sampling") or {}, settings.get("prompts") or {}
+    temps = ", ".join(f"{n} {t:g}" for n, t in (settings.get("temperatures") or {}).items())
+    shots = "with worked examples" if prompts.get("few_shot") else "without worked examples"
+    template = settings.get("chat_template_kwargs")
+    return (
+        f"Settings: temperature {temps}; top_p {sampling.get('top_p')}; top_k {sampling.get('top_k')}; "
+        f"max_new_tokens {sampling.get('max_new_tokens')}; prompt family {prompts.get('family')}, {shots}"
+        + (f"; chat template {json.dumps(template)}" if template else "")
+        + "."
+    )
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     data = report["data"]
     lines = [
@@ -247,7 +270,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"{data['test_problems']} test problems, {data['validation_problems']} validation problems "
         f"({_disjoint(data)}), seeds {report['seeds']}, {int(100 * report['confidence'])}% intervals. "
-        f"Sampling: {json.dumps(report.get('sampling', {}))}. Wall time {_num(report.get('seconds'), 0)} s.",
+        f"Sampling: {_sampling_text(report)}. Wall time {_num(report.get('seconds'), 0)} s.",
         "",
     ]
     for run in report["runs"]:

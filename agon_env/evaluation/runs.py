@@ -9,13 +9,19 @@ Every run is loaded onto one :class:`~agon_env.agents.adapters.SharedBase` per b
 model: each adapter gets a unique name on the base (``r0_agent_a``) while its agent
 keeps the run's name (``agent_a``), so methods read the same across runs and several
 runs cost one base in memory.
+
+Each run is evaluated with its own :class:`Settings` (sampling, per-adapter temperatures,
+prompt family, few-shot, chat template), read from its own ``config.yaml``. What runs share
+is the base's samples, and only where their settings agree: the cache identity of every
+policy holds its sampling and prompts, so base samples drawn for one run's settings are
+never served to a run with others.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +46,50 @@ def read_run_config(run_dir: str | Path) -> TrainConfig:
         raise RunFolderError(str(exc)) from None
 
 
-def sampling_for(cfg: TrainConfig, **overrides: Any) -> SamplingParams:
-    """The run's rollout sampling, with the command line's overrides (``None``: keep the run's)."""
-    return replace(cfg.sampling, **{k: v for k, v in overrides.items() if v is not None})
+def with_overrides(cfg: TrainConfig, **overrides: Any) -> TrainConfig:
+    """The run's config with the command line's sampling overrides (``None``: keep the run's).
+
+    A temperature given there is every policy's: it replaces the run's per-adapter
+    ``temperatures`` too (``--temperature 0`` is greedy for all)."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    temperatures = {} if "temperature" in given else dict(cfg.temperatures)
+    return replace(cfg, sampling=replace(cfg.sampling, **given), temperatures=temperatures)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How one run's policies sample and what they read: as the run trained, after the
+    command line's overrides."""
+
+    cfg: TrainConfig
+    """The run's config: ``sampling`` (the base's) and ``temperatures`` (per adapter)."""
+    prompts: Any
+    """Its :class:`~agon_env.agents.prompts.RolePrompts` (family and few-shot setting)."""
+    family: str
+
+    def sampling(self, name: str) -> SamplingParams:
+        """How policy ``name`` samples: the untrained base at the run's sampling, an adapter
+        at its own temperature (``TrainConfig.sampling_of``)."""
+        return self.cfg.sampling if name == BASE else self.cfg.sampling_of(name)
+
+    def describe(self, adapters: Any = ()) -> dict[str, Any]:
+        """The record ``eval.json`` keeps per run: everything that changes what is sampled."""
+        return {
+            "sampling": asdict(self.cfg.sampling),
+            "temperatures": {n: self.sampling(n).temperature for n in (BASE, *adapters)},
+            "prompts": {"family": self.family, "few_shot": self.prompts.few_shot},
+            "chat_template_kwargs": dict(self.cfg.model.chat_template_kwargs),
+        }
+
+
+def settings_for(cfg: TrainConfig, task: Any, **overrides: Any) -> Settings:
+    """A run's :class:`Settings` on ``task``: its prompt family and few-shot setting, its
+    sampling with the command line's ``overrides`` (``None``: keep the run's)."""
+    from agon_env.agents.prompt_families import family_of
+    from agon_env.algorithms.builders import role_prompts
+
+    cfg = with_overrides(cfg, **overrides)
+    return Settings(cfg, role_prompts(cfg, task), family_of(task, cfg.prompts.family))
 
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
@@ -75,6 +122,11 @@ def _fingerprint(source: Path | dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
+def _reads(settings: Settings) -> Any:
+    """What a policy's prompts are made of: the role prompts and the chat-template options."""
+    return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))
+
+
 def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> str:
     prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
@@ -85,15 +137,10 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> s
 
 
 class PolicyLoader:
-    """Loads each base model once and builds agents over it."""
+    """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""
 
-    def __init__(
-        self, sampling: SamplingParams, prompts: Any, device: str = "cpu", template_kwargs: Any = None
-    ) -> None:
-        """``prompts`` (:class:`~agon_env.agents.prompts.RolePrompts`) and chat-template options
-        as the run trained with."""
-        self.sampling, self.prompts, self.device = sampling, prompts, device
-        self.template_kwargs = dict(template_kwargs or {})
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
         self._bases: dict[str, Any] = {}
 
     def shared_base(self, model: str) -> Any:
@@ -103,31 +150,35 @@ class PolicyLoader:
             self._bases[model] = SharedBase.from_source(model, device=self.device)
         return self._bases[model]
 
-    def _agent(self, name: str, base: Any, adapter: str) -> Any:
+    @staticmethod
+    def _agent(name: str, base: Any, adapter: str, settings: Settings) -> Any:
         from agon_env.agents import LLMAgent
 
         return LLMAgent(
             name=name,
             base=base,
             adapter=adapter,
-            sampling=self.sampling,
-            prompts=self.prompts,
-            template_kwargs=self.template_kwargs,
+            sampling=settings.sampling(name),
+            prompts=settings.prompts,
+            template_kwargs=settings.cfg.model.chat_template_kwargs,
         )
 
-    def base_policies(self, model: str, label: str = "base") -> Policies:
+    def base_policies(self, model: str, settings: Settings, label: str = "base") -> Policies:
         base = self.shared_base(model)
         return Policies(
             label=label,
-            base=self._agent(BASE, base, REFERENCE),
-            identities={BASE: _identity(model, "base", self.sampling, (self.prompts, self.template_kwargs))},
+            base=self._agent(BASE, base, REFERENCE, settings),
+            identities={BASE: _identity(model, "base", settings.sampling(BASE), _reads(settings))},
         )
 
-    def run_policies(self, run_dir: str | Path, index: int = 0, model: str | None = None) -> Policies:
+    def run_policies(
+        self, run_dir: str | Path, settings: Settings, index: int = 0, model: str | None = None
+    ) -> Policies:
+        """The run's base and adapters; ``settings`` are the run's own (:func:`settings_for`)."""
         run_dir = Path(run_dir)
-        cfg = read_run_config(run_dir)
+        cfg = settings.cfg
         model = model or cfg.model.name
-        policies = self.base_policies(model, label=str(run_dir))
+        policies = self.base_policies(model, settings, label=str(run_dir))
         policies.algo = cfg.algo
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
@@ -137,12 +188,12 @@ class PolicyLoader:
                     base.load(unique, source)
                 else:
                     self._add_from_state(base, unique, source, cfg)
-            policies.adapters[name] = self._agent(name, base, unique)
+            policies.adapters[name] = self._agent(name, base, unique, settings)
             policies.identities[name] = _identity(
                 model,
                 f"{run_dir.resolve()}:{name}:{_fingerprint(source)}",
-                self.sampling,
-                (self.prompts, self.template_kwargs),
+                settings.sampling(name),
+                _reads(settings),
             )
         return policies
 

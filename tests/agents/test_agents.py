@@ -43,6 +43,17 @@ def test_llm_agent_renders_role_prompts_and_returns_token_data(tiny_pair):
     assert "3 + 3 = 7." not in tiny_pair.tokenizer.decode(out[0].prompt_ids)
 
 
+def test_completions_record_the_temperature_they_were_sampled_at(tiny_pair):
+    hot = LLMAgent("a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=3, temperature=1.4))
+    greedy = LLMAgent("b", tiny_pair, "agent_b", sampling=SamplingParams(max_new_tokens=3, temperature=0))
+    assert [c.temperature for c in hot.act(OBS)] == [1.4, 1.4]
+    assert [c.temperature for c in greedy.act(OBS)] == [0.0, 0.0]
+    # Model-free agents sample nothing: no temperature unless they stand in for one that does.
+    assert [c.temperature for c in ScriptedAgent("s", "x").act(OBS)] == [None, None]
+    assert [c.temperature for c in ScriptedAgent("s", "x", temperature=0.5).act(OBS)] == [0.5, 0.5]
+    assert [c.temperature for c in RandomAgent("r", temperature=0.8).act(OBS)] == [0.8, 0.8]
+
+
 def test_llm_agent_row_seeds_replay_whatever_the_batch(tiny_pair):
     agent = LLMAgent("a", tiny_pair, "agent_a", sampling=SamplingParams(max_new_tokens=4, temperature=1))
 

@@ -70,6 +70,15 @@ def test_logprobs_are_those_of_the_distribution_sampled(tiny_pair, temperature, 
             assert (torch.tensor(o.logprobs) >= full - 1e-6).all()
 
 
+def test_completions_carry_the_temperature_of_their_params(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    for t in (0.0, 0.6, 1.3):
+        out = backend.generate(
+            PROMPTS, SamplingParams(max_new_tokens=3, temperature=t, seed=0), adapter="agent_a"
+        )
+        assert [c.temperature for c in out] == [t] * len(PROMPTS)
+
+
 def test_seeded_sampling_is_reproducible_and_seed_matters(tiny_pair):
     backend = HFBackend(tiny_pair)
     p = SamplingParams(max_new_tokens=8, temperature=1.0, seed=5, stop=())

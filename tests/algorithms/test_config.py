@@ -162,6 +162,15 @@ def test_nested_and_dotted_updates_agree():
     assert to_dict(from_dict(to_dict(a))) == to_dict(a)
 
 
+def test_an_adapters_sampling_is_the_runs_with_its_own_temperature():
+    cfg = load_config(
+        None, {"sampling.temperature": 0.9, "sampling.max_new_tokens": 40, "temperatures.agent_b": 1.3}
+    )
+    assert cfg.sampling_of("agent_b") == dataclasses.replace(cfg.sampling, temperature=1.3)
+    assert cfg.sampling_of("agent_a") == cfg.sampling and cfg.sampling_of("agent_a") is not cfg.sampling
+    assert cfg.sampling.temperature == 0.9  # the run's own sampling is left as it was
+
+
 def test_validation_lists_every_problem_with_a_fix():
     with pytest.raises(ConfigError) as e:
         load_config(None, {"optim.lr": -1, "grpo.num_generations": 1, "algo": "agn", "grpo.eps": 2})

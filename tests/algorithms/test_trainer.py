@@ -325,6 +325,36 @@ def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
     assert all(len(p["outcomes"]) == 5 for p in result["policies"].values())
 
 
+def test_the_held_out_check_samples_each_adapter_at_its_own_temperature(tmp_path, monkeypatch):
+    from agon_env.agents.hf_backend import HFBackend
+    from agon_env.evaluation import heldout
+    from agon_env.vocabulary import REFERENCE
+
+    phase = ["training"]
+    seen: dict[tuple[str, str], set] = {}
+    generate, check = HFBackend.generate, heldout.heldout_check
+
+    def spy(self, prompts, params=None, adapter=None, seeds=None):
+        out = generate(self, prompts, params, adapter=adapter, seeds=seeds)
+        seen.setdefault((phase[0], adapter), set()).update(c.temperature for c in out)
+        return out
+
+    def heldout_phase(*args, **kwargs):
+        phase[0] = "held-out"
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(HFBackend, "generate", spy)
+    monkeypatch.setattr(heldout, "heldout_check", heldout_phase)
+    argv = ["--steps", "1", "--heldout-problems", "5", "--sampling.temperature", "0.9"]
+    temps = ["--temperatures", "agent_a=0.5", "agent_b=1.5"]
+    assert main([*TINY_ARITH, *argv, *temps, "--out-dir", str(tmp_path / "run")]) == 0
+    assert seen[("training", "agent_a")] == {0.5} and seen[("training", "agent_b")] == {1.5}
+    assert seen[("held-out", "agent_a")] == {0.5} and seen[("held-out", "agent_b")] == {1.5}
+    assert seen[("held-out", REFERENCE)] == {0.9}  # the untrained base at the run's temperature
+    rows = json.loads((tmp_path / "run" / "heldout.json").read_text())["policies"]
+    assert {n: r["temperature"] for n, r in rows.items()} == {"base": 0.9, "agent_a": 0.5, "agent_b": 1.5}
+
+
 def test_the_budget_leaves_room_for_the_held_out_check():
     from types import SimpleNamespace
 

@@ -166,3 +166,105 @@ def test_eval_user_errors_are_one_line(tmp_path, capsys, args, needle):
     err = capsys.readouterr().err.strip()
     assert err.startswith(needle) and err.count("\n") == 0, err
     assert not (tmp_path / "o").exists()
+
+
+def _run_like(tiny_run, folder, sampling, model="tiny", temperatures=None):
+    """A copy of ``tiny_run``'s adapters with its own config: another sampling, model, temperatures."""
+    import shutil
+
+    shutil.copytree(tiny_run / "adapters", folder / "adapters")
+    extra = f"temperatures: {json.dumps(temperatures)}\n" if temperatures else ""
+    (folder / "config.yaml").write_text(
+        f"algo: agon\nmodel: {{name: {model}, lora_r: 4, lora_alpha: 8}}\n"
+        f"env: {{id: agon/arith-v0, kwargs: {{difficulty: 1}}}}\nsampling: {json.dumps(sampling)}\n{extra}"
+    )
+    return folder
+
+
+def _spy_generate(monkeypatch):
+    """Every HF generate call as (adapter, params it received, completions it returned)."""
+    from agon_env.agents.hf_backend import HFBackend
+
+    calls = []
+    original = HFBackend.generate
+
+    def generate(self, prompts, params=None, adapter=None, seeds=None):
+        out = original(self, prompts, params, adapter=adapter, seeds=seeds)
+        calls.append((adapter, params, out))
+        return out
+
+    monkeypatch.setattr(HFBackend, "generate", generate)
+    return calls
+
+
+def test_each_run_is_evaluated_with_its_own_settings(tiny_run, tmp_path, monkeypatch):
+    from agon_env.vocabulary import REFERENCE
+
+    short = _run_like(tiny_run, tmp_path / "short", {"temperature": 1.0, "max_new_tokens": 3})
+    long = _run_like(
+        tiny_run,
+        tmp_path / "long",
+        {"temperature": 1.0, "max_new_tokens": 7},
+        temperatures={"agent_a": 0.5, "agent_b": 1.5},
+    )
+    calls = _spy_generate(monkeypatch)
+    argv = ["--problems", "4", "--val-problems", "2", "--quiet", "--no-cache", "--out", tmp_path / "ev"]
+    assert agon("eval", short, long, *argv, "--methods", "zero-shot", "standalone", "cascade") == 0
+    # What generation received and what each completion says it was sampled at.
+    seen: dict[str, set] = {}
+    for adapter, params, out in calls:
+        seen.setdefault(adapter, set()).update((params.max_new_tokens, c.temperature) for c in out)
+        assert all(len(c.completion_ids) <= params.max_new_tokens for c in out)
+    assert seen == {
+        "r0_agent_a": {(3, 1.0)},
+        "r0_agent_b": {(3, 1.0)},
+        "r1_agent_a": {(7, 0.5)},
+        "r1_agent_b": {(7, 1.5)},
+        REFERENCE: {(3, 1.0), (7, 1.0)},  # the base of each run at that run's sampling
+    }
+    report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    first, second = (r["settings"] for r in report["runs"])
+    assert first["sampling"]["max_new_tokens"] == 3 and second["sampling"]["max_new_tokens"] == 7
+    assert first["temperatures"] == {"base": 1.0, "agent_a": 1.0, "agent_b": 1.0}
+    assert second["temperatures"] == {"base": 1.0, "agent_a": 0.5, "agent_b": 1.5}
+    assert first["prompts"] == second["prompts"] == {"family": "arithmetic", "few_shot": True}
+    assert report["sampling"] is None and report["prompts"] == first["prompts"]  # shared only where equal
+    longest = max(e["tokens"] for e in report["runs"][0]["methods"]["standalone:agent_a"]["episodes"])
+    assert longest <= 3
+    md = (tmp_path / "ev" / "eval.md").read_text()
+    assert "Sampling: each run's own (below)" in md
+    assert "temperature base 1, agent_a 0.5, agent_b 1.5" in md and "max_new_tokens 7" in md
+
+
+def test_base_samples_are_shared_only_between_runs_with_the_same_settings(tiny_run, tmp_path):
+    other = _run_like(tiny_run, tmp_path / "other", {"temperature": 1.0, "max_new_tokens": 3})
+    same = _run_like(tiny_run, tmp_path / "same", {"temperature": 1.0, "max_new_tokens": 6})
+    argv = ["--problems", "4", "--val-problems", "2", "--quiet", "--methods", "zero-shot"]
+    out = tmp_path / "ev"
+    assert agon("eval", tiny_run, other, same, *argv, "--cache-dir", tmp_path / "cache", "--out", out) == 0
+    caches = [r["cache"] for r in json.loads((out / "eval.json").read_text())["runs"]]
+    # 4 problems, two base samples each (the second is the blind-spot baseline).
+    assert caches[0] == {"hits": 0, "misses": 8}
+    assert caches[1] == {"hits": 0, "misses": 8}  # another max_new_tokens: none of the first run's samples
+    assert caches[2] == {"hits": 8, "misses": 0}  # the first run's settings: all of them
+
+
+def test_runs_on_different_base_models_are_refused(tiny_run, tmp_path, capsys):
+    other = _run_like(tiny_run, tmp_path / "other", {"max_new_tokens": 6}, model="/no/such/base")
+    assert agon("eval", tiny_run, other, *TINY, "--no-cache", "--out", tmp_path / "o") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agon eval: the runs have different base models") and err.count("\n") == 0
+    assert f"{other} on /no/such/base" in err and not (tmp_path / "o").exists()
+
+
+def test_a_temperature_on_the_command_line_is_every_policys():
+    from agon_env.algorithms.config import from_dict
+    from agon_env.evaluation.runs import with_overrides
+
+    cfg = from_dict({"sampling": {"temperature": 0.9}, "temperatures": {"agent_b": 1.5}})
+    kept = with_overrides(cfg, max_new_tokens=5, temperature=None)
+    assert kept.sampling_of("agent_b").temperature == 1.5 and kept.sampling_of("agent_a").temperature == 0.9
+    assert kept.sampling.max_new_tokens == 5
+    greedy = with_overrides(cfg, temperature=0.0)
+    assert greedy.sampling_of("agent_b").temperature == greedy.sampling_of("agent_a").temperature == 0.0
+    assert cfg.temperatures == {"agent_b": 1.5} and cfg.sampling.temperature == 0.9  # the run's own untouched

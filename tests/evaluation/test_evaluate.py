@@ -159,6 +159,26 @@ def test_base_samples_persist_on_disk(tmp_path, data):
     )
 
 
+def test_cached_completions_keep_their_temperature(tmp_path):
+    from agon_env.agents.protocol import Completion
+    from agon_env.evaluation.cache import CachedAgent
+
+    class Hot:
+        name = "hot"
+
+        def act(self, observations, *, seeds=None):
+            return [Completion(text="x", completion_ids=[1], temperature=1.25) for _ in observations]
+
+    obs = [{"text": "q", "problem": "q", "draft": "", "role": 0}]
+    CachedAgent(Hot(), "hot|T=1.25", SampleCache(tmp_path), persistent=True).act(obs, seeds=[3])
+    # Read back by a fresh process (a new cache object) from disk: the temperature came along.
+    never_called = FakeAgent("none", never)
+    again = CachedAgent(never_called, "hot|T=1.25", SampleCache(tmp_path), persistent=True).act(
+        obs, seeds=[3]
+    )
+    assert again[0].temperature == 1.25 and never_called.calls == []
+
+
 class SeedLog(FakeAgent):
     """A FakeAgent that records the seed it was given for each (problem, role)."""
 
