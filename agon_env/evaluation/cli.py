@@ -20,6 +20,7 @@ from typing import Any
 
 from agon_env.algorithms.config import TrainConfig, parse_assignments
 from agon_env.evaluation.methods import METHODS
+from agon_env.registry import import_modules
 
 
 def default_cache_dir() -> Path:
@@ -35,6 +36,12 @@ def _user_error(prog: str, exc: BaseException, args: argparse.Namespace) -> int:
     text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # KeyError's str() quotes
     print(f"{prog}: {' '.join(str(text).split())}", file=sys.stderr)
     return 2
+
+
+def _imports_argument(p: argparse.ArgumentParser) -> None:
+    from agon_env.cli import add_imports_argument
+
+    add_imports_argument(p)
 
 
 def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -90,6 +97,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk sample cache")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    _imports_argument(p)
     p.set_defaults(func=run_eval)
     return p
 
@@ -136,6 +144,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     try:
+        import_modules(args.imports)
         configs = [read_run_config(r) for r in args.runs]
         _one_base(args, configs)
         cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
@@ -159,7 +168,7 @@ def run_eval(args: argparse.Namespace) -> int:
         }
         # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
         settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
-    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
+    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError, ImportError) as exc:
         return _user_error("agon eval", exc, args)
     log(
         f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
@@ -223,6 +232,7 @@ def add_plot_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument("--out", default="plots", help="output folder for the PNGs")
     p.add_argument("--smooth", type=int, default=None, help="moving-average window (default: steps / 10)")
     p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    _imports_argument(p)
     p.set_defaults(func=run_plot)
     return p
 
@@ -231,8 +241,9 @@ def run_plot(args: argparse.Namespace) -> int:
     from agon_env.evaluation.plots import NoMetricsError, plot_all
 
     try:
+        import_modules(args.imports)
         paths = plot_all(args.runs, args.out, args.eval, args.smooth)
-    except (NoMetricsError, FileNotFoundError, ValueError) as exc:
+    except (NoMetricsError, FileNotFoundError, ValueError, ImportError) as exc:
         return _user_error("agon plot", exc, args)
     for p in paths:
         print(p)

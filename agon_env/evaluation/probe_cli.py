@@ -23,8 +23,6 @@ from typing import Any
 
 import tyro
 
-from agon_env.agents.protocol import SamplingParams
-
 
 @dataclass
 class ProbeConfig:
@@ -49,14 +47,14 @@ class ProbeConfig:
     """Drafts per problem; each is read once, so ``problems × samples`` drafts and readings."""
     seed: int = 0
     """Seeds the problem sample and every sampling stream."""
-    temperature: float = SamplingParams.temperature
-    """Sampling temperature of drafts and readings (the default run's)."""
-    max_new_tokens: int = SamplingParams.max_new_tokens
-    """Token budget per completion (the default run's)."""
-    few_shot: bool = True
-    """Show the prompt family's worked examples (as training does by default)."""
+    temperature: float | None = None
+    """Sampling temperature of drafts and readings (None: the run's, else the default run's 0.7)."""
+    max_new_tokens: int | None = None
+    """Token budget per completion (None: the run's, else the default run's 80)."""
+    few_shot: bool | None = None
+    """Show the prompt family's worked examples (None: as the run trained; on by default)."""
     prompt_family: str | None = None
-    """Prompt family (None: the task's own)."""
+    """Prompt family (None: the run's, else the task's own)."""
     device: str = "cpu"
     """``cpu`` or ``cuda``."""
     out: str = "probe.json"
@@ -65,24 +63,22 @@ class ProbeConfig:
     """Modules that register user tasks (the current folder is importable)."""
 
 
-def _sampling(cfg: ProbeConfig) -> SamplingParams:
-    return SamplingParams(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
-
-
 def _agent(cfg: ProbeConfig, task: Any) -> Any:
-    """The drafting-and-reading policy: the base with adapters off, or a run's adapter."""
-    from agon_env.agents import LLMAgent
-    from agon_env.agents.adapters import SharedBase
-    from agon_env.agents.prompt_families import prompts_for
-    from agon_env.vocabulary import REFERENCE
+    """The drafting-and-reading policy: the base with adapters off, or a run's adapter, with the
+    run's settings (the default run's for the base) after this command's overrides."""
+    from dataclasses import replace
 
-    prompts = prompts_for(task, cfg.prompt_family, cfg.few_shot)
+    from agon_env.algorithms.config import TrainConfig
+    from agon_env.evaluation.runs import PolicyLoader, read_run_config, settings_for
+
+    run_cfg = read_run_config(cfg.run) if cfg.run else TrainConfig()
+    prompts = {"few_shot": cfg.few_shot, "family": cfg.prompt_family}
+    run_cfg.prompts = replace(run_cfg.prompts, **{k: v for k, v in prompts.items() if v is not None})
+    settings = settings_for(run_cfg, task, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+    loader = PolicyLoader(cfg.device)
     if cfg.run is None:
-        base = SharedBase.from_source(cfg.model, device=cfg.device)
-        return LLMAgent(name="probe", base=base, adapter=REFERENCE, sampling=_sampling(cfg), prompts=prompts)
-    from agon_env.evaluation.runs import PolicyLoader
-
-    policies = PolicyLoader(_sampling(cfg), prompts, cfg.device).run_policies(cfg.run)
+        return loader.base_policies(cfg.model, settings).base
+    policies = loader.run_policies(cfg.run, settings)
     if cfg.adapter not in policies.adapters:
         raise ValueError(f"--adapter {cfg.adapter!r}: {cfg.run} has {sorted(policies.adapters)}")
     return policies.adapters[cfg.adapter]
