@@ -29,7 +29,10 @@ DRAFT_UNUSABLE = "draft_unusable"
 SUMMARY_LEAK = "summary_leak"
 """Challenger turns whose shown draft summary states the draft's final answer anyway."""
 SCORE_ERRORS = "score_errors"
-"""How many answers the task's ``score`` raised on this step (a count, not a rate)."""
+"""How many answers the task's ``score`` gave no verdict on this step: it raised (the verifier
+failed) or returned a non-bool. A count, not a rate."""
+SCORE_TIMEOUTS = "score_timeouts"
+"""How many answers the task's verifier timed out on this step (a count; not in ``score_errors``)."""
 # Per-episode rates.
 CONVERSION = "conversion_rate"
 """P(challenger right | its paired draft wrong)."""
@@ -86,6 +89,7 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
                 acc[SUMMARY_LEAK].append(float(t.summary_leak))
         if t.answer:
             acc[SCORE_ERRORS].append(float(t.score_error is not None))
+            acc[SCORE_TIMEOUTS].append(float(t.score_timeout))
     for ep in batch.episodes:
         d, c = ep.turn(DRAFTER), ep.challenge
         if d is None or c is None:
@@ -110,7 +114,7 @@ def merge_samples(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]
     return dict(out)
 
 
-TOTALS = (TOKENS, SCORE_ERRORS)
+TOTALS = (TOKENS, SCORE_ERRORS, SCORE_TIMEOUTS)
 """Samples that are summed over the step rather than averaged."""
 
 

@@ -90,15 +90,16 @@ class TaskScoreError(RuntimeError):
 
 
 def check_scoring(batch: RolloutBatch, step: int, ctx: DistContext) -> None:
-    """Stop a run whose task raised on every answer of a step: it would train on noise."""
+    """Stop a run whose task judged no answer of a step (errors or timeouts): it would train on noise."""
     scored = [t for t in batch.turns if t.answer]
-    failed = [t for t in scored if t.score_error is not None]
+    failed = [t for t in scored if t.score_error is not None or t.score_timeout]
     n_failed, n_scored = all_sum([len(failed), len(scored)], ctx)
     if n_scored and n_failed == n_scored:
-        first = failed[0].score_error if failed else "(raised on another rank)"
+        errors = [t.score_error for t in failed if t.score_error is not None]
+        first = errors[0] if errors else "(the verifier timed out)" if failed else "(on another rank)"
         raise TaskScoreError(
-            f"step {step}: the task's score() raised on all {int(n_scored)} answers; "
-            f"fix the task (first traceback below)\n{first}"
+            f"step {step}: the task's score() raised on all {int(n_scored)} answers (or timed out); "
+            f"fix the task (first error below)\n{first}"
         )
 
 

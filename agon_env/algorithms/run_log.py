@@ -123,6 +123,7 @@ SUMMARY_KEYS = (
     M.DRAFT_UNUSABLE,
     M.SUMMARY_LEAK,
     M.SCORE_ERRORS,
+    M.SCORE_TIMEOUTS,
     *(M.key(M.WIN, seat) for seat in SEATS),
     M.ANSWER_DISAGREEMENT,
     M.KL,

@@ -51,9 +51,8 @@ Example::
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -63,6 +62,7 @@ from pettingzoo import AECEnv
 from agon_env.envs.exchange import NO_SUMMARY, challenger_text, shown_draft
 from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
+from agon_env.envs.scoring import Verdict, score_answer, warn_once
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer, redact_answer
@@ -114,7 +114,9 @@ class TurnResult:
     summary_leak: bool
     """The draft this turn was shown states the draft's final answer (answer block removed or not)."""
     score_error: str | None
-    """The traceback when the task's ``score`` raised on this turn's answer (it then scored 0)."""
+    """Why the task's ``score`` gave no verdict (its traceback, or the non-bool it returned); scored 0."""
+    score_timeout: bool
+    """The task's verifier timed out on this answer: scored 0, counted apart from wrong answers."""
 
     @property
     def draft_unusable(self) -> bool:
@@ -139,14 +141,11 @@ class _Turn:
     outcome: Outcome
     draft: str
     summary_leak: bool
-    score_error: str | None
+    verdict: Verdict
 
 
 class DraftChallengeEnv(AECEnv):
     """The draft-and-challenge game over any :class:`~agon_env.envs.tasks.base.Task`."""
-
-    _warned_tasks: ClassVar[set[str]] = set()
-    """Tasks whose ``score`` raising has been reported (once per task per process)."""
 
     metadata = {
         "name": "agon_draft_challenge_v0",
@@ -283,9 +282,9 @@ class DraftChallengeEnv(AECEnv):
             return
         text, tokens = _action_text(action)
         parsed = parse_completion(text)
-        outcome, error = self._outcome(parsed, text, tokens)
+        outcome, verdict = self._outcome(parsed, text, tokens)
         shown = self._draft_shown(self.stage)
-        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), error))
+        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), verdict))
         self._cumulative_rewards[agent] = 0.0
         if self.stage == DRAFT and self.spec_mode.challenge:
             self.stage = CHALLENGE
@@ -295,29 +294,11 @@ class DraftChallengeEnv(AECEnv):
             self._finish()
         self._accumulate_rewards()
 
-    def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> tuple[Outcome, str | None]:
-        correct, error = self._score(parsed.answer) if parsed.answer else (False, None)
+    def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> tuple[Outcome, Verdict]:
+        verdict = score_answer(self.task, self.problem, parsed.answer) if parsed.answer else Verdict(False)
+        warn_once(getattr(self.task, "name", type(self.task).__name__), verdict)
         length = tokens if tokens else len(text)
-        return Outcome(correct=correct, format_ok=parsed.format_ok, length=length), error
-
-    def _score(self, answer: str) -> tuple[bool, str | None]:
-        """The task's verdict, and the traceback when ``score`` raised (then the turn scores 0).
-
-        One odd completion must not end a training run, but a task that raises must not
-        train silently at reward 0 either: the error is kept on the turn (and counted by
-        the metrics), and its first traceback per task is shown as a warning.
-        """
-        try:
-            return bool(self.task.score(self.problem, answer)), None
-        except Exception:
-            tb = traceback.format_exc()
-            name = getattr(self.task, "name", type(self.task).__name__)
-            if name not in DraftChallengeEnv._warned_tasks:
-                DraftChallengeEnv._warned_tasks.add(name)
-                gymnasium.logger.warn(
-                    f"task {name!r}: score() raised; the turn scores 0. First traceback:\n{tb}"
-                )
-            return False, tb
+        return Outcome(correct=verdict.correct, format_ok=parsed.format_ok, length=length), verdict
 
     def _turn_rewards(self) -> list[float]:
         draft = self.turns[0].outcome
@@ -342,7 +323,8 @@ class DraftChallengeEnv(AECEnv):
                 reward=reward,
                 draft=t.draft,
                 summary_leak=t.summary_leak,
-                score_error=t.score_error,
+                score_error=t.verdict.error,
+                score_timeout=t.verdict.timeout,
             )
             for i, (t, reward) in enumerate(zip(self.turns, self._turn_rewards(), strict=True))
         )

@@ -112,6 +112,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
         "per_seed": per_seed,
     }
     out["score_errors"] = sum(t.score_error is not None for e in all_eps for t in e.turns)
+    out["score_timeouts"] = sum(t.score_timeout for e in all_eps for t in e.turns)
     challenges = [e.challenge for e in all_eps if e.challenge is not None and e.challenge.draft]
     if challenges:
         # What the second turn was really shown: no usable summary, or one that states the answer.

@@ -124,7 +124,10 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
         ]
     errors = sum(m.get("score_errors", 0) for m in methods.values())
     if errors:
-        lines += [f"**The task's score() raised on {errors} answers** (scored as wrong).", ""]
+        lines += [f"**The task's score() gave no verdict on {errors} answers** (scored 0).", ""]
+    timeouts = sum(m.get("score_timeouts", 0) for m in methods.values())
+    if timeouts:
+        lines += [f"**The task's verifier timed out on {timeouts} answers** (scored 0).", ""]
     sel = run.get("selection")
     if sel:
         val = sel["validation"]

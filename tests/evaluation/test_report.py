@@ -91,3 +91,16 @@ def test_labels():
     )
     assert method_label("self-cascade:agent_b") == "Self-cascade agent_b → agent_b"
     assert method_label("zero-shot") == "Zero-shot (base)"
+
+
+def test_scoring_errors_and_verifier_timeouts_are_shown_apart(report):
+    import copy
+
+    rep = copy.deepcopy(report)
+    m = next(iter(rep["runs"][0]["methods"].values()))
+    assert m["score_errors"] == 0 and m["score_timeouts"] == 0  # the evaluation counts both
+    md = render_markdown(rep)
+    assert "gave no verdict" not in md and "timed out on" not in md
+    m["score_errors"], m["score_timeouts"] = 2, 3
+    md = render_markdown(rep)
+    assert "score() gave no verdict on 2 answers" in md and "verifier timed out on 3 answers" in md

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 
 
 def _parse(text: str) -> list:
@@ -36,10 +37,10 @@ def main() -> None:
     for line in sys.stdin:
         try:
             req = json.loads(line)
-            ok = check(req["gold"], req["pred"])
-        except Exception:  # a crash on odd input scores 0; the parent must keep its worker
-            ok = False
-        sys.stdout.write(json.dumps({"ok": ok}) + "\n")
+            reply: dict[str, object] = {"ok": check(req["gold"], req["pred"])}
+        except Exception:  # no verdict, not a wrong answer: the parent raises it and keeps this worker
+            reply = {"error": traceback.format_exc()}
+        sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 
 

@@ -81,7 +81,9 @@ class Task(Protocol):
     def score(self, problem: Problem, answer: str) -> bool:
         """True when ``answer`` (the text inside ``<answer>``) solves ``problem``.
 
-        Must never raise on arbitrary model text and must return in bounded time.
+        Must return a bool in bounded time and never raise on arbitrary model text. A verifier
+        that cannot judge raises :class:`~agon_env.envs.tasks.errors.VerifierError` (or
+        ``VerifierTimeout``) instead of returning False: the env scores it 0 and counts it.
         """
         ...
 

@@ -33,9 +33,11 @@ Its gold answer is a test bundle, not a text: ``{"setup": "", "tests": [the thre
 test_list], "reference": "def sort_matrix(M):\\n    result = sorted(M, key=sum)\\n    ..."}``.
 
 ``Problem.answer`` holds the test bundle (and the reference solution, for the project's own
-tests); it never reaches an observation. ``score`` never raises and is bounded in time: one
-sandbox run of at most ``limits.wall_s`` for assert tasks; for CodeContests each case is bounded
-by ``limits.wall_s`` and the whole answer by ``total_wall_s`` plus one case.
+tests); it never reaches an observation. ``score`` is bounded in time and raises only when the
+sandbox itself fails (:class:`~agon_env.envs.tasks.errors.VerifierError`; model code that is slow
+or crashes is a wrong answer): one sandbox run of at most ``limits.wall_s`` for assert tasks; for
+CodeContests each case is bounded by ``limits.wall_s`` and the whole answer by ``total_wall_s``
+plus one case.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from agon_env.envs.tasks.code_checks import (
     tolerance_from_statement,
 )
 from agon_env.envs.tasks.data import load_rows, local_file
+from agon_env.envs.tasks.errors import VerifierError
 from agon_env.sandbox import Limits, SandboxPool
 
 log = logging.getLogger(__name__)
@@ -71,7 +74,12 @@ STDIO_LIMITS = Limits(cpu_s=10, wall_s=20.0)
 
 
 class CodeTask(ListTask):
-    """Shared scoring for code tasks: ``score`` is ``check(...).all_passed`` and never raises."""
+    """Shared scoring for code tasks: ``score`` is ``check(...).all_passed``.
+
+    Whatever the program does (crash, hang, flood stdout) is a verdict. A check that cannot run
+    it (no sandbox Python, bwrap failing, a dead pool) raises :class:`VerifierError`, which the
+    env scores 0 and counts in ``score_errors`` -- never a silent wrong answer.
+    """
 
     name = "code"
     default_limits: Limits = ASSERT_LIMITS
@@ -86,9 +94,10 @@ class CodeTask(ListTask):
     def score(self, problem: Problem, answer: str) -> bool:
         try:
             return self.check(problem, answer).all_passed
-        except Exception:  # an infrastructure failure must not crash an RL step; it scores False
-            log.exception("code check of %s failed", problem.id)
-            return False
+        except VerifierError:
+            raise
+        except Exception as e:
+            raise VerifierError(f"code check of {problem.id} could not run: {e!r}") from e
 
 
 def _take(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Mapping[str, Any]]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agon_env.envs.tasks.errors import VerifierError
 from agon_env.sandbox import Limits, RunResult, SandboxPool, run_python
 
 CaseStatus = Literal["passed", "failed", "timed_out", "crashed", "skipped"]
@@ -118,8 +119,32 @@ def _tail(text: str) -> str:
     return text[-_DETAIL:]
 
 
+# What the sandbox's own launchers print when they cannot set a run up (the program never started).
+_LAUNCHERS = ("bwrap: ", "prlimit: ", "unshare: ", "setpriv: ")
+
+
+def sandbox_failure(run: RunResult) -> str | None:
+    """The launcher's error when the sandbox failed to start the program, else None.
+
+    Such a run says nothing about the answer: it is the verifier's failure, not a crash.
+    """
+    if run.status == "error" and not run.stdout and run.stderr_tail.startswith(_LAUNCHERS):
+        return run.stderr_tail
+    return None
+
+
+def _require_started(run: RunResult) -> None:
+    failure = sandbox_failure(run)
+    if failure is not None:
+        raise VerifierError(f"the sandbox could not start the program (exit {run.returncode}): {failure}")
+
+
 def judge_io(run: RunResult, case: IOCase, rel_tol: float = 0.0, abs_tol: float = 0.0) -> CaseResult:
-    """Turn one sandbox run of a stdin/stdout case into a case result."""
+    """Turn one sandbox run of a stdin/stdout case into a case result.
+
+    Raises :class:`VerifierError` when the sandbox never started the program.
+    """
+    _require_started(run)
     if run.status == "timeout":
         return CaseResult("timed_out", f"over the time limit after {run.wall_s:.1f} s")
     if run.status == "output_limit":
@@ -176,7 +201,11 @@ _HARNESS = (Path(__file__).parent / "assert_judge.py").read_text(encoding="utf-8
 
 
 def parse_harness_report(run: RunResult, nonce: str, n_tests: int) -> CheckReport:
-    """Per-case results from the harness's nonce-tagged lines; unreported cases take the run's fate."""
+    """Per-case results from the harness's nonce-tagged lines; unreported cases take the run's fate.
+
+    Raises :class:`VerifierError` when the sandbox never started the harness.
+    """
+    _require_started(run)
     status: dict[int, CaseResult] = {}
     started: int | None = None
     for line in run.stdout.splitlines():

@@ -1,7 +1,9 @@
 """Math answer checking: cheap normalisation first, then ``math-verify`` with a hard timeout.
 
-``answers_match(gold, pred)`` is the one entry point. It never raises and returns within
-about ``timeout`` seconds from any thread:
+``answers_match(gold, pred)`` is the one entry point. It returns within about ``timeout``
+seconds from any thread, and raises :class:`~agon_env.envs.tasks.errors.VerifierTimeout` or
+:class:`~agon_env.envs.tasks.errors.VerifierError` (never a plain False) when math-verify
+overran or could not judge, so a broken verifier is counted, not trained on as wrong answers:
 
 1. Normalise both sides: unwrap ``\\boxed{…}``, strip ``$`` and trailing periods, drop
    thousands separators (``1,000`` → ``1000`` but not ``1,-2``), lower-case words.
@@ -10,7 +12,8 @@ about ``timeout`` seconds from any thread:
 3. Plain numbers compare exactly as fractions (``0.5`` = ``1/2`` = ``\\frac{1}{2}`` goes to 4).
 4. Everything else goes to math-verify (gold first) in a persistent child process that
    is killed and restarted when it overruns ``timeout`` -- the only timeout that works
-   outside the main thread and survives sympy hanging in C code.
+   outside the main thread and survives sympy hanging in C code. An exception inside the
+   child comes back as its traceback; a child that dies is reported with its stderr.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 from fractions import Fraction
+from typing import IO
+
+from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
 
 BINARY = frozenset({"yes", "no", "true", "false"})
 MAX_ANSWER_CHARS = 4000
 """Longer "answers" are not final answers; refusing them bounds the verifier's work."""
+_STDERR_TAIL = 4000
 
 _THOUSANDS = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:/\d+)?")
@@ -69,60 +77,98 @@ def _as_fraction(text: str) -> Fraction | None:
 
 
 class _Worker:
-    """One math-verify child process shared by all threads, restarted after a timeout."""
+    """One math-verify child process shared by all threads, restarted after a timeout or crash.
 
-    def __init__(self) -> None:
+    Its stderr goes to a file, not a pipe (a full pipe would block the child) and not to
+    /dev/null: when the child dies, the error carries what it said.
+    """
+
+    def __init__(self, module: str = "agon_env.envs.tasks._verify_worker") -> None:
+        self.module = module
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[str] | None = None
+        self._stderr: IO[str] | None = None
         atexit.register(self.close)
 
     def _start(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "agon_env.envs.tasks._verify_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                bufsize=1,
-            )
+            self.close()
+            # Kept open for the child's lifetime (closed in close()), so no context manager.
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", self.module],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=self._stderr,
+                    text=True,
+                    bufsize=1,
+                )
+            except OSError as e:
+                raise VerifierError(f"cannot start the math-verify worker: {e}") from e
         return self._proc
 
+    def _died(self, what: str) -> VerifierError:
+        """The error for a child that stopped answering, with its stderr's tail; the next call restarts it."""
+        said = ""
+        if self._stderr is not None and self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._stderr.seek(0)
+            said = self._stderr.read()[-_STDERR_TAIL:]
+        self.close()
+        return VerifierError(f"math-verify worker {what}; its stderr:\n{said or '(empty)'}")
+
     def check(self, gold: str, pred: str, timeout: float) -> bool:
+        """math-verify's verdict; :class:`VerifierError` / :class:`VerifierTimeout` when there is none."""
         with self._lock:
             proc = self._start()
             assert proc.stdin is not None and proc.stdout is not None
             try:
                 proc.stdin.write(json.dumps({"gold": gold, "pred": pred}) + "\n")
                 proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.close()
-                return False
+            except (BrokenPipeError, OSError) as e:
+                raise self._died(f"exited before the request ({e})") from e
             reply: list[str] = []
             reader = threading.Thread(target=lambda: reply.append(proc.stdout.readline()), daemon=True)
             reader.start()
             reader.join(timeout)
             if not reply:
                 self.close()  # overran: the child may be stuck in sympy; kill it, start afresh next call
-                return False
+                raise VerifierTimeout(f"math-verify gave no verdict within {timeout:g} s on {pred[:200]!r}")
+            if not reply[0]:
+                raise self._died(f"exited (status {proc.wait()}) without answering")
             try:
-                return bool(json.loads(reply[0])["ok"])
-            except (ValueError, KeyError):
-                self.close()
-                return False
+                out = json.loads(reply[0])
+            except ValueError as e:
+                raise self._died(f"wrote a malformed reply {reply[0][:200]!r}") from e
+            if "error" in out:  # the child caught it and lives on: nothing to restart
+                raise VerifierError(
+                    f"math-verify raised on gold {gold[:200]!r}, pred {pred[:200]!r}:\n{out['error']}"
+                )
+            return bool(out["ok"])
 
     def close(self) -> None:
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
             self._proc = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 _WORKER = _Worker()
 
 
 def answers_match(gold: str, pred: str | None, timeout: float = 5.0) -> bool:
-    """True when ``pred`` is mathematically equal to ``gold``; bounded by ``timeout`` seconds."""
+    """True when ``pred`` is mathematically equal to ``gold``; bounded by ``timeout`` seconds.
+
+    Raises :class:`~agon_env.envs.tasks.errors.VerifierTimeout` when math-verify overran
+    ``timeout`` and :class:`~agon_env.envs.tasks.errors.VerifierError` when it could not judge:
+    neither is a wrong answer. A caller that wants a bool whatever happens catches
+    ``VerifierError`` (it catches both) and decides what a missing verdict means.
+    """
     if pred is None:
         return False
     gold, pred = str(gold), str(pred)

@@ -28,6 +28,8 @@ def judge(prediction: str, reference: str, match: str = "math", timeout: float =
     """Whether a final answer matches its reference: as the env scores it, or as exact strings.
 
     ``timeout`` bounds one math-verify check (the first one also starts its worker process).
+    A check that overruns it or cannot run raises ``VerifierTimeout`` / ``VerifierError``
+    (:mod:`agon_env.envs.tasks.errors`) rather than counting the prediction wrong.
     """
     if match == "exact":
         return prediction.strip() == reference.strip()
