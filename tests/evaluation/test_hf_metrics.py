@@ -35,3 +35,25 @@ def test_pass_at_k_module():
     assert out["n_problems"] == 2 and out["pass@1_ci_low"] < 0.25 < out["pass@1_ci_high"]
     with pytest.raises(ValueError, match="exceeds"):
         pak.compute(predictions=[["1"]], references=["1"], k=[2])
+
+
+def test_metrics_count_what_the_verifier_could_not_judge(monkeypatch):
+    from agon_env.envs.tasks import verify
+    from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
+
+    def flaky(gold, pred, timeout=5.0):
+        if pred == "slow":
+            raise VerifierTimeout("overran")
+        if pred == "odd":
+            raise VerifierError("worker crashed")
+        return gold == pred
+
+    monkeypatch.setattr(verify, "answers_match", flaky)
+    out = evaluate.load(module_path("agon_accuracy")).compute(
+        predictions=["1", "slow", "odd", "2"], references=["1", "1", "1", "3"]
+    )
+    assert (out["correct"], out["n"], out["score_errors"], out["score_timeouts"]) == (1, 4, 1, 1)
+    pak = evaluate.load(module_path("agon_pass_at_k")).compute(
+        predictions=[["1", "slow"], ["odd", "odd"]], references=["1", "2"], k=[1]
+    )
+    assert (pak["pass@1"], pak["score_errors"], pak["score_timeouts"]) == (0.25, 2, 1)

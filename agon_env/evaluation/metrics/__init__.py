@@ -40,6 +40,29 @@ def judge(prediction: str, reference: str, match: str = "math", timeout: float =
     raise ValueError(f'match must be "math" or "exact", got {match!r}')
 
 
+def judge_all(
+    pairs: list[tuple[str, str]], match: str = "math", timeout: float = 10.0
+) -> tuple[list[bool], int, int]:
+    """``(verdicts, score_errors, score_timeouts)`` of ``(prediction, reference)`` pairs.
+
+    A pair the verifier could not judge scores 0 in ``verdicts`` -- as the env scores it --
+    and is counted, so a metric reports how many of its zeros are no verdict at all.
+    """
+    from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
+
+    verdicts, errors, timeouts = [], 0, 0
+    for prediction, reference in pairs:
+        try:
+            verdicts.append(judge(prediction, reference, match, timeout))
+        except VerifierTimeout:
+            verdicts.append(False)
+            timeouts += 1
+        except VerifierError:
+            verdicts.append(False)
+            errors += 1
+    return verdicts, errors, timeouts
+
+
 def module_path(name: str) -> str:
     """The folder ``evaluate.load`` takes for one of :data:`MODULES`."""
     if name not in MODULES:

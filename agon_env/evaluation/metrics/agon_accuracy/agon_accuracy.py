@@ -5,7 +5,7 @@ from __future__ import annotations
 import datasets
 import evaluate
 
-from agon_env.evaluation.metrics import judge
+from agon_env.evaluation.metrics import judge_all
 from agon_env.evaluation.stats import rate
 
 _DESCRIPTION = """
@@ -23,7 +23,8 @@ Args:
     match (str): "math" (default) or "exact".
     timeout (float): seconds allowed per math-verify check, default 10.
 Returns:
-    accuracy, ci_low, ci_high, correct, n
+    accuracy, ci_low, ci_high, correct, n, and score_errors / score_timeouts: how many
+    predictions the verifier could not judge (counted as not correct, as the env does)
 Examples:
     >>> acc = evaluate.load(module_path("agon_accuracy"))
     >>> acc.compute(predictions=["42", "7"], references=["42", "8"])["accuracy"]
@@ -52,7 +53,16 @@ class AgonAccuracy(evaluate.Metric):
     def _compute(
         self, predictions, references, confidence: float = 0.95, match: str = "math", timeout: float = 10.0
     ):
-        r = rate(
-            [judge(p, g, match, timeout) for p, g in zip(predictions, references, strict=True)], confidence
+        verdicts, errors, timeouts = judge_all(
+            list(zip(predictions, references, strict=True)), match, timeout
         )
-        return {"accuracy": r.rate, "ci_low": r.low, "ci_high": r.high, "correct": r.successes, "n": r.trials}
+        r = rate(verdicts, confidence)
+        return {
+            "accuracy": r.rate,
+            "ci_low": r.low,
+            "ci_high": r.high,
+            "correct": r.successes,
+            "n": r.trials,
+            "score_errors": errors,
+            "score_timeouts": timeouts,
+        }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datasets
 import evaluate
 
-from agon_env.evaluation.metrics import judge
+from agon_env.evaluation.metrics import judge_all
 from agon_env.evaluation.stats import mean_pass_at_k, rate
 
 _DESCRIPTION = """
@@ -25,7 +25,8 @@ Args:
     match (str): "math" (default) or "exact".
     timeout (float): seconds allowed per math-verify check, default 10.
 Returns:
-    {"pass@1": ..., "pass@k": ..., "pass@1_ci_low": ..., "pass@1_ci_high": ..., "n_problems": ...}
+    {"pass@1": ..., "pass@k": ..., "pass@1_ci_low": ..., "pass@1_ci_high": ..., "n_problems": ...,
+     "score_errors": ..., "score_timeouts": ...} (answers the verifier could not judge count as wrong)
 Examples:
     >>> pak = evaluate.load(module_path("agon_pass_at_k"))
     >>> pak.compute(predictions=[["41", "42"], ["7", "9"]], references=["42", "8"], k=[1, 2])["pass@2"]
@@ -63,10 +64,11 @@ class AgonPassAtK(evaluate.Metric):
         match: str = "math",
         timeout: float = 10.0,
     ):
-        verdicts = [
-            [judge(p, gold, match, timeout) for p in samples]
-            for samples, gold in zip(predictions, references, strict=True)
-        ]
+        verdicts, errors, timeouts = [], 0, 0
+        for samples, gold in zip(predictions, references, strict=True):
+            v, e, t = judge_all([(p, gold) for p in samples], match, timeout)
+            verdicts.append(v)
+            errors, timeouts = errors + e, timeouts + t
         counts = [(len(v), sum(v)) for v in verdicts]
         if any(n == 0 for n, _ in counts):
             raise ValueError("every problem needs at least one predicted answer")
@@ -77,4 +79,5 @@ class AgonPassAtK(evaluate.Metric):
         out = {f"pass@{kk}": mean_pass_at_k(counts, kk) for kk in k}
         pooled = rate([x for v in verdicts for x in v], confidence)
         out.update({"pass@1_ci_low": pooled.low, "pass@1_ci_high": pooled.high, "n_problems": len(counts)})
+        out.update({"score_errors": errors, "score_timeouts": timeouts})
         return out
