@@ -168,12 +168,16 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
             )
             or "–"
         )
+        differ = c.get("answers_differ")  # absent from reports written before it was measured
         rows.append(
             [
                 title.format(*c["pair"]),
                 f"{c['both_wrong']} ({_pct(c['both_wrong_rate'])}%)",
                 f"{c['exactly_one_wrong']} ({_pct(c['exactly_one_wrong_rate'])}%)",
                 _num(c["jaccard"], 2),
+                "–"
+                if not differ
+                else f"{differ['differ']}/{differ['both_answered']} ({_pct(differ['rate'])}%)",
                 conv,
             ]
         )
@@ -184,6 +188,7 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
             "both wrong",
             "exactly one wrong",
             "Jaccard of failure sets",
+            "answers differ",
             "conversion P(reader right ∣ draft wrong)",
         ],
         rows,
@@ -191,7 +196,9 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "A lower Jaccard index means more different blind spots; conversion is measured in the "
-        "cascade (trained pair, per direction) and in MoA (base).",
+        "cascade (trained pair, per direction) and in MoA (base). Answers differ: of the problem × "
+        "seed pairs where both gave an answer, how often the two answers (each alone, same problem, "
+        "same seed) differ as strings, whitespace and case ignored.",
         "",
     ]
     return lines
