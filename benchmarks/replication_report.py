@@ -29,7 +29,12 @@ from typing import Any
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
 
-PER_STEP = ("divergence/answer_disagreement", "conversion_rate", "time/step")
+CHANGED = "divergence/challenge_changed_answer"
+"""agon_env.algorithms.metrics.CHALLENGE_CHANGED_ANSWER (this parent process imports no torch)."""
+LEGACY_CHANGED = "divergence/answer_disagreement"
+"""What runs before issue #22 logged instead: the same comparison, but with a missing answer on
+one side counted as a change (both missing: no change) and unusable drafts included."""
+PER_STEP = (CHANGED, "conversion_rate", "time/step")
 TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
 """Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
 PAIRS = (
@@ -41,7 +46,7 @@ PAIRS = (
 )
 """Paired differences reported: the paper's claims (agon > coop > grpo) and the bonus alone (agon − coop)."""
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
-                  "divergence/kl", "divergence/answer_disagreement", "acc/drafter", "acc/challenger",
+                  "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
                   "groups_dropped", "time/step")  # fmt: skip
 
@@ -144,6 +149,9 @@ def collect(
             "chosen_cascade": (run.get("selection") or {}).get("chosen"),
             "validation": (run.get("selection") or {}).get("validation"),
             "post_hoc_differs": (run.get("selection") or {}).get("post_hoc_differs"),
+            "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
+                "answers_differ"
+            ),
             "training": _training(out / "runs" / name / "metrics.jsonl", plan.steps),
         }
     base_path = out / "eval" / "base" / "eval.json"
@@ -233,8 +241,14 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         expected += c.n * (1 - statistics.fmean(a)) * (1 - statistics.fmean(b))
     if not n:
         return None
-    return {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected,
-            "exactly_one_wrong": one}  # fmt: skip
+    out = {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected,
+           "exactly_one_wrong": one}  # fmt: skip
+    # How often the two adapters' standalone answers differ (eval's complementarity.adapters.
+    # answers_differ): only evaluations since issue #22 record it, so only when every run has it.
+    differ = [run.get("answers_differ") for run in runs]
+    if all(d is not None for d in differ):
+        out["answers_differ"] = {k: sum(d[k] for d in differ) for k in ("differ", "both_answered")}
+    return out
 
 
 def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 :func:`write` saves the document (``replication_report.build``) and regenerates the
 Markdown between the ``<!-- replication:begin -->`` / ``end`` markers of a docs file and
-the figure: accuracy vs trace length per arm and method, and the pair's divergence over
-training.
+the figure: accuracy vs trace length per arm and method, and over training how often the
+challenger's answer differs from the draft it read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from replication_report import TWO_STAGE, compared
+from replication_report import CHANGED, LEGACY_CHANGED, TWO_STAGE, compared
 
 from agon_env.evaluation.report import write_text_atomic
 
@@ -29,6 +29,12 @@ LABELS = {
 }
 TWO_STAGE_LABELS = {"self-cascade": "self-cascade (its own draft, then itself)",
                     "cascade": "cascade, direction chosen on validation"}  # fmt: skip
+
+
+def changed_key(runs: list[dict[str, Any]]) -> str:
+    """The training key of the challenge-changed-answer rate: a replication recorded before
+    issue #22 has only the legacy one (which also counted a one-sided missing answer)."""
+    return CHANGED if any(CHANGED in r["training"] for r in runs) or not runs else LEGACY_CHANGED
 
 
 def _pct(x: float | None) -> str:
@@ -113,22 +119,43 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [
             "",
             "How alike each pair's adapters are on test (standalone, compared seeds pooled): a "
-            "cascade can only gain where exactly one of them is wrong.",
+            "cascade can only gain where exactly one of them is wrong. Answers differ: where both "
+            "answered, how often the two adapters' own answers to a problem differ"
+            + (
+                " (–: evaluated before that was recorded)."
+                if any("answers_differ" not in a for a in s["alike"].values())
+                else "."
+            ),
             "",
-            "| arm | both wrong | both wrong if independent | exactly one wrong |",
-            "|---|---|---|---|",
+            "| arm | both wrong | both wrong if independent | exactly one wrong | answers differ |",
+            "|---|---|---|---|---|",
         ]
         for arm, a in s["alike"].items():
-            n = a["problems"]
+            n, d = a["problems"], a.get("answers_differ")
+            differ = "–" if d is None else f"{d['differ']}/{d['both_answered']}"
             lines.append(f"| {arm} | {a['both_wrong']}/{n} | {a['both_wrong_if_independent']:.0f} "
-                         f"| {a['exactly_one_wrong']}/{n} |")  # fmt: skip
+                         f"| {a['exactly_one_wrong']}/{n} | {differ} |")  # fmt: skip
+    changed = changed_key([r for seeds in arms.values() for r in seeds.values()])
+    legacy = changed == LEGACY_CHANGED
     lines += [
         "",
         "Over training (mean over the compared seeds; first → last fifth of the steps; step: median "
-        "wall seconds, two units sharing the 2 cores with one torch thread each):",
+        "wall seconds, two units sharing the 2 cores with one torch thread each). Challenge changed "
+        "answer: of the challenges that read a draft, how often the challenger's final answer "
+        "differs from the draft's — not how alike the two adapters are (a step's drafts all come "
+        "from one adapter)"
+        + (
+            "; † recorded as `divergence/answer_disagreement`, which also counted a challenge "
+            "or draft without an answer as a change and included drafts with no usable summary"
+            if legacy
+            else ""
+        )
+        + ". KL(drafter‖challenger): per token on the drafter's samples; the drafter alternates "
+        "between the adapters step by step:",
         "",
         "| arm | drafter acc (%) | challenger acc (%) | conversion (%) | win a / b (%) | draft_unusable (%) "
-        "| summary_leak (%) | answer disagreement (%) | KL(a‖b) | drafter tokens | step (s) |",
+        f"| summary_leak (%) | challenge changed answer (%){' †' if legacy else ''} | KL(drafter‖challenger) "
+        "| drafter tokens | step (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, seeds in arms.items():
@@ -150,7 +177,7 @@ def markdown(doc: dict[str, Any]) -> str:
         times = [t for r in seeds.values() for t in r["training"]["per_step"].get("time/step") or [] if t]
         step = statistics.median(times) if times else avg("time/step", "all")
         cells = [move("acc/drafter"), move("acc/challenger"), move("conversion_rate"), win,
-                 move("draft_unusable"), move("summary_leak"), move("divergence/answer_disagreement"),
+                 move("draft_unusable"), move("summary_leak"), move(changed),
                  move("divergence/kl", 1, 3), move("len_tokens/drafter", 1, 0),
                  "–" if step is None else f"{step:.0f}"]  # fmt: skip
         lines.append(f"| {arm} | " + " | ".join(cells) + " |")
@@ -189,7 +216,8 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     for arm, seeds in compared(doc["outcomes"]["arms"]).items():
-        series = [r["training"]["per_step"]["divergence/answer_disagreement"] for r in seeds.values()]
+        key = changed_key(list(seeds.values()))
+        series = [r["training"]["per_step"].get(key) for r in seeds.values()]
         series = [x for x in series if x and any(v is not None for v in x)]
         if not series:
             continue
@@ -199,8 +227,13 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
         smooth = [statistics.fmean(mean[max(0, i - k // 2) : i + k // 2 + 1]) for i in range(n)]
         bx.plot(range(n), [100 * v for v in smooth], color=colors.get(arm, "k"), label=arm)
     bx.set_xlabel("training step")
-    bx.set_ylabel("drafts where the two adapters' answers differ (%)")
-    bx.set_title("the pair's divergence over training (mean over seeds, 5-step mean)", fontsize=9)
+    legacy = changed_key([r for seeds in compared(doc["outcomes"]["arms"]).values() for r in seeds.values()])
+    bx.set_ylabel("challenger changed the draft's answer (%)")
+    bx.set_title(
+        "challenges ending on another answer than the draft's (seed mean, 5-step mean)"
+        + ("\n† old definition: a missing answer counted as a change" if legacy == LEGACY_CHANGED else ""),
+        fontsize=9,
+    )
     bx.grid(alpha=0.3)
     if bx.get_legend_handles_labels()[0]:
         bx.legend(fontsize=8)

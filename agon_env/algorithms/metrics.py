@@ -13,6 +13,7 @@ from collections import defaultdict
 from statistics import mean
 from typing import TYPE_CHECKING, Any
 
+from agon_env.evaluation.stats import answer_key
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 if TYPE_CHECKING:
@@ -39,8 +40,25 @@ CONVERSION = "conversion_rate"
 WIN = "win_rate"
 """Per seat: right while the rival was wrong (two-seat modes)."""
 TIE = "tie_rate"
-ANSWER_DISAGREEMENT = "divergence/answer_disagreement"
+CHALLENGE_CHANGED_ANSWER = "divergence/challenge_changed_answer"
+"""Two-seat episodes: share whose challenger, after reading the rival's draft summary, ended
+on a different final answer than that draft's.
+
+Counted only where the challenger was shown a usable summary and both turns gave an answer:
+a missing answer is a format failure (``format/<role>``), not a change of mind, and a turn
+shown nothing read no draft. Answers compare by :func:`~agon_env.evaluation.stats.answer_key`
+(strings, whitespace and case ignored), so ``4.0`` after ``4`` counts as a change.
+
+It measures how often reading a draft ends in another answer: a fall means the challenger
+keeps the draft's answer more often, not that the two adapters answer alike. The drafts of
+a step all come from one adapter, so how often the two adapters' *independent* answers to a
+problem differ is measured in evaluation (``complementarity.adapters.answers_differ``)."""
 KL = "divergence/kl"
+"""Mean per-token KL(π_drafter ‖ π_challenger), k3 estimator, on the step's first
+``divergence_kl_rollouts`` drafts (sampled by the drafter, re-scored under the challenger's
+adapter at the drafter's temperature). The drafter seat follows the plugin's schedule --
+alternating in agon, coop, margin and hidden-draft -- so consecutive steps measure
+KL(a‖b) and KL(b‖a) in turn, not one fixed direction."""
 # Step-level figures the trainer adds.
 TOKENS = "tokens"
 TOKENS_PER_S = "tokens_per_s"
@@ -62,10 +80,6 @@ TIME_STEP = "time/step"
 def key(quantity: str, *qualifiers: str) -> str:
     """The one spelling of a metric: ``key(ACC, "agent_a", "drafter") == "acc/agent_a/drafter"``."""
     return "/".join((quantity, *qualifiers))
-
-
-def _norm_answer(answer: str | None) -> str | None:
-    return None if answer is None else "".join(answer.split()).lower()
 
 
 def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
@@ -100,7 +114,9 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
             for me, mine, theirs in ((d.seat, d.correct, c.correct), (c.seat, c.correct, d.correct)):
                 acc[key(WIN, me)].append(float(mine and not theirs))
             acc[TIE].append(float(d.correct == c.correct))
-            acc[ANSWER_DISAGREEMENT].append(float(_norm_answer(d.answer) != _norm_answer(c.answer)))
+            drafted, challenged = answer_key(d.answer), answer_key(c.answer)
+            if drafted and challenged and c.draft and not c.draft_unusable:
+                acc[CHALLENGE_CHANGED_ANSWER].append(float(drafted != challenged))
     acc[TOKENS].append(float(sum(t.tokens or 0 for t in batch.turns)))
     return dict(acc)
 

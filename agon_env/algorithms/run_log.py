@@ -125,7 +125,7 @@ SUMMARY_KEYS = (
     M.SCORE_ERRORS,
     M.SCORE_TIMEOUTS,
     *(M.key(M.WIN, seat) for seat in SEATS),
-    M.ANSWER_DISAGREEMENT,
+    M.CHALLENGE_CHANGED_ANSWER,
     M.KL,
     *(M.key(q, role) for q in (M.LEN_TOKENS, M.TRUNCATED) for role in (DRAFTER, CHALLENGER)),
     M.GROUPS_DROPPED,

@@ -27,6 +27,7 @@ from agon_env.evaluation.methods import BASE, METHODS, Method, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData, Part
 from agon_env.evaluation.stats import (
+    answer_agreement,
     cluster_bootstrap,
     complementarity,
     conversion,
@@ -138,17 +139,24 @@ def outcomes(method: Mapping[str, Any], ids: Sequence[str], key: str = "correct"
 
 
 def _paired(
-    a: Mapping[int, Sequence[Episode]], b: Mapping[int, Sequence[Episode]]
-) -> tuple[list[bool], list[bool]]:
-    """Outcomes of two methods matched on (seed, problem), in a fixed order."""
+    a: Mapping[int, Sequence[Episode]],
+    b: Mapping[int, Sequence[Episode]],
+    of: Callable[[Episode], Any] = lambda e: e.correct,
+) -> tuple[list[Any], list[Any]]:
+    """``of`` each episode of two methods matched on (seed, problem), in a fixed order
+    (outcomes by default; ``lambda e: e.turns[-1].answer`` for the final answers)."""
     xs, ys = [], []
     for seed in sorted(set(a) & set(b)):
         bmap = {e.problem_index: e for e in b[seed]}
         for e in a[seed]:
             if e.problem_index in bmap:
-                xs.append(e.correct)
-                ys.append(bmap[e.problem_index].correct)
+                xs.append(of(e))
+                ys.append(of(bmap[e.problem_index]))
     return xs, ys
+
+
+def _answer(e: Episode) -> str | None:
+    return e.turns[-1].answer
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -286,6 +294,10 @@ class Evaluator:
             out["adapters"] = {
                 "pair": [a.policies[0], b.policies[0]],
                 **complementarity(xs, ys).to_dict(),
+                # Each adapter alone on the same problems and seed: how often they disagree at all.
+                "answers_differ": answer_agreement(
+                    *_paired(episodes[a.id], episodes[b.id], _answer)
+                ).to_dict(),
                 "conversion": conversions(base=False),
             }
         base_single = next((m for m in methods if m.family.single_sample and m.family.uses_base), None)
@@ -295,6 +307,9 @@ class Evaluator:
             out["base"] = {
                 "pair": ["base sample 1", "base sample 2"],
                 **complementarity(xs, ys).to_dict(),
+                "answers_differ": answer_agreement(
+                    *_paired(episodes[base_single.id], second, _answer)
+                ).to_dict(),
                 "conversion": conversions(base=True),
             }
         return out

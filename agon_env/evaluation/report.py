@@ -38,9 +38,17 @@ def _ci(r: dict[str, Any]) -> str:
     return f"[{_pct(r['low'])}, {_pct(r['high'])}]"
 
 
+def method_interval(m: dict[str, Any], many_seeds: bool) -> dict[str, Any]:
+    """The pass@1 interval the tables and the accuracy-vs-length figure show for a method result.
+
+    With several seeds a problem's samples are not independent trials: the problem-clustered
+    bootstrap (``pass@1_clustered``); with one sample per problem, Clopper–Pearson.
+    """
+    return m["pass@1_clustered"] if many_seeds and "pass@1_clustered" in m else m["pass@1"]
+
+
 def _method_ci(m: dict[str, Any], many_seeds: bool) -> str:
-    # With several seeds the trials are not independent: the problem-clustered interval.
-    return _ci(m["pass@1_clustered"] if many_seeds and "pass@1_clustered" in m else m["pass@1"])
+    return _ci(method_interval(m, many_seeds))
 
 
 def _pass1(m: dict[str, Any]) -> str:
@@ -165,12 +173,16 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
             )
             or "–"
         )
+        differ = c.get("answers_differ")  # absent from reports written before it was measured
         rows.append(
             [
                 title.format(*c["pair"]),
                 f"{c['both_wrong']} ({_pct(c['both_wrong_rate'])}%)",
                 f"{c['exactly_one_wrong']} ({_pct(c['exactly_one_wrong_rate'])}%)",
                 _num(c["jaccard"], 2),
+                "–"
+                if not differ
+                else f"{differ['differ']}/{differ['both_answered']} ({_pct(differ['rate'])}%)",
                 conv,
             ]
         )
@@ -181,6 +193,7 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
             "both wrong",
             "exactly one wrong",
             "Jaccard of failure sets",
+            "answers differ",
             "conversion P(reader right ∣ draft wrong)",
         ],
         rows,
@@ -188,7 +201,9 @@ def _complementarity_section(comp: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "A lower Jaccard index means more different blind spots; conversion is measured in the "
-        "cascade (trained pair, per direction) and in MoA (base).",
+        "cascade (trained pair, per direction) and in MoA (base). Answers differ: of the problem × "
+        "seed pairs where both gave an answer, how often the two answers (each alone, same problem, "
+        "same seed) differ as strings, whitespace and case ignored.",
         "",
     ]
     return lines
@@ -239,10 +254,17 @@ def _disjoint(data: dict[str, Any]) -> str:
     if not check:
         return "disjointness not checked"
     training = check.get("test_and_training") or {}
-    overlaps = check.get("test_and_validation", 0) + sum(training.values())
+    # Reports written before validation was checked against training have no such key.
+    val_training = check.get("validation_and_training")
+    overlaps = (
+        check.get("test_and_validation", 0) + sum(training.values()) + sum((val_training or {}).values())
+    )
     against = "validation" + (" and each run's training pool" if training else "")
     verdict = f"{overlaps} overlapping, allowed by --allow-overlap" if overlaps else "disjoint"
-    return f"{verdict} from {against} by {check['how']}"
+    out = f"{verdict}: test from {against}"
+    if training and val_training is not None:
+        out += ", validation from each run's training pool"
+    return f"{out}, by {check['how']}"
 
 
 def _sampling_text(report: dict[str, Any]) -> str:

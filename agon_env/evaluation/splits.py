@@ -151,32 +151,43 @@ def load_eval_data(
 def check_heldout(
     data: EvalData, training_pools: Sequence[tuple[str, Task]] = (), allow_overlap: bool = False
 ) -> dict[str, Any]:
-    """Verify test ∩ validation = ∅ and test ∩ each run's training pool = ∅, by normalised prompt.
+    """Verify test ∩ validation = ∅ and that neither test nor validation meets any run's
+    training pool, by normalised prompt.
+
+    Validation counts too: the cascade direction is picked on it, and a pick made on
+    problems the adapters trained on favours the one that memorised more.
 
     Raises :class:`OverlapError` with the count and an example unless ``allow_overlap``;
-    either way records what it found in ``data.check`` (the report prints it).
+    either way records what it found in ``data.check`` (the report prints it):
+    ``test_and_validation`` (a count), ``test_and_training`` and ``validation_and_training``
+    (counts per pool label).
     """
-    test = dict(zip(data.test.prompts(), (data.test.task[i].prompt for i in data.test.indices), strict=True))
+    parts = {
+        name: dict(zip(part.prompts(), (part.task[i].prompt for i in part.indices), strict=True))
+        for name, part in (("test", data.test), ("validation", data.validation))
+    }
+    test = parts["test"]
     problems: list[str] = []
     found: dict[str, Any] = {"how": HOW_CHECKED, "allowed_overlap": allow_overlap}
-    shared = set(test) & set(data.validation.prompts())
+    shared = set(test) & set(parts["validation"])
     found["test_and_validation"] = len(shared)
     if shared:
         example = test[sorted(shared)[0]]
         problems.append(
             f"{len(shared)} of {len(test)} test prompts are also validation prompts (e.g. {example!r})"
         )
-    found["test_and_training"] = {}
+    found["test_and_training"], found["validation_and_training"] = {}, {}
     for label, pool in training_pools:
         seen = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
-        shared = set(test) & seen
-        found["test_and_training"][label] = len(shared)
-        if shared:
-            example = test[sorted(shared)[0]]
-            problems.append(
-                f"{len(shared)} of {len(test)} test prompts occur in the training pool of {label} "
-                f"(e.g. {example!r})"
-            )
+        for name, prompts in parts.items():
+            shared = set(prompts) & seen
+            found[f"{name}_and_training"][label] = len(shared)
+            if shared:
+                example = prompts[sorted(shared)[0]]
+                problems.append(
+                    f"{len(shared)} of {len(prompts)} {name} prompts occur in the training pool of {label} "
+                    f"(e.g. {example!r})"
+                )
     data.check = found
     if problems and not allow_overlap:
         raise OverlapError(

@@ -9,7 +9,8 @@ numbers in a report can be recomputed from its per-problem records by hand.
 * :func:`pass_at_k` -- the unbiased estimator of Chen et al. (2021), computed as a
   product so that it stays exact for large ``n`` where binomials overflow floats.
 * :func:`complementarity` / :func:`conversion` -- whether two policies fail on different
-  problems, and how often the second fixes the first.
+  problems, and how often the second fixes the first; :func:`answer_agreement` -- how often
+  their answers to the same problem differ at all.
 """
 
 from __future__ import annotations
@@ -195,6 +196,49 @@ def complementarity(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> Com
         b_only_wrong=b_only,
         both_right=right,
         jaccard=both / union if union else None,
+    )
+
+
+def answer_key(answer: str | None) -> str | None:
+    """An answer as compared for agreement: whitespace removed, lower-cased; None when absent or empty.
+
+    A string comparison, deliberately cheap and task-agnostic: ``4.0`` and ``4`` differ."""
+    key = None if answer is None else "".join(answer.split()).lower()
+    return key or None
+
+
+@dataclass(frozen=True)
+class AnswerAgreement:
+    """How often two policies' answers to the same items differ, position by position.
+
+    Only pairs where both gave an answer are compared (a missing answer is a format failure,
+    counted in ``missing``, not a different answer); ``rate`` is ``differ / both_answered``."""
+
+    n: int
+    both_answered: int
+    differ: int
+    missing: int
+
+    @property
+    def rate(self) -> float | None:
+        return self.differ / self.both_answered if self.both_answered else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rate": self.rate}
+
+
+def answer_agreement(a_answers: Sequence[str | None], b_answers: Sequence[str | None]) -> AnswerAgreement:
+    """Answers of two policies on the same items (same problem, same sample index), compared by
+    :func:`answer_key`."""
+    if len(a_answers) != len(b_answers):
+        raise ValueError(f"paired answers differ in length: {len(a_answers)} vs {len(b_answers)}")
+    keys = [(answer_key(a), answer_key(b)) for a, b in zip(a_answers, b_answers, strict=True)]
+    both = [(a, b) for a, b in keys if a is not None and b is not None]
+    return AnswerAgreement(
+        n=len(keys),
+        both_answered=len(both),
+        differ=sum(a != b for a, b in both),
+        missing=len(keys) - len(both),
     )
 
 

@@ -1,6 +1,8 @@
 """The accuracy vs. trace length figure (the paper's Figure 7a) from eval reports.
 
-One point per method and run with its Clopper–Pearson interval; the untrained base's
+One point per method and run with the interval its report's table gives
+(:func:`agon_env.evaluation.report.method_interval`: the problem-clustered bootstrap with
+several seeds, Clopper–Pearson with one); the untrained base's
 methods are identical in every report and drawn once, in black; the cascade direction
 that validation did not choose is hollow. Labels are placed greedily so coincident
 points share one label and close ones do not overprint each other.
@@ -14,6 +16,7 @@ from typing import Any
 
 from agon_env.evaluation.methods import METHODS
 from agon_env.evaluation.plots import _colors, _pyplot, _save
+from agon_env.evaluation.report import method_interval
 
 
 def _short(method_id: str) -> str:
@@ -89,12 +92,13 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(11, 6))
-    entries = [(label, run) for label, rep in reports for run in rep["runs"]]
+    # Several seeds: the tables' problem-clustered interval (report.method_interval).
+    entries = [(label, run, len(rep.get("seeds") or ()) > 1) for label, rep in reports for run in rep["runs"]]
     colors = _colors(len(entries))
     seen_families: set[str] = set()
     base_done: set[str] = set()
     labels: list[tuple[float, float, str, Any]] = []
-    for (label, run), color in zip(entries, colors, strict=True):
+    for (label, run, many), color in zip(entries, colors, strict=True):
         name = Path(str(run.get("label", ""))).name or label
         first = True
         for mid, m in run["methods"].items():
@@ -109,6 +113,7 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
                 continue
             seen_families.add(family.name)
             y = r["rate"]
+            ci = method_interval(m, many)
             c = "black" if is_base else color
             # The direction validation did not choose is drawn hollow.
             face = "none" if family.chooses_direction and m.get("selected") is False else c
@@ -118,7 +123,8 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
             ax.errorbar(
                 [x],
                 [y],
-                yerr=[[y - r["low"]], [r["high"] - y]],
+                # A percentile interval can (rarely) miss its point; matplotlib refuses negative bars.
+                yerr=[[max(0.0, y - ci["low"])], [max(0.0, ci["high"] - y)]],
                 fmt=family.marker,
                 color=c,
                 mfc=face,
@@ -133,9 +139,13 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
             else:
                 first = False
             labels.append((x, y, _short(mid), c))
-    unit = next((m.get("length_unit") for _, run in entries for m in run["methods"].values()), "tokens")
+    unit = next((m.get("length_unit") for _, run, _ in entries for m in run["methods"].values()), "tokens")
     ax.set_xlabel(f"mean trace length ({unit}, all turns)")
-    ax.set_ylabel("pass@1 (95% Clopper–Pearson interval)")
+    kinds = sorted({"problem-clustered bootstrap" if many else "Clopper–Pearson" for *_, many in entries})
+    level = next((rep.get("confidence") for _, rep in reports if rep.get("confidence")), 0.95)
+    ax.set_ylabel(
+        f"pass@1 ({100 * level:.0f}% interval: {' / '.join(kinds) or 'Clopper–Pearson'}, as in the tables)"
+    )
     ax.set_ylim(-0.03, 1.03)
     xs = [x for x, *_ in labels]
     if xs:

@@ -98,13 +98,18 @@ def test_switching_adapters_never_copies_base_weights(tiny_pair):
 
 
 def test_use_restores_the_previous_adapter(tiny_pair):
+    b = _logits(tiny_pair, "agent_b", X)
     tiny_pair.set_adapter("agent_b")
     with tiny_pair.use("agent_a"):
         assert tiny_pair.active == "agent_a"
     assert tiny_pair.active == "agent_b"
-    with tiny_pair.reference():
-        pass
-    assert torch.equal(_logits(tiny_pair, "agent_b", X), _logits(tiny_pair, "agent_b", X))
+    with torch.no_grad(), tiny_pair.reference() as model:
+        bare = model(input_ids=X).logits
+    assert tiny_pair.active == "agent_b"
+    # A plain forward after the block (no use()) must run agent_b again, not the disabled base.
+    with torch.no_grad():
+        after = tiny_pair.model(input_ids=X).logits
+    assert torch.equal(after, b) and not torch.allclose(after, bare, atol=1e-4)
 
 
 def test_state_dict_roundtrip_and_mismatch(tiny_pair):

@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+from algo_helpers import scripted
 
 from agon_env.algorithms.run_log import MetricsLogger, plot, read_metrics, smoothed, summary_rows
 
@@ -74,3 +75,39 @@ def test_samples_are_written_per_step_cut_back_on_resume_and_sent_to_tensorboard
 
     events = EventAccumulator(str(tmp_path / "tb"), size_guidance={"tensors": 0}).Reload()
     assert "samples/drafter/text_summary" in events.Tags()["tensors"]
+
+
+def test_challenge_changed_answer_counts_only_read_drafts_with_both_answers():
+    import agon_env
+    from agon_env.algorithms.metrics import CHALLENGE_CHANGED_ANSWER, KL, rollout_metrics
+    from agon_env.algorithms.registry import get_algorithm
+    from agon_env.algorithms.rollout import rollout
+
+    problems = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 3?", "answer": "6"}]
+    drafts = [
+        "<summary>added</summary><answer>4</answer>",
+        "<summary>added</summary><answer>5</answer>",
+        "<answer>6</answer>",  # no summary: the challenger is shown nothing to read
+        "<summary>added</summary> but no answer block",
+        "<summary>added</summary><answer>X + 1</answer>",
+        "<summary>added</summary><answer>6</answer>",
+    ]
+    challenges = [
+        "<answer>4</answer>",  # kept
+        "<answer>4</answer>",  # changed
+        "<answer>7</answer>",  # left out: unusable draft
+        "<answer>6</answer>",  # left out: the draft gave no answer
+        "<answer> x+1 </answer>",  # kept: whitespace and case are ignored
+        "no answer at all",  # left out: the challenger gave no answer
+    ]
+    plugin = get_algorithm("agon")
+    env = agon_env.make("agon/math-v0", problems=problems, mode=plugin.env_mode)
+    seats = plugin.seats(0)
+    agents = {
+        seats["drafter"]: scripted(seats["drafter"], drafts)[0],
+        seats["challenger"]: scripted(seats["challenger"], challenges)[0],
+    }
+    batch = rollout(env, agents, [0, 1, 0], 2, drafter=seats["drafter"])
+    m = rollout_metrics(batch)
+    assert m[CHALLENGE_CHANGED_ANSWER] == pytest.approx(1 / 3)  # 4→4, 5→4, x+1→x+1
+    assert CHALLENGE_CHANGED_ANSWER == "divergence/challenge_changed_answer" and KL == "divergence/kl"

@@ -115,7 +115,8 @@ def test_scripted_metrics_agon():
     assert m["win_rate/agent_a"] == pytest.approx(0.25)  # episode 2
     assert m["win_rate/agent_b"] == pytest.approx(0.25)  # episode 1
     assert m["tie_rate"] == pytest.approx(0.5)
-    assert m["divergence/answer_disagreement"] == pytest.approx(0.5)  # 5 vs 4, 6 vs none
+    # Of the challenges with both answers (4/4, 5/4, 6/6; 6 vs none left out), one changed the answer.
+    assert m["divergence/challenge_changed_answer"] == pytest.approx(1 / 3)
     assert m["reward/challenger"] == pytest.approx(sum(CHALLENGER["conversion"]) / 4)
 
 

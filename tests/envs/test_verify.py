@@ -65,10 +65,10 @@ def test_mentions_and_redacts_answers_by_value():
     from agon_env.envs.tasks.verify import mentions_answer, redact_answer
 
     assert mentions_answer("Six sevens are 42.", "42") and not mentions_answer("Six sevens are 420.", "42")
-    assert mentions_answer("half is 0.5", "1/2") and mentions_answer("1,000 apples", "1000")
+    assert mentions_answer("half is 0.5", "1/2") and mentions_answer("there are 1,000 apples", "1000")
     assert mentions_answer("so 3 - 4 = -1", "-1") and not mentions_answer("so 3 - 4 = -1", "1")
     assert mentions_answer("the set is {a, b}", "{A, B}") and not mentions_answer("anything", None)
-    assert redact_answer("42 and 42.0 but 420", "42") == "[withheld] and [withheld] but 420"
+    assert redact_answer("6*7 = 42, so 42.0 but 420", "42") == "6*7 = [withheld], so [withheld] but 420"
 
 
 def test_a_raising_verifier_is_an_error_with_its_traceback_and_the_worker_lives_on(fake_math_verify):

@@ -62,8 +62,20 @@ def test_eval_on_a_run_writes_every_mode_with_intervals(tiny_run, tmp_path):
     assert "adapters" in run["complementarity"] and "base" in run["complementarity"]
     md = (out / "eval.md").read_text()
     assert "| Standalone agent_a |" in md and "chosen on validation" in md and "Jaccard" in md
+
     # The base's samples were cached on disk: a second evaluation generates no new base samples.
-    assert any((tmp_path / "cache").iterdir())
+    def base_samples() -> int:  # one line per cached completion, after each file's identity line
+        return sum(len(f.read_text().splitlines()) - 1 for f in (tmp_path / "cache").glob("*.jsonl"))
+
+    before = base_samples()
+    assert before >= 2 * 4  # zero-shot and MoA turns of 4 test problems, at least
+    assert agon("eval", tiny_run, *TINY, "--cache-dir", tmp_path / "cache", "--out", tmp_path / "ev2") == 0
+    assert base_samples() == before
+    from agon_env.evaluation.methods import METHODS
+
+    again = json.loads((tmp_path / "ev2" / "eval.json").read_text())["runs"][0]["methods"]
+    on_base = [mid for mid, m in again.items() if METHODS[m["family"]].uses_base]
+    assert on_base and all(again[mid]["episodes"] == run["methods"][mid]["episodes"] for mid in on_base)
 
 
 def test_eval_falls_back_to_the_checkpoint(tiny_run, tmp_path):

@@ -188,30 +188,72 @@ def answers_match(gold: str, pred: str | None, timeout: float = 5.0) -> bool:
 
 
 _TOKEN_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?(?![\w])")
+_MINUS = str.maketrans(dict.fromkeys("\u2212\u2012\ufe63\uff0d", "-"))
+"""Unicode minus signs read as ``-`` (one character each, so spans stay put). Not the en dash:
+it is a range or a pause ("3–5", "the answer – 5") more often than a sign."""
+_RESULT_CUE = re.compile(
+    r"(?:[=≈→:]|->|=>|\\boxed\{"
+    r"|\b(?:is|are|was|were|equals?|equal\s+to|gives?|gave|giving|gets?|got|getting|makes?|made|yields?"
+    r"|leaves?|becomes?|became|so|thus|hence|therefore|answer|result|total)\b(?:\s+(?:a|an|the)\b)?)[\s($]*\Z",
+    re.IGNORECASE,
+)
+"""What a stated result follows: a relation sign, or a verb/noun that introduces a value."""
+_OPERAND_NEXT = re.compile(r"\s*[-+*/×÷^·]\s*[-+]?[\d(.]")
+"""A number followed by an operator and another operand is a term of an expression, not a result."""
+_TEXT_END = re.compile(r"[\s)$.!?]*")
+_CLAUSE_BREAKS = ",;:.!?\n"
+
+
+def _states_result(text: str, lo: int, hi: int) -> bool:
+    before = text[:lo].rstrip(" \t($")
+    if _TEXT_END.fullmatch(text, hi) and (not before or before[-1] in _CLAUSE_BREAKS):
+        return True  # the closing clause is the number alone: "…, so 9." or just "-4."
+    if _OPERAND_NEXT.match(text, hi):
+        return False
+    return _RESULT_CUE.search(text, max(0, lo - 40), lo) is not None
 
 
 def _answer_spans(text: str, answer: str) -> list[tuple[int, int]]:
-    """Where ``text`` states ``answer``: its normalised string, or a number equal to it."""
-    a = normalize(answer)
+    """Where ``text`` states ``answer``.
+
+    A numeric answer is stated where a *signed* number token equal to it by value (``0.5`` =
+    ``1/2``, ``1,000`` = ``1000``; Unicode minus ``−`` reads as ``-``) stands as a result:
+
+    * after a result cue -- ``=``, ``≈``, ``→``, ``->``, ``=>``, ``:``, ``\\boxed{`` or one of
+      *is, are, was, equals, equal to, gives, gets/got, makes, yields, leaves, becomes, so, thus,
+      hence, therefore, answer, result, total*, optionally followed by *a, an, the* (an opening
+      ``(`` or ``$`` may come between) -- and not followed by an operator and another operand
+      (``= 3 + 4``: 3 is a term);
+    * or alone in the text's closing clause: last in the text (only ``.!?)$`` after it) and
+      right after a clause break (``,;:.!?``, a newline) or at the very start (``"-4."``,
+      ``"Added the tens, 70."``).
+
+    So ``3 − 7 = −4`` states -4 (and not 4, nor 7); ``x = -4`` does not state 4; ``Subtracting 5
+    from 10`` states neither 5 nor 10, being operands; ``7 - 4 = 3`` states neither 4 nor 7;
+    ``= 3 + 4 = 7`` states 7, not 3. A number in running text without a cue ("the 5 apples",
+    "a total of 97") is not counted. A non-numeric answer is found as its normalised string,
+    case-insensitively, anywhere.
+    """
+    a = normalize(answer.translate(_MINUS))
     if not a:
         return []
-    target = _as_fraction(a)
+    target, flat = _as_fraction(a), text.translate(_MINUS)
     if target is not None:
         spans = []
-        for m in _TOKEN_NUMBER.finditer(text):
+        for m in _TOKEN_NUMBER.finditer(flat):
             f = _as_fraction(m.group(0).replace(",", ""))
-            if f is not None and f == target:
+            if f is not None and f == target and _states_result(flat, *m.span()):
                 spans.append(m.span())
         return spans
-    spans, start = [], text.lower().find(a.lower())
+    spans, start = [], flat.lower().find(a.lower())
     while start >= 0:
         spans.append((start, start + len(a)))
-        start = text.lower().find(a.lower(), start + len(a))
+        start = flat.lower().find(a.lower(), start + len(a))
     return spans
 
 
 def mentions_answer(text: str, answer: str | None) -> bool:
-    """Whether ``text`` states ``answer`` (numbers compared by value, else as a normalised string).
+    """Whether ``text`` states ``answer`` as a result (the rule and its examples: :func:`_answer_spans`).
 
     Cheap on purpose (no math-verify call): it runs on every challenger turn to measure how
     often the summary shown to the rival still gives the draft's result away.
