@@ -6,9 +6,9 @@ held-out test problems disjoint by content from the training pool. The work is a
 *units*, each kept on disk when it finishes, so the replication runs in pieces across
 sittings and resumes with the same command:
 
-1. **calibrate** — base zero-shot pass@1 per candidate level on the validation split; the
+1. **calibrate** — base few-shot pass@1 per candidate level on the validation split; the
    first inside :data:`TARGET_BAND` is used, else the one nearest its middle.
-2. **base** — the untrained base on the test split (zero-shot, MoA), once.
+2. **base** — the untrained base on the test split (few-shot, zero-shot, MoA), once.
 3. **ARM-seedS** — ``agon train --algo ARM --seed S`` (a killed run resumes from its last
    checkpoint), then ``agon eval`` of that run alone: standalone, the cascade (direction
    chosen on validation) and, for ``grpo``, the self-cascade.
@@ -45,7 +45,7 @@ CHECKPOINT = "checkpoint.pt"
 literal so this parent process never imports torch."""
 ARMS = ("grpo", "coop", "agon", "hidden-draft")
 TARGET_BAND = (0.20, 0.40)
-"""Base zero-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
+"""Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
 TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
                  "temperature", "lr", "test_problems", "val_problems", "eval_seeds")  # fmt: skip
 """Plan fields a resumed replication must share with the one on disk (seeds and arms may grow)."""
@@ -190,7 +190,9 @@ def eval_flags(p: Plan) -> list[str]:
 
 
 def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
-    """Base zero-shot pass@1 per level on the validation split (never test); the level to train at."""
+    """Base few-shot pass@1 per level on the validation split (never test); the level to train at."""
+    from agon_env.evaluation.methods import current_name  # light: no torch
+
     levels = [p.difficulty] if p.difficulty is not None else p.candidates
     measured: dict[str, float] = {}
     for d in map(lv, levels):
@@ -198,13 +200,15 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
         if not (out / "eval.json").is_file():
             r.agon(f"calibrate-d{d}", [
                 "eval", "--model", p.model, "--env", "agon/arith-v0", "--env-kwarg", f"difficulty={d}",
-                "--split", "validation", "--methods", "zero-shot", "--problems", str(p.calibration_problems),
-                "--val-problems", "0", "--temperature", str(p.temperature),
-                "--max-new-tokens", str(p.max_new_tokens), "--no-cache", "--out", str(out), "--quiet",
+                "--split", "validation", "--methods", "base-few-shot",
+                "--problems", str(p.calibration_problems), "--val-problems", "0",
+                "--temperature", str(p.temperature), "--max-new-tokens", str(p.max_new_tokens),
+                "--no-cache", "--out", str(out), "--quiet",
             ])  # fmt: skip
         report = json.loads((out / "eval.json").read_text())
-        measured[str(d)] = report["runs"][0]["methods"]["zero-shot"]["pass@1"]["rate"]
-        say(f"base zero-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
+        methods = {current_name(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
+        measured[str(d)] = methods["base-few-shot"]["pass@1"]["rate"]
+        say(f"base few-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
         if p.difficulty is None and TARGET_BAND[0] <= measured[str(d)] <= TARGET_BAND[1]:
             return d, measured
     if p.difficulty is not None:
@@ -222,8 +226,8 @@ def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
         if mine:
             r.agon("eval-base", [
                 "eval", "--model", p.model, "--env", "agon/arith-v0",
-                "--env-kwarg", f"difficulty={difficulty}", "--methods", "zero-shot", "moa",
-                *eval_flags(p), "--no-cache", "--out", str(out),
+                "--env-kwarg", f"difficulty={difficulty}", "--methods", "base-few-shot", "base-zero-shot",
+                "moa", *eval_flags(p), "--no-cache", "--out", str(out),
             ], hold=lock)  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
+from agon_env.evaluation.methods import current_name
 
 CHANGED = "divergence/challenge_changed_answer"
 """agon_env.algorithms.metrics.CHALLENGE_CHANGED_ANSWER (this parent process imports no torch)."""
@@ -100,6 +101,13 @@ def _training(path: Path, steps: int) -> dict[str, Any]:
     }
 
 
+def current_methods(methods: dict[str, Any]) -> dict[str, Any]:
+    """``methods`` keyed by today's method names. Files written up to 35d8054 (``eval.json``s and
+    ``docs/results/replication_cpu.json``) call the few-shot base ``zero-shot``; it is read as
+    ``base-few-shot`` (``agon_env.evaluation.methods.LEGACY_NAMES``)."""
+    return {current_name(k): v for k, v in methods.items()}
+
+
 def check_eval(report: dict[str, Any], plan: Any, difficulty: float, path: Path) -> None:
     """Refuse an ``eval.json`` of another level, split or size: problem ids are positions, so
     another level's ``test-86`` would silently pair with this one's."""
@@ -140,7 +148,7 @@ def collect(
         report = json.loads(path.read_text())
         check_eval(report, plan, difficulty, path)
         run = report["runs"][0]
-        methods = run["methods"]
+        methods = current_methods(run["methods"])
         arms.setdefault(arm, {})[str(seed)] = {
             "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
             "first_outcomes": _first(methods, ids),
@@ -159,7 +167,7 @@ def collect(
     if base_path.is_file():
         report = json.loads(base_path.read_text())
         check_eval(report, plan, difficulty, base_path)
-        methods = report["runs"][0]["methods"]
+        methods = current_methods(report["runs"][0]["methods"])
         base = {
             "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
             "first_outcomes": _first(methods, ids),
@@ -318,8 +326,16 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
 
 
 def recorded(results: Path | None) -> dict[str, Any] | None:
-    """An earlier results file, or None."""
-    return json.loads(results.read_text()) if results is not None and results.is_file() else None
+    """An earlier results file, or None; its method names as today's (:func:`current_methods`)."""
+    if results is None or not results.is_file():
+        return None
+    doc = json.loads(results.read_text())
+    o = doc["outcomes"]
+    for unit in [o.get("base"), *[r for seeds in o["arms"].values() for r in seeds.values()]]:
+        for key in ("outcomes", "first_outcomes", "mean_length", "mean_final_length"):
+            if unit and key in unit:
+                unit[key] = current_methods(unit[key])
+    return doc
 
 
 def recorded_units(previous: dict[str, Any] | None) -> set[str]:
@@ -348,7 +364,7 @@ def build(
                          "seed or task version): the outcomes cannot pair; use other --results")  # fmt: skip
     measured = dict(previous["calibration"]["measured"]) if previous else {}
     for d in sorted((out / "calibration").glob("d*/eval.json")):  # every level measured, in band or not
-        r = json.loads(d.read_text())["runs"][0]["methods"]["zero-shot"]["pass@1"]
+        r = current_methods(json.loads(d.read_text())["runs"][0]["methods"])["base-few-shot"]["pass@1"]
         measured[d.parent.name[1:]] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
     kept = previous and previous["outcomes"]
     doc: dict[str, Any] = {

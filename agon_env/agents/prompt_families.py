@@ -8,9 +8,11 @@ an existing family or one it registers with :func:`register_prompt_family`.
 
 The run config picks the family (``prompts.family``, default: the task's) and whether the
 worked examples are shown (``prompts.few_shot``: on for small models, which copy formats
-but do not follow format instructions; off for instruction-following ones). The math and
-code examples write summaries that state the *method*, not the result, since the summary is
-what the rival reads.
+but do not follow format instructions; off for instruction-following ones). Every family's
+examples write summaries that state the *method*, not the result, since the summary is
+what the other turn reads; the shown drafts of its challenger examples do the same. Each
+family words self-refinement (self mode's second turn, the player's own draft) apart from
+challenging a rival's draft.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from agon_env.agents.prompts import METHOD_SUMMARY as _FORMAT
 from agon_env.agents.prompts import RolePrompts
 from agon_env.registry import unknown_id_message
 
-_FORMAT = "write a short <summary>...</summary> of your method (not its result) and"
+_OWN = "You are shown a problem and the summary of your own earlier draft. Do not trust or paraphrase it:"
 
 
 MATH = RolePrompts(
@@ -60,6 +63,26 @@ MATH = RolePrompts(
             "Took the positive square root of 49.",
             "Check: $7^2 = 49$ and $7 > 0$, so the positive root is right. The draft's method is right.\n"
             "<summary>The positive square root of 49.</summary>\n<answer>7</answer>",
+        ),
+    ),
+    self_system=(
+        f"You are a careful problem solver checking your own work. {_OWN} check its method and "
+        f"re-derive the answer yourself. Then {_FORMAT} the final answer alone in <answer>...</answer>."
+    ),
+    self_examples=(
+        (
+            "How many positive integers less than 60 are multiples of 8?",
+            "Divided 60 by 8 and rounded up.",
+            "Check: rounding 60/8 up counts 8 multiples, but 8 · 8 = 64 is not below 60. "
+            "The multiples are 8, 16, ..., 56, and 56 / 8 = 7. My draft's method was wrong.\n"
+            "<summary>Counted the multiples of 8 up to the largest one below 60.</summary>\n"
+            "<answer>7</answer>",
+        ),
+        (
+            "Solve for $x$: $3x = 12$.",
+            "Divided both sides by 3.",
+            "Check: $3 \\cdot 4 = 12$, so dividing by 3 solves it. My draft's method was right.\n"
+            "<summary>Divided both sides by 3.</summary>\n<answer>4</answer>",
         ),
     ),
 )
@@ -107,6 +130,26 @@ CODE_FUNCTION = RolePrompts(
             "<answer>\n```python\ndef total(xs):\n    return sum(xs)\n```\n</answer>",
         ),
     ),
+    self_system=(
+        f"You write correct Python and check your own work. {_OWN} check its approach on the edge "
+        f"cases and write the function again yourself. Then {_FORMAT} {_CODE_ANSWER}."
+    ),
+    self_examples=(
+        (
+            "Write a function `first(xs)` that returns the first element of a non-empty list.",
+            "Return xs[1].",
+            "Check: xs[1] is the second element; the first is xs[0]. My draft's approach was wrong.\n"
+            "<summary>Index 0 is the first element.</summary>\n"
+            "<answer>\n```python\ndef first(xs):\n    return xs[0]\n```\n</answer>",
+        ),
+        (
+            "Write a function `biggest(xs)` that returns the largest number in a non-empty list.",
+            "Use the built-in max.",
+            "Check: max(xs) returns the largest element of a non-empty list. My draft's approach was "
+            "right.\n<summary>The built-in max over the list.</summary>\n"
+            "<answer>\n```python\ndef biggest(xs):\n    return max(xs)\n```\n</answer>",
+        ),
+    ),
 )
 
 CODE_STDIO = RolePrompts(
@@ -149,6 +192,27 @@ CODE_STDIO = RolePrompts(
             "Check: s[::-1] reverses the string, and input() drops the newline. The draft's approach is "
             "right.\n<summary>Reverse the word with a step -1 slice.</summary>\n"
             "<answer>\n```python\nprint(input()[::-1])\n```\n</answer>",
+        ),
+    ),
+    self_system=(
+        "You write correct Python programs that read stdin and print to stdout, and check your own "
+        f"work. {_OWN} check its approach on the edge cases and write the program again yourself. "
+        f"Then {_FORMAT} {_CODE_ANSWER}: a complete program reading stdin."
+    ),
+    self_examples=(
+        (
+            "The first line holds n, the second n integers. Print their sum.",
+            "Add up the numbers on the first line.",
+            "Check: the first line holds only n; the numbers to add are on the second line. "
+            "My draft's approach was wrong.\n<summary>Sum the integers on the second line.</summary>\n"
+            "<answer>\n```python\nn = int(input())\nprint(sum(map(int, input().split())))\n```\n</answer>",
+        ),
+        (
+            "A single line holds a word. Print it in upper case.",
+            "Print the word with str.upper().",
+            "Check: input().upper() upper-cases every letter, and input() drops the newline. My draft's "
+            "approach was right.\n<summary>Upper-case the word with str.upper().</summary>\n"
+            "<answer>\n```python\nprint(input().upper())\n```\n</answer>",
         ),
     ),
 )

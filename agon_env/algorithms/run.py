@@ -152,7 +152,8 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
                     f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
                     f"too few for {min(MIN_HELDOUT, cfg.heldout_problems)} problems; "
                     f"run it later with: agon eval {run_dir} "
-                    f"--methods zero-shot standalone --val-problems 0 --problems {cfg.heldout_problems}"
+                    f"--methods {'base-few-shot' if cfg.prompts.few_shot else 'base-zero-shot'} standalone "
+                    f"--val-problems 0 --problems {cfg.heldout_problems}"
                 )
     dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
     return run_dir

@@ -22,14 +22,14 @@ mode           seats   what happens
                        computed against its own paired draft (hidden-draft cell)
 =============  ======  =============================================================
 
-Observations are ``{"text", "problem", "draft", "role"}``. ``text`` is the user turn
+Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
 the player reads, worded in one place (:func:`agon_env.envs.exchange.challenger_text`); an LLM agent
 sends it verbatim after its system prompt and worked examples. ``problem`` and
 ``draft`` are its parts: ``draft`` is what the challenger is shown of the draft -- its
 summary with every answer block removed, or :data:`~agon_env.envs.exchange.NO_SUMMARY` when the draft gave no
 usable summary (the challenger still plays the challenger) -- and is empty when no
-draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for
-challenging. Actions are the agent's
+draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for challenging;
+``own`` is 1 when the draft shown is the reader's own (self mode). Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
 ``Completion``. Any string is a legal action: malformed completions score format 0.
@@ -184,8 +184,8 @@ class DraftChallengeEnv(AECEnv):
         self.tiebreak_drafter = tiebreak_drafter
         self.render_mode = render_mode
         self.possible_agents = list(SEATS)
-        text = UnicodeText(max_text_length)
-        self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": Discrete(2)})
+        text, flag = UnicodeText(max_text_length), Discrete(2)
+        self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
         self._act_space = UnicodeText(max_text_length)
         self._np_random, _ = gymnasium.utils.seeding.np_random(None)
         self.agents = []
@@ -269,11 +269,10 @@ class DraftChallengeEnv(AECEnv):
 
     def observe(self, agent: str) -> dict[str, Any]:
         role = self._role(agent)
-        draft = self._draft_shown(role)
-        problem = self.problem.prompt
-        text = challenger_text(problem, draft, own=not self.spec_mode.two_seats) if draft else problem
-        cap = self.max_text_length
-        return {"text": text[:cap], "problem": problem[:cap], "draft": draft[:cap], "role": role}
+        draft, problem, cap = self._draft_shown(role), self.problem.prompt, self.max_text_length
+        own = int(bool(draft) and not self.spec_mode.two_seats)  # self mode reads its own draft
+        text = challenger_text(problem, draft, own=bool(own)) if draft else problem
+        return {"text": text[:cap], "problem": problem[:cap], "draft": draft[:cap], "role": role, "own": own}
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection

@@ -1,7 +1,7 @@
 """A sample cache keyed by (model, prompt, seed), and an agent wrapper that uses it.
 
 Why: an evaluation asks the same policy the same question many times. The base's
-zero-shot sample of a problem is also the first draft of the untrained MoA, and the
+few-shot sample of a problem is also the first draft of the untrained MoA, and the
 same base is evaluated again next to every run folder; a drafter's standalone sample
 is also its draft in both the cascade and the self-cascade. Answering those from a
 cache makes each extra mode cost only its new turns, and pairs the modes on the very
@@ -28,7 +28,8 @@ from typing import Any
 
 from agon_env.agents.protocol import Agent, Completion
 
-_OBS_FIELDS = ("text", "problem", "draft", "role")
+_OBS_FIELDS = ("text", "problem", "draft", "role", "own")
+"""Every field an agent renders from (``own`` picks the self-refinement prompts)."""
 
 
 def _digest(text: str) -> str:
@@ -37,7 +38,7 @@ def _digest(text: str) -> str:
 
 def observation_key(identity: str, obs: Mapping[str, Any], seed: int) -> str:
     payload = {f: obs.get(f) for f in _OBS_FIELDS}
-    payload["role"] = int(payload["role"] or 0)
+    payload["role"], payload["own"] = int(payload["role"] or 0), int(payload["own"] or 0)
     return _digest(json.dumps([identity, payload, int(seed)], sort_keys=True, default=str))
 
 

@@ -1,7 +1,7 @@
 """``agon eval`` and ``agon plot``.
 
     agon eval runs/agon-seed0                  # every method on the run's task
-    agon eval                                          # the untrained base (zero-shot, MoA)
+    agon eval                                          # the untrained base (few-/zero-shot, MoA)
     agon eval runs/a runs/b --seeds 0 1 2              # two runs, three sampling seeds each
     agon eval --data my.jsonl --question-field q --answer-field a   # any local dataset
     agon plot runs/agon-seed0 runs/grpo-seed0 --out plots
@@ -50,7 +50,8 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         help="evaluate run folders or the untrained base: pass@1 with intervals, baselines, blind spots",
         description=(
             "Evaluate trained adapters (run folders) or the untrained base on a task's test split: "
-            "standalone, cascade (direction chosen on validation), MoA, self-cascade and zero-shot. "
+            "standalone, cascade (direction chosen on validation), MoA, self-cascade and the base with "
+            "and without the worked examples (base-few-shot, base-zero-shot). "
             "Writes eval.json and eval.md (a Table-1-style report)."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,

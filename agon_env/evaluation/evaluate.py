@@ -4,7 +4,7 @@ Methods (``--methods``) are the rows of :data:`agon_env.evaluation.methods.METHO
 
 Every agent is wrapped in a :class:`~agon_env.evaluation.cache.CachedAgent`, so the
 first turns that several methods share (a drafter's standalone sample is its cascade
-draft; a zero-shot sample is the MoA draft) are generated once, and the base's samples
+draft; the few-shot base's sample is the MoA draft) are generated once, and the base's samples
 persist on disk across evaluations.
 
 The result is a plain dict (JSON-ready): per method, per-seed and pooled pass@1 with
@@ -14,12 +14,14 @@ episode's outcome so any figure can be recomputed.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
@@ -59,15 +61,45 @@ class Policies:
     algo: str = ""
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
 
-    def agent(self, name: str) -> Agent:
+    def agent(self, name: str, few_shot: bool | None = None) -> Agent:
+        """The policy's agent; ``few_shot`` set: with the worked examples on or off."""
         if name == BASE:
             if self.base is None:
                 raise KeyError("this evaluation has no base policy")
-            return self.base
-        return self.adapters[name]
+            agent = self.base
+        else:
+            agent = self.adapters[name]
+        if few_shot is None:
+            return agent
+        shown = with_examples(agent, few_shot)
+        if shown is None:
+            raise KeyError(f"policy {name!r} renders its own prompts: no worked examples to turn off")
+        return shown
 
-    def identity(self, name: str) -> str:
-        return self.identities.get(name, f"{self.label}:{name}")
+    def identity(self, name: str, few_shot: bool | None = None) -> str:
+        """The cache and seed identity; a changed worked-examples setting is another policy."""
+        ident = self.identities.get(name, f"{self.label}:{name}")
+        if few_shot is None or self.agent(name, few_shot) is self.agent(name):
+            return ident
+        return f"{ident}|worked examples {'on' if few_shot else 'off'}"
+
+    def can_show_examples(self, few_shot: bool) -> bool:
+        """Whether the base can be run with its worked examples on (or off, ``False``)."""
+        return self.base is not None and with_examples(self.base, few_shot) is not None
+
+
+def with_examples(agent: Agent, few_shot: bool) -> Agent | None:
+    """``agent`` showing the worked examples (``few_shot``) or not: itself when it already does,
+    a copy with that :class:`RolePrompts` setting otherwise. An agent without ``RolePrompts``
+    renders its own prompts: it counts as few-shot as it is, and has no zero-shot variant."""
+    prompts = getattr(agent, "prompts", None)
+    if not isinstance(prompts, RolePrompts):
+        return agent if few_shot else None
+    if prompts.few_shot == few_shot:
+        return agent
+    variant = copy.copy(agent)
+    variant.prompts = replace(prompts, few_shot=few_shot)  # type: ignore[attr-defined]
+    return variant
 
 
 # -- summaries ---------------------------------------------------------------------------
@@ -191,9 +223,10 @@ class Evaluator:
     ) -> dict[int, list[Episode]]:
         env = self.data.env(method.family.env_mode, part)
         indices = part.indices
-        who = {seat: policies.identity(name) for seat, name in method.seats}
+        shots = method.family.few_shot
+        who = {seat: policies.identity(name, shots) for seat, name in method.seats}
         seats = {
-            seat: CachedAgent(policies.agent(name), who[seat], self.cache, persistent=name == BASE)
+            seat: CachedAgent(policies.agent(name, shots), who[seat], self.cache, persistent=name == BASE)
             for seat, name in method.seats
         }
         problem_ids = part.ids()

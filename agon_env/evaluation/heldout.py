@@ -11,12 +11,14 @@ intervals and each adapter's paired difference from the base (percentile bootstr
 problems), and says whether that difference is distinguishable from noise.
 
 It uses the trainer's own base and generation backend (no reload) and is the
-:class:`~agon_env.evaluation.evaluate.Evaluator` run with ``zero-shot`` and ``standalone``
-and no blind-spot extras: the methods, problems and sampling settings of ``agon eval RUN
---methods zero-shot standalone --val-problems 0 --problems N`` (its sample streams are its
-own, so single samples differ). What it does not cover: one sample per problem (sampling
-noise is inside the interval, seed-to-seed variation of training is not — that takes
-several runs, ``benchmarks/replicate_cpu.py``), and nothing about the cascade.
+:class:`~agon_env.evaluation.evaluate.Evaluator` run with the base row of the run's prompts
+(``base-few-shot``, or ``base-zero-shot`` for a run without worked examples) and
+``standalone`` and no blind-spot extras: the methods, problems and sampling settings of
+``agon eval RUN --methods base-few-shot standalone --val-problems 0 --problems N`` (its
+sample streams are its own, so single samples differ). What it does not cover: one sample
+per problem (sampling noise is inside the interval, seed-to-seed variation of training is
+not — that takes several runs, ``benchmarks/replicate_cpu.py``), and nothing about the
+cascade.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def heldout_policies(label: str, base_agent: Any, adapters: Mapping[str, Any]) -
     )
 
 
+def base_method(policies: Policies) -> str:
+    """The base row that shows the worked examples exactly when the run's prompts do."""
+    prompts = getattr(policies.base, "prompts", None)
+    return "base-zero-shot" if getattr(prompts, "few_shot", True) is False else "base-few-shot"
+
+
 def heldout_check(
     env_id: str,
     task_kwargs: Mapping[str, Any],
@@ -64,12 +72,14 @@ def heldout_check(
         check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
     except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
         raise NoHeldout(" ".join(str(exc).split())) from exc
+    # The base reads the prompts the adapters read, so the difference is training's alone.
+    base_row = base_method(policies)
     evaluator = Evaluator(
-        data, seeds=(0,), methods=("zero-shot", "standalone"), confidence=confidence, blind_spots=False
+        data, seeds=(0,), methods=(base_row, "standalone"), confidence=confidence, blind_spots=False
     )
     report = evaluator.evaluate(policies)
     ids = data.test.ids()
-    base = outcomes(report["methods"]["zero-shot"], ids)
+    base = outcomes(report["methods"][base_row], ids)
     base_rate = rate(list(map(bool, base)), confidence).to_dict()
     rows: dict[str, Any] = {
         BASE: {"outcomes": base, "pass@1": base_rate, "temperature": _temperature(policies.base)}

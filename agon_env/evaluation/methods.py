@@ -7,17 +7,24 @@ Everything downstream -- which methods choose a direction on validation, which g
 blind-spot pairs, which are the untrained base's (identical in every run), labels and
 plot markers -- reads the row's fields, never the family's name.
 
-================  ===========  =========================================================
-family            env mode     seats
-================  ===========  =========================================================
-``zero-shot``     solo         the base (all adapters disabled) on the bare prompt
-``moa``           challenge    base drafts, a second base sample refines after reading it
-                               (untrained Mixture-of-Agents)
-``standalone``    solo         each adapter alone on the bare prompt
-``self-cascade``  self         each adapter reads its own draft (the GRPO two-pass control)
-``cascade``       challenge    X drafts, Y answers after reading the summary, both orders;
-                               the reported order is chosen on validation
-================  ===========  =========================================================
+==================  ===========  =======================================================
+family              env mode     seats
+==================  ===========  =======================================================
+``base-few-shot``   solo         the base (all adapters disabled) on the bare prompt,
+                                 after the family's worked examples
+``base-zero-shot``  solo         the same without the worked examples (system prompt
+                                 kept): the true zero-shot row
+``moa``             challenge    base drafts, a second base sample refines after reading
+                                 it (untrained Mixture-of-Agents)
+``standalone``      solo         each adapter alone on the bare prompt
+``self-cascade``    self         each adapter reads its own draft (the GRPO two-pass
+                                 control)
+``cascade``         challenge    X drafts, Y answers after reading the summary, both
+                                 orders; the reported order is chosen on validation
+==================  ===========  =======================================================
+
+Every method but the two base rows uses the run's prompts (``prompts.few_shot``); the base
+rows switch the worked examples on or off themselves, so each label holds for any run.
 """
 
 from __future__ import annotations
@@ -56,6 +63,9 @@ class MethodFamily:
     """Several seatings of which one is reported, chosen on validation (never on test)."""
     marker: str = "o"
     """Matplotlib marker in the accuracy-vs-length figure."""
+    few_shot: bool | None = None
+    """Shows the worked examples (``True``) or not (``False``) whatever the run's prompts say;
+    ``None`` keeps the run's."""
 
     def method_id(self, seating: Seating) -> str:
         policies = [p for _, p in seating]
@@ -72,8 +82,12 @@ METHODS: dict[str, MethodFamily] = {
     f.name: f
     for f in (
         MethodFamily(
-            "zero-shot", "solo", "Zero-shot (base)", _one(((AGENT_A, BASE),)),
-            uses_base=True, single_sample=True, marker="o",
+            "base-few-shot", "solo", "Base, few-shot (worked examples)", _one(((AGENT_A, BASE),)),
+            uses_base=True, single_sample=True, marker="o", few_shot=True,
+        ),
+        MethodFamily(
+            "base-zero-shot", "solo", "Base, zero-shot (no worked examples)", _one(((AGENT_A, BASE),)),
+            uses_base=True, single_sample=True, marker="v", few_shot=False,
         ),
         MethodFamily(
             "moa", "challenge", "MoA (untrained base → base)", _one(((AGENT_A, BASE), (AGENT_B, BASE))),
@@ -96,6 +110,19 @@ METHODS: dict[str, MethodFamily] = {
 }  # fmt: skip
 
 
+LEGACY_NAMES: dict[str, str] = {"zero-shot": "base-few-shot"}
+"""Method names of results written before the rename, mapped when a stored result is read.
+Results up to 35d8054 (``docs/results/replication_cpu.json`` among them) call the base row
+``zero-shot`` although it showed the worked examples (the default ``prompts.few_shot``):
+it was the few-shot base. Never a current name, so a stored ``zero-shot`` is unambiguous."""
+
+
+def current_name(name: str) -> str:
+    """A method family name or id as the current table spells it (see :data:`LEGACY_NAMES`)."""
+    family, sep, rest = name.partition(":")
+    return LEGACY_NAMES.get(family, family) + sep + rest
+
+
 @dataclass(frozen=True)
 class Method:
     id: str
@@ -116,6 +143,11 @@ class Method:
 
 def check_names(names: Sequence[str]) -> None:
     for n in names:
+        if n in LEGACY_NAMES:
+            raise ValueError(
+                f"eval method {n!r} is now {LEGACY_NAMES[n]!r} (it showed the worked examples); "
+                "the base without them is 'base-zero-shot'"
+            )
         if n not in METHODS:
             raise ValueError(unknown_id_message("eval method", n, list(METHODS)))
 
@@ -127,12 +159,15 @@ def plan_methods(policies: Policies, names: Sequence[str]) -> list[Method]:
     for family in METHODS.values():
         if family.name not in names or (family.uses_base and policies.base is None):
             continue
+        if family.few_shot is not None and not policies.can_show_examples(family.few_shot):
+            continue
         out += [Method(family.method_id(s), family, s) for s in family.seatings(list(policies.adapters))]
     return out
 
 
 def method_of(method_id: str, policies: Sequence[str] = ()) -> Method | None:
     """The :class:`Method` behind a stored id (``cascade:agent_a>agent_b``), for reports."""
+    method_id = current_name(method_id)
     name, _, rest = method_id.partition(":")
     family = METHODS.get(name)
     if family is None:

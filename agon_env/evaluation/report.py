@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.methods import METHODS, method_of
+from agon_env.evaluation.methods import METHODS, current_name, method_of
 from agon_env.evaluation.stats import Rate, pooled, spread, t_interval
 
 REPORT_VERSION = 1
@@ -227,7 +227,7 @@ def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
         rows: dict[str, list[dict[str, Any]]] = {}
         for r in group:
             for mid, m in r["methods"].items():
-                if not METHODS[m["family"]].uses_base:
+                if not METHODS[current_name(m["family"])].uses_base:
                     rows.setdefault(mid, []).append(m)
             chosen = (r.get("selection") or {}).get("chosen")
             if chosen:

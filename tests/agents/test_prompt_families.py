@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -10,10 +11,12 @@ import agon_env
 from agon_env.agents.prompt_families import PROMPT_FAMILIES, family_of, prompts_for, register_prompt_family
 from agon_env.agents.prompts import RolePrompts, render_prompt
 from agon_env.agents.tiny import build_tiny_tokenizer
+from agon_env.envs.format import parse_completion
 from agon_env.envs.tasks.data import local_file
 from agon_env.envs.tasks.math import deepmath
+from agon_env.envs.tasks.verify import mentions_answer
 
-ARITH_MARKERS = ("What is 3 + 4?", "Six sevens", "What is 5 + 8?")
+ARITH_MARKERS = ("What is 3 + 4?", "Multiplied 6 by 7", "What is 5 + 8?")
 
 
 def rendered(env_id: str, **kwargs) -> tuple[str, list[str]]:
@@ -72,10 +75,44 @@ def test_few_shot_off_and_an_explicit_or_registered_family():
 
 @pytest.mark.parametrize("family", sorted(PROMPT_FAMILIES))
 def test_every_worked_example_is_well_formed(family):
-    from agon_env.envs.format import parse_completion
-
     p = PROMPT_FAMILIES[family]
     for _, completion in p.drafter_examples:
         assert parse_completion(completion).format_ok
-    for _, _, completion in p.challenger_examples:
+    for _, _, completion in _reading_examples(p):
         assert parse_completion(completion).format_ok
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+(?:\.\d+)?", text))
+
+
+def _reading_examples(p: RolePrompts) -> list[tuple[str, str, str]]:
+    return [*p.challenger_examples, *p.self_examples]
+
+
+@pytest.mark.parametrize("family", sorted(PROMPT_FAMILIES))
+def test_no_worked_summary_states_its_result(family):
+    """The summary is what the other turn reads: an example that puts the result in it teaches
+    the model to hand the answer over (the replication measured the leak), so every family's
+    examples summarise the method; the shown drafts of the reading examples are summaries too."""
+    p = PROMPT_FAMILIES[family]
+    shots = [(q, a) for q, a in p.drafter_examples] + [(q, a) for q, _, a in _reading_examples(p)]
+    for question, completion in shots:
+        parsed = parse_completion(completion)
+        assert not mentions_answer(parsed.summary, parsed.answer), (family, parsed.summary)
+        if re.fullmatch(r"-?\d+", parsed.answer):  # nor an intermediate result
+            assert _numbers(parsed.summary) <= _numbers(question), (family, parsed.summary)
+    for question, draft, completion in _reading_examples(p):
+        answer = parse_completion(completion).answer
+        assert not mentions_answer(draft, answer), (family, draft)
+        if re.fullmatch(r"-?\d+", answer):
+            # A numeric draft states no number the question does not hold: not even its own
+            # (wrong) result, which a reader would otherwise learn to copy or contradict.
+            assert _numbers(draft) <= _numbers(question), (family, draft)
+
+
+@pytest.mark.parametrize("family", sorted(PROMPT_FAMILIES))
+def test_every_family_asks_for_a_method_summary(family):
+    p = PROMPT_FAMILIES[family]
+    for system in (p.drafter_system, p.challenger_system, p.self_system):
+        assert "of your method (not its result)" in system, (family, system)

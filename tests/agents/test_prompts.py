@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
+from agon_env.agents.prompt_families import PROMPT_FAMILIES
 from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
 from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.envs.exchange import challenger_text
@@ -61,3 +66,27 @@ def test_render_ends_with_generation_header():
     text = render_prompt(CHALLENGE_OBS, tok)
     assert text.endswith("<|im_start|>assistant\n")
     assert text.count("<|im_start|>user") == 3
+
+
+def _second_turn(mode: str) -> dict:
+    import agon_env
+
+    env = agon_env.make("agon/arith-v0", mode=mode)
+    env.reset(seed=0, options={"problem_index": 0})
+    env.step("work <summary>Added the two numbers.</summary><answer>1</answer>")
+    return env.observe(env.agent_selection)
+
+
+@pytest.mark.parametrize("family", sorted(PROMPT_FAMILIES))
+def test_self_refinement_never_reads_of_a_rival(family):
+    """Self mode shows the player its own draft: its system message, worked examples and turn
+    all say so, while a challenge in every family still speaks of the rival's draft."""
+    own, rival = _second_turn("self"), _second_turn("challenge")
+    assert own["own"] == 1 and rival["own"] == 0
+    for few_shot in (True, False):
+        p = replace(PROMPT_FAMILIES[family], few_shot=few_shot)
+        own_msgs = observation_messages(own, p)
+        assert not any("rival" in m["content"].lower() for m in own_msgs), (family, own_msgs)
+        assert all("own" in m["content"] for m in own_msgs if m["role"] in ("system", "user"))
+        rival_msgs = observation_messages(rival, p)
+        assert all("rival" in m["content"] for m in rival_msgs if m["role"] in ("system", "user"))

@@ -392,5 +392,5 @@ def test_a_run_out_of_budget_skips_the_held_out_check_and_says_how_to_run_it(tmp
     run = tmp_path / "run"
     assert main([*TINY_ARITH, "--steps", "5", "--time-budget-min", "0.0001", "--out-dir", str(run)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "held-out check skipped" in out and f"agon eval {run} --methods zero-shot standalone" in out
+    assert "held-out check skipped" in out and f"agon eval {run} --methods base-few-shot standalone" in out
     assert not (run / "heldout.json").exists()

@@ -133,7 +133,7 @@ def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
 def test_summary_by_hand() -> None:
     doc = {
         "outcomes": {
-            "base": {"outcomes": {"zero-shot": [0, 0, 1, 0]}, "mean_length": {"zero-shot": 9.0}},
+            "base": {"outcomes": {"base-few-shot": [0, 0, 1, 0]}, "mean_length": {"base-few-shot": 9.0}},
             "arms": {
                 "grpo": {"0": _run_record({"standalone:agent_a": [1, 0, 1, 0],
                                           "self-cascade:agent_a": [1, 1, 0, 0]}, None)},
@@ -156,7 +156,7 @@ def test_summary_by_hand() -> None:
     assert paired["agon − grpo, standalone"]["mean"] == pytest.approx(0.125)
     assert paired["agon − grpo, two-stage"]["mean"] == 0.5
     assert "agon − coop, standalone" not in paired  # no coop arm here: nothing to pair with
-    assert s["base"]["zero-shot"]["mean"] == 0.25
+    assert s["base"]["base-few-shot"]["mean"] == 0.25
     # The second turn: grpo's self-cascade [1, 1, 0, 0] on drafts [1, 1, 0, 0] keeps 2/2, fixes 0/2;
     # agon's chosen cascade [1, 1, 1, 1] keeps 2/2 and fixes 2/2.
     assert s["second_turn"]["grpo"] == {"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 0}
@@ -241,3 +241,20 @@ def test_the_training_table_reads_the_renamed_metric_and_flags_the_legacy_one() 
     if doc is not None:  # the recorded replication predates the rename: its column is flagged
         table = rt.markdown(doc)
         assert "challenge changed answer (%) †" in table and "KL(drafter‖challenger)" in table
+
+
+@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded replication yet")
+def test_a_results_file_with_the_old_method_names_reads_as_today(tmp_path: Path) -> None:
+    """Files up to 35d8054 call the few-shot base ``zero-shot``; read, it is ``base-few-shot``
+    and its table row says it saw the worked examples."""
+    doc = json.loads(RESULTS.read_text())
+    base = doc["outcomes"]["base"]
+    for key in ("outcomes", "mean_length"):  # as the file was written before the rename
+        base[key] = {("zero-shot" if k == "base-few-shot" else k): v for k, v in base[key].items()}
+    old = tmp_path / "replication_cpu.json"
+    old.write_text(json.dumps(doc))
+    read = rr.recorded(old)
+    assert "zero-shot" not in read["outcomes"]["base"]["outcomes"]
+    assert read["outcomes"]["base"]["outcomes"]["base-few-shot"] == base["outcomes"]["zero-shot"]
+    read["summary"] = rr.summary_from_outcomes(read)
+    assert "| untrained base | few-shot (worked examples) |" in rt.markdown(read)

@@ -220,6 +220,16 @@ def test_the_challenger_text_is_the_one_wording_and_self_mode_says_own():
     assert "Your own earlier draft" in obs[1][1]["text"]
 
 
+@pytest.mark.parametrize(("mode", "own"), [("challenge", 0), ("hidden", 0), ("self", 1)])
+def test_the_observation_says_whether_the_draft_shown_is_the_readers_own(mode, own):
+    """An agent picks its self-refinement prompts from ``own``, not by parsing ``text``."""
+    env = make(mode=mode)
+    obs, _, _ = play(env, [fmt("41", summary="S-41"), fmt("42")])
+    assert [o["own"] for _, o in obs] == [0, own]
+    space = env.observation_space(obs[1][0])
+    assert all(space.contains(o) for _, o in obs)
+
+
 class _Broken(ListTask):
     name = "broken-scorer-in-env-test"  # warnings are once per task name per process
 

@@ -53,7 +53,7 @@ def test_eval_on_a_run_writes_every_mode_with_intervals(tiny_run, tmp_path):
     assert report["data"]["task_kwargs"]["difficulty"] == 1  # the run's own task
     run = report["runs"][0]
     families = {m["family"] for m in run["methods"].values()}
-    assert families == {"zero-shot", "moa", "standalone", "self-cascade", "cascade"}
+    assert families == {"base-few-shot", "base-zero-shot", "moa", "standalone", "self-cascade", "cascade"}
     for m in run["methods"].values():
         r = m["pass@1"]
         assert r["trials"] == 4 and 0 <= r["low"] <= r["high"] <= 1
@@ -103,8 +103,8 @@ def test_eval_of_the_untrained_base_and_bad_input(tmp_path, capsys):
     out = tmp_path / "base"
     assert agon("eval", "--model", "tiny", *TINY, "--no-cache", "--out", out, "--seeds", "0", "1") == 0
     report = json.loads((out / "eval.json").read_text())
-    assert set(report["runs"][0]["methods"]) == {"zero-shot", "moa"}
-    assert report["runs"][0]["methods"]["zero-shot"]["pass@1"]["trials"] == 8
+    assert set(report["runs"][0]["methods"]) == {"base-few-shot", "base-zero-shot", "moa"}
+    assert report["runs"][0]["methods"]["base-few-shot"]["pass@1"]["trials"] == 8
     assert agon("eval", tmp_path / "nope", *TINY) == 2
     assert "no such run folder" in capsys.readouterr().err
     assert agon("eval", "--model", "tiny", "--problems", "5", "--env", "agon/arith-v1", "--quiet") == 2
@@ -126,7 +126,7 @@ def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
         "--model",
         "tiny",
         "--methods",
-        "zero-shot",
+        "base-few-shot",
     ]
     assert agon("eval", *argv, *TINY, "--no-cache", "--out", out) == 0
     report = json.loads((out / "eval.json").read_text())
@@ -137,7 +137,7 @@ def test_eval_on_a_local_dataset_with_field_mapping(tmp_path):
 
 
 def test_plot_on_a_run_and_its_eval(tiny_run, tmp_path, capsys):
-    assert agon("eval", tiny_run, *TINY, "--no-cache", "--methods", "zero-shot", "standalone") == 0
+    assert agon("eval", tiny_run, *TINY, "--no-cache", "--methods", "base-few-shot", "standalone") == 0
     assert agon("plot", tiny_run, "--out", tmp_path / "png") == 0
     printed = capsys.readouterr().out.split()
     assert sorted(p.rsplit("/", 1)[-1] for p in printed if p.endswith(".png")) == [

@@ -1,9 +1,11 @@
 import pytest
 from eval_fakes import FakeAgent, hashed
 
+from agon_env.agents.prompts import RolePrompts
 from agon_env.envs.tasks.base import normalize_prompt
 from agon_env.evaluation.cache import SampleCache
 from agon_env.evaluation.evaluate import Evaluator, Policies, plan_methods
+from agon_env.evaluation.methods import method_of
 from agon_env.evaluation.splits import distinct_sample, load_eval_data
 
 
@@ -39,9 +41,9 @@ def test_samples_are_distinct_seeded_sorted_and_exclude_what_is_taken(data):
 
 def test_plan_covers_each_method_and_skips_what_cannot_run():
     two = policies(FakeAgent("base", always), agent_a=FakeAgent("a", always), agent_b=FakeAgent("b", always))
-    ids = [m.id for m in plan_methods(two, ["zero-shot", "moa", "standalone", "self-cascade", "cascade"])]
+    ids = [m.id for m in plan_methods(two, ["base-few-shot", "moa", "standalone", "self-cascade", "cascade"])]
     assert ids == [
-        "zero-shot",
+        "base-few-shot",
         "moa",
         "standalone:agent_a",
         "standalone:agent_b",
@@ -51,7 +53,8 @@ def test_plan_covers_each_method_and_skips_what_cannot_run():
         "cascade:agent_b>agent_a",
     ]
     base_only = Policies(label="base", base=FakeAgent("base", always))
-    assert [m.id for m in plan_methods(base_only, ["zero-shot", "cascade", "standalone"])] == ["zero-shot"]
+    planned = plan_methods(base_only, ["base-few-shot", "cascade", "standalone"])
+    assert [m.id for m in planned] == ["base-few-shot"]
     with pytest.raises(ValueError, match="unknown eval method"):
         plan_methods(two, ["best-of-n"])
 
@@ -69,7 +72,7 @@ def test_accuracies_match_what_the_agents_can_solve(data):
     def frac(f):
         return sum(map(f, prompts)) / n
 
-    assert m["zero-shot"]["pass@1"]["rate"] == pytest.approx(frac(hashed("base", 3)))
+    assert m["base-few-shot"]["pass@1"]["rate"] == pytest.approx(frac(hashed("base", 3)))
     assert m["standalone:agent_a"]["pass@1"]["rate"] == pytest.approx(frac(hashed("a", 2)))
     assert m["standalone:agent_b"]["pass@1"]["rate"] == pytest.approx(frac(hashed("b", 4)))
     # b fixes every draft it reads; a reading b's draft is right only where a solves it.
@@ -82,8 +85,8 @@ def test_accuracies_match_what_the_agents_can_solve(data):
     assert m["cascade:agent_a>agent_b"]["mean_length"] == 15.0
     assert m["cascade:agent_a>agent_b"]["length_unit"] == "tokens"
     assert m["standalone:agent_a"]["mean_length"] == 5.0
-    lo, hi = m["zero-shot"]["pass@1"]["low"], m["zero-shot"]["pass@1"]["high"]
-    assert lo < m["zero-shot"]["pass@1"]["rate"] < hi
+    lo, hi = m["base-few-shot"]["pass@1"]["low"], m["base-few-shot"]["pass@1"]["high"]
+    assert lo < m["base-few-shot"]["pass@1"]["rate"] < hi
 
     comp = res["complementarity"]["adapters"]
     fa = {p for p in prompts if not hashed("a", 2)(p)}
@@ -131,8 +134,8 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
         return rng.random() < 0.5
 
     base = FakeAgent("base", coin)
-    res = Evaluator(data, seeds=[0, 1, 2, 3], methods=["zero-shot"]).evaluate(Policies("base", base))
-    z = res["methods"]["zero-shot"]
+    res = Evaluator(data, seeds=[0, 1, 2, 3], methods=["base-few-shot"]).evaluate(Policies("base", base))
+    z = res["methods"]["base-few-shot"]
     assert z["pass@1"]["trials"] == 4 * len(data.test.indices)
     assert set(z["per_seed"]) == {"0", "1", "2", "3"}
     assert z["pass@1_across_seeds"]["std"] > 0
@@ -143,17 +146,17 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
 
 def test_base_samples_persist_on_disk(tmp_path, data):
     base = FakeAgent("base", hashed("base", 3))
-    ev = Evaluator(data, seeds=[0], methods=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    ev = Evaluator(data, seeds=[0], methods=["base-few-shot", "moa"], cache=SampleCache(tmp_path))
     first = ev.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
     assert first["cache"]["misses"] > 0
     calls = len(base.calls)
     # A fresh process (new cache object) reads the same samples back: no new generation.
-    again = Evaluator(data, seeds=[0], methods=["zero-shot", "moa"], cache=SampleCache(tmp_path))
+    again = Evaluator(data, seeds=[0], methods=["base-few-shot", "moa"], cache=SampleCache(tmp_path))
     second = again.evaluate(Policies("base", base, identities={"base": "fake-base|T=1"}))
     assert len(base.calls) == calls and second["cache"]["misses"] == 0
     assert second["methods"]["moa"]["pass@1"] == first["methods"]["moa"]["pass@1"]
     # Another identity (say another temperature) must not hit those entries.
-    other = Evaluator(data, seeds=[0], methods=["zero-shot"], cache=SampleCache(tmp_path))
+    other = Evaluator(data, seeds=[0], methods=["base-few-shot"], cache=SampleCache(tmp_path))
     assert (
         other.evaluate(Policies("base", base, identities={"base": "fake-base|T=0.5"}))["cache"]["hits"] == 0
     )
@@ -203,3 +206,38 @@ def test_every_policy_samples_its_own_stream_and_drafts_are_shared(data):
     assert len(a.seeds[(problem, 0)]) == 1
     # ...and the base's second sample (the blind-spot baseline) is another stream.
     assert len(set(base.seeds[(problem, 0)])) == 2
+
+
+class PromptedAgent(FakeAgent):
+    """A fake that renders with :class:`RolePrompts`: right only when it sees the worked examples."""
+
+    def __init__(self, few_shot: bool = True) -> None:
+        super().__init__("base", always)
+        self.prompts = RolePrompts(few_shot=few_shot)
+
+    def act(self, observations, *, seeds=None):
+        self.solves = lambda _p: self.prompts.few_shot  # this agent's (or its copy's) prompts
+        return super().act(observations, seeds=seeds)
+
+
+@pytest.mark.parametrize("run_few_shot", [True, False])
+def test_the_base_rows_show_the_worked_examples_or_not_whatever_the_run_says(data, run_few_shot):
+    """``base-few-shot`` is the base after the worked examples and ``base-zero-shot`` the base
+    without them (its own cache entries and seed stream), so each label holds for any run."""
+    base = PromptedAgent(run_few_shot)
+    ev = Evaluator(data, seeds=[0], methods=["base-few-shot", "base-zero-shot", "moa"])
+    res = ev.evaluate(Policies("base", base, identities={"base": "fake"}))["methods"]
+    assert res["base-few-shot"]["pass@1"]["rate"] == 1.0 and res["base-zero-shot"]["pass@1"]["rate"] == 0.0
+    assert res["moa"]["pass@1"]["rate"] == float(run_few_shot)  # the other rows keep the run's prompts
+    assert base.prompts.few_shot is run_few_shot  # the variant is a copy
+    pol = Policies("base", base, identities={"base": "fake"})
+    assert pol.identity("base", True) != pol.identity("base", False)
+    assert pol.identity("base", run_few_shot) == "fake"  # shared with MoA's draft: one sample
+
+
+def test_an_agent_with_its_own_prompts_has_no_zero_shot_row_and_old_names_are_read():
+    pol = Policies("base", FakeAgent("base", always))
+    assert [m.id for m in plan_methods(pol, ["base-few-shot", "base-zero-shot"])] == ["base-few-shot"]
+    with pytest.raises(ValueError, match="now 'base-few-shot'"):
+        plan_methods(pol, ["zero-shot"])
+    assert method_of("zero-shot").id == "base-few-shot"  # results written before the rename

@@ -45,7 +45,7 @@ def report():
 
 def test_across_runs_pools_counts_and_skips_the_base(report):
     across = report["across_runs"]["agon"]
-    assert "zero-shot" not in across and "moa" not in across
+    assert "base-few-shot" not in across and "moa" not in across
     chosen = [r["methods"][r["selection"]["chosen"]]["pass@1"]["rate"] for r in report["runs"]]
     assert across[CHOSEN_CASCADE]["pass@1_across_runs"]["values"] == tuple(chosen)
     a = across["standalone:agent_a"]
@@ -90,7 +90,18 @@ def test_labels():
         == "Cascade agent_a → agent_b (chosen on validation)"
     )
     assert method_label("self-cascade:agent_b") == "Self-cascade agent_b → agent_b"
-    assert method_label("zero-shot") == "Zero-shot (base)"
+    assert method_label("base-few-shot") == "Base, few-shot (worked examples)"
+    assert method_label("base-zero-shot") == "Base, zero-shot (no worked examples)"
+
+
+def test_a_report_written_before_the_rename_reads_its_base_row_as_few_shot(report):
+    """Up to 35d8054 the few-shot base was stored as ``zero-shot``; it must still render and pool."""
+    old = json.loads(json.dumps(report["runs"]))
+    for run in old:
+        m = run["methods"].pop("base-few-shot")
+        run["methods"]["zero-shot"] = {**m, "family": "zero-shot"}
+    assert across_runs(old) == report["across_runs"]  # the base row still left out
+    assert "Base, few-shot (worked examples)" in render_markdown({**report, "runs": old})
 
 
 def test_scoring_errors_and_verifier_timeouts_are_shown_apart(report):

@@ -35,7 +35,8 @@ level  shape                                        example
 5      four terms, up to two digits, parentheses    ``What is (14 + 9) × 3 − 25?``
 =====  ===========================================  ===============================
 
-Level 2.5 is the hard regime at CPU scale: SmolLM2-135M's zero-shot pass@1 on the
+Level 2.5 is the hard regime at CPU scale: SmolLM2-135M's pass@1 after the worked examples
+(``base-few-shot``; the examples of 35d8054, which stated results in their summaries) on the
 validation split is 25 % (25/100; ``benchmarks/replicate_cpu.py``'s calibration, recorded in
 ``docs/results/replication_cpu.json``), and its wrong drafts are arithmetic slips a reader
 who re-derives can catch (``93 × 5`` → 455, ``18 + 2`` → 30). Candidates measured on 80
@@ -46,7 +47,7 @@ binds tighter than ``+``/``−`` as usual and results may be negative. The calib
 command, per level::
 
     agon eval --env agon/arith-v0 --env-kwarg difficulty=LEVEL --split validation \
-      --methods zero-shot --problems 100 --val-problems 0 --temperature 0.7 --max-new-tokens 80
+      --methods base-few-shot --problems 100 --val-problems 0 --temperature 0.7 --max-new-tokens 80
 
 The level is 2.5, not a renumbered 3, so that every recorded result naming levels 3–5
 keeps its meaning.
