@@ -32,7 +32,9 @@ draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for cha
 ``own`` is 1 when the draft shown is the reader's own (self mode). Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
-``Completion``. Any string is a legal action: malformed completions score format 0.
+``Completion``. Any string is a legal action: malformed completions score format 0, and one outside
+the action space (over ``max_text_length`` characters, or not valid Unicode) scores as an
+empty completion with a warning; a non-string is refused.
 
 At the end ``env.results`` holds one typed :class:`TurnResult` per turn (seat, role,
 completion text, parsed answer, correctness, format, length, reward, what draft it
@@ -51,6 +53,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -272,15 +275,24 @@ class DraftChallengeEnv(AECEnv):
         draft, problem, cap = self._draft_shown(role), self.problem.prompt, self.max_text_length
         own = int(bool(draft) and not self.spec_mode.two_seats)  # self mode reads its own draft
         text = challenger_text(problem, draft, own=bool(own)) if draft else problem
-        return {"text": text[:cap], "problem": problem[:cap], "draft": draft[:cap], "role": role, "own": own}
+        if len(text) > cap:  # a cut observation would silently hide the end of the problem or draft
+            raise ValueError(
+                f"problem {self.problem.id}: the observation is {len(text)} characters, over "
+                f"max_text_length={cap}; raise max_text_length"
+            )
+        return {"text": text, "problem": problem, "draft": draft, "role": role, "own": own}
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        text, tokens = _action_text(action)
-        parsed = parse_completion(text)
+        text, tokens, outside = _action_text(action, self._act_space)
+        if outside is not None:
+            warnings.warn(
+                f"{agent}'s completion is outside the action space ({outside}): scored as empty", stacklevel=2
+            )
+        parsed = parse_completion("" if outside else text)
         outcome, verdict = self._outcome(parsed, text, tokens)
         shown = self._draft_shown(self.stage)
         self.turns.append(_Turn(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), verdict))
@@ -364,18 +376,19 @@ class DraftChallengeEnv(AECEnv):
         pass
 
 
-def _action_text(action: Any) -> tuple[str, int | None]:
-    """The completion text of an action and its token count when the agent knows it."""
-    if action is None:
-        return "", None
-    if isinstance(action, bytes):
-        return action.decode("utf-8", errors="replace"), None
-    if isinstance(action, str):
-        return action, None
-    if isinstance(action, np.str_):
-        return str(action), None
-    text = getattr(action, "text", None)
+def _action_text(action: Any, space: UnicodeText) -> tuple[str, int | None, str | None]:
+    """A live agent's completion text, its token count when the agent knows it, and why the
+    text is outside the action space (``None`` when it is inside).
+
+    The action is a ``str`` or an object with a ``str`` ``.text`` (an agent's ``Completion``);
+    anything else -- ``None``, bytes, a number -- is refused, never decoded. A string outside
+    the space (longer than ``max_text_length``, or not valid Unicode) is a completion the
+    env does not read: it scores as an empty one, with a warning, so one runaway sample
+    costs its turn but not the run.
+    """
+    text = str(action) if isinstance(action, np.str_) else getattr(action, "text", action)
     if not isinstance(text, str):
-        raise TypeError(f"an action must be a str or have a str .text attribute, got {type(action).__name__}")
+        what = "None (the action of an agent that is done)" if action is None else type(action).__name__
+        raise TypeError(f"an action must be a completion str (or have a str .text), got {what}")
     tokens = getattr(action, "num_tokens", None)
-    return text, int(tokens) if tokens else None
+    return text, int(tokens) if tokens else None, space.why_not(text)

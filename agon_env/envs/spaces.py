@@ -6,6 +6,11 @@ in memory, which rules out all of Unicode. :class:`UnicodeText` keeps ``Text``'s
 interface but defines membership as "any ``str`` of allowed length that is valid
 Unicode" (no lone surrogates, which cannot be encoded or tokenised).
 
+Membership is what the env really takes: it refuses an action outside its action space
+with the reason (:meth:`UnicodeText.why_not`) rather than decoding bytes or cutting text,
+and ``gymnasium.spaces.utils.flatten`` gives each character's code point (``Text``'s own
+flattening indexes a 62-character alphabet and fails on the first space).
+
 ``sample()`` draws from a fuzzing alphabet -- ASCII, LaTeX and math symbols, CJK, emoji,
 and whole ``<summary>``/``<answer>`` tags -- and favours short strings, so that
 PettingZoo's ``api_test`` exercises the parser with malformed completions in bounded
@@ -17,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Text
+from gymnasium.spaces import Box, Text
+from gymnasium.spaces.utils import flatten, flatten_space, unflatten
 
 _FUZZ_PIECES: tuple[str, ...] = (
     *[chr(c) for c in range(32, 127)],
@@ -47,13 +53,19 @@ class UnicodeText(Text):
         super().__init__(max_length=max_length, min_length=min_length, seed=seed)
 
     def contains(self, x: Any) -> bool:
-        if not isinstance(x, str) or not (self.min_length <= len(x) <= self.max_length):
-            return False
+        return self.why_not(x) is None
+
+    def why_not(self, x: Any) -> str | None:
+        """Why ``x`` is not in the space, in a few words; ``None`` when it is."""
+        if not isinstance(x, str):
+            return f"{type(x).__name__}, not str"
+        if not self.min_length <= len(x) <= self.max_length:
+            return f"{len(x)} characters, outside {self.min_length}..{self.max_length}"
         try:
             x.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
+        except UnicodeEncodeError as exc:
+            return f"not valid Unicode ({exc.reason} at {exc.start})"
+        return None
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         if mask is not None or probability is not None:
@@ -74,3 +86,24 @@ class UnicodeText(Text):
             other.min_length,
             other.max_length,
         )
+
+
+PAD = 0x110000
+"""Flattened padding: one past the largest code point, as ``Text`` pads with its alphabet's size."""
+
+
+@flatten_space.register(UnicodeText)
+def _flatten_space(space: UnicodeText) -> Box:
+    return Box(low=0, high=PAD, shape=(space.max_length,), dtype=np.int32)
+
+
+@flatten.register(UnicodeText)
+def _flatten(space: UnicodeText, x: str) -> np.ndarray:
+    out = np.full(space.max_length, PAD, dtype=np.int32)
+    out[: len(x)] = [ord(c) for c in x]
+    return out
+
+
+@unflatten.register(UnicodeText)
+def _unflatten(space: UnicodeText, x: np.ndarray) -> str:
+    return "".join(chr(int(c)) for c in x if c != PAD)

@@ -1,3 +1,4 @@
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -115,7 +116,7 @@ def test_hidden_mode_scores_against_unseen_draft():
     "bad",
     [
         "",
-        "x" * 1_000_000,
+        "x" * 1_000_000,  # outside the action space: scored as empty (with a warning)
         "<answer>42",
         "<summary><summary>a</summary></summary><answer>42</answer>",
         "数学 ∫ 😀",
@@ -279,3 +280,56 @@ def test_a_thinking_draft_is_scored_after_its_thoughts_and_the_rival_sees_none_o
     assert infos["agent_a"]["correct"] and infos["agent_a"]["answer"] == "42"
     shown = obs[1][1]
     assert shown["draft"] == "S" and "SECRET-THOUGHT" not in shown["text"] and "41" not in shown["text"]
+
+
+@pytest.mark.parametrize(
+    ("action", "why"),
+    [(b"<answer>4</answer>", "got bytes"), (None, "got None (the action of an agent that is done)")],
+)
+def test_an_action_that_is_no_string_is_refused_not_decoded(action, why) -> None:
+    env = agon_env.make("agon/arith-v0")
+    env.reset(seed=0)
+    assert not env.action_space("agent_a").contains(action)
+    with pytest.raises(TypeError, match=re.escape(why)):
+        env.step(action)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("<answer>{}</answer>\ud800", "not valid Unicode"),
+        ("<answer>{}</answer>" + "x" * 70_000, r"\d+ characters"),
+    ],
+    ids=["surrogate", "over-long"],
+)
+def test_a_string_outside_the_action_space_scores_as_empty_with_a_warning(text, why) -> None:
+    env = agon_env.make("agon/arith-v0", mode="solo")
+    env.reset(seed=0)
+    action = text.format(env.unwrapped.problem.answer)  # right answer, but outside the space
+    assert not env.action_space("agent_a").contains(action)
+    with pytest.warns(UserWarning, match=f"outside the action space.*{why}.*scored as empty"):
+        env.step(action)
+    result = env.unwrapped.results[0]
+    assert not result.correct and not result.format_ok and result.chars == len(action)
+
+
+def test_an_observation_over_max_text_length_is_refused_not_cut() -> None:
+    env = agon_env.make("agon/arith-v0", max_text_length=5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"over max_text_length=5; raise max_text_length"):
+        env.observe("agent_a")
+
+
+def test_observations_and_actions_flatten_and_round_trip() -> None:
+    from gymnasium.spaces.utils import flatdim, flatten, flatten_space, unflatten
+
+    env = agon_env.make("agon/arith-v0", max_text_length=400)
+    env.reset(seed=0)
+    env.step("Guess. <summary>Added them up.</summary><answer>7</answer>")
+    obs, space = env.observe("agent_b"), env.observation_space("agent_b")
+    assert " " in obs["text"] and obs["role"] == 1  # a space broke Text's own flatten
+    flat = flatten(space, obs)
+    assert flat.shape == (flatdim(space),) and flatten_space(space).contains(flat)
+    assert unflatten(space, flat) == obs
+    act = env.action_space("agent_b")
+    assert unflatten(act, flatten(act, "3 − 7 = −4 ✓")) == "3 − 7 = −4 ✓"
