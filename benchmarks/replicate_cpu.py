@@ -325,6 +325,9 @@ def main() -> None:
     ap.add_argument("--results", default=None, help="also write the JSON here (docs/results/…)")
     ap.add_argument("--docs", default=None, help="regenerate the marked tables in this Markdown file")
     ap.add_argument("--force", action="store_true", help="replace a --results file of other settings")
+    ap.add_argument(
+        "--block", default="replication", help="name of the marked block in --docs (and of its figure)"
+    )
     ap.add_argument("--model", default=None)
     ap.add_argument("--difficulty", type=float, default=None, help="skip the search; still measured")
     ap.add_argument("--candidates", type=float, nargs="+", default=None, help="levels to try, in order")
@@ -389,7 +392,7 @@ def main() -> None:
     if lost and not args.force:
         raise SystemExit(f"{results} holds {', '.join(sorted(lost))}, which this report would drop "
                          "(other --seeds or --arms?); rerun with them, or --force")  # fmt: skip
-    replication_tables.write(result, out, results, Path(args.docs) if args.docs else None)
+    replication_tables.write(result, out, results, Path(args.docs) if args.docs else None, args.block)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,19 @@ from agon_env.evaluation.report import write_text_atomic
 
 BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
+BLOCK = "replication"
+"""The first replication's block name; another (``--block``) gets its own markers and figure,
+so several replications (e.g. before and after a prompt change) share one docs page."""
+
+
+def markers(block: str = BLOCK) -> tuple[str, str]:
+    return f"<!-- {block}:begin -->", f"<!-- {block}:end -->"
+
+
+def figure_name(block: str = BLOCK) -> str:
+    return FIGURE if block == BLOCK else f"img/{block}_accuracy_vs_length.png"
+
+
 """Relative to the docs file; the figure is written next to it."""
 
 LABELS = {
@@ -58,7 +71,7 @@ def pick(arm: str, seed: str, run: dict[str, Any]) -> str:
             f"{sum(test[other])} of {n}")  # fmt: skip
 
 
-def markdown(doc: dict[str, Any]) -> str:
+def markdown(doc: dict[str, Any], block: str = BLOCK) -> str:
     s, plan, probs = doc["summary"], doc["plan"], doc["problems"]
     measured = doc["calibration"]["measured"].items()
     cal = ", ".join(f"level {d}: {v['successes']}/{v['trials']}" for d, v in measured)
@@ -188,7 +201,7 @@ def markdown(doc: dict[str, Any]) -> str:
     if picks:
         lines += ["", "Cascade direction chosen on validation, per seed (chosen vs the other direction, on "
                   "validation, then on test): " + "; ".join(picks) + "."]  # fmt: skip
-    lines += ["", f"![accuracy vs trace length, CPU replication]({FIGURE})"]
+    lines += ["", f"![accuracy vs trace length, CPU replication]({figure_name(block)})"]
     return "\n".join(lines) + "\n"
 
 
@@ -247,21 +260,24 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def write(doc: dict[str, Any], out: Path, results: Path | None, docs: Path | None) -> None:
+def write(
+    doc: dict[str, Any], out: Path, results: Path | None, docs: Path | None, block: str = BLOCK
+) -> None:
     write_text_atomic(out / "replication.json", json.dumps(doc, indent=1) + "\n")
-    table = markdown(doc)
+    table = markdown(doc, block)
+    begin, end = markers(block)
     write_text_atomic(out / "replication.md", table)
     if results is not None:
         results.parent.mkdir(parents=True, exist_ok=True)
         # compact: ~9 × 6 × 200 outcomes
         write_text_atomic(results, json.dumps(doc, separators=(",", ":")) + "\n")
     if docs is not None:
-        figure(doc, docs.parent / FIGURE)
+        figure(doc, docs.parent / figure_name(block))
         page = docs.read_text()
-        if BEGIN not in page or END not in page:
-            raise SystemExit(f"{docs} has no {BEGIN} ... {END} block to regenerate")
-        block = re.escape(BEGIN) + ".*?" + re.escape(END)
-        page = re.sub(block, lambda _: f"{BEGIN}\n{table}{END}", page, flags=re.S)
+        if begin not in page or end not in page:
+            raise SystemExit(f"{docs} has no {begin} ... {end} block to regenerate")
+        span = re.escape(begin) + ".*?" + re.escape(end)
+        page = re.sub(span, lambda _: f"{begin}\n{table}{end}", page, flags=re.S)
         write_text_atomic(docs, page)
     else:
         figure(doc, out / "accuracy_vs_length.png")

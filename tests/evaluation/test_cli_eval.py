@@ -68,7 +68,7 @@ def test_eval_on_a_run_writes_every_mode_with_intervals(tiny_run, tmp_path):
         return sum(len(f.read_text().splitlines()) - 1 for f in (tmp_path / "cache").glob("*.jsonl"))
 
     before = base_samples()
-    assert before >= 2 * 4  # zero-shot and MoA turns of 4 test problems, at least
+    assert before >= 2 * 4  # few-shot base and MoA turns of 4 test problems, at least
     assert agon("eval", tiny_run, *TINY, "--cache-dir", tmp_path / "cache", "--out", tmp_path / "ev2") == 0
     assert base_samples() == before
     from agon_env.evaluation.methods import METHODS
@@ -221,7 +221,7 @@ def test_each_run_is_evaluated_with_its_own_settings(tiny_run, tmp_path, monkeyp
     )
     calls = _spy_generate(monkeypatch)
     argv = ["--problems", "4", "--val-problems", "2", "--quiet", "--no-cache", "--out", tmp_path / "ev"]
-    assert agon("eval", short, long, *argv, "--methods", "zero-shot", "standalone", "cascade") == 0
+    assert agon("eval", short, long, *argv, "--methods", "base-few-shot", "standalone", "cascade") == 0
     # What generation received and what each completion says it was sampled at.
     seen: dict[str, set] = {}
     for adapter, params, out in calls:
@@ -251,7 +251,7 @@ def test_each_run_is_evaluated_with_its_own_settings(tiny_run, tmp_path, monkeyp
 def test_base_samples_are_shared_only_between_runs_with_the_same_settings(tiny_run, tmp_path):
     other = _run_like(tiny_run, tmp_path / "other", {"temperature": 1.0, "max_new_tokens": 3})
     same = _run_like(tiny_run, tmp_path / "same", {"temperature": 1.0, "max_new_tokens": 6})
-    argv = ["--problems", "4", "--val-problems", "2", "--quiet", "--methods", "zero-shot"]
+    argv = ["--problems", "4", "--val-problems", "2", "--quiet", "--methods", "base-few-shot"]
     out = tmp_path / "ev"
     assert agon("eval", tiny_run, other, same, *argv, "--cache-dir", tmp_path / "cache", "--out", out) == 0
     caches = [r["cache"] for r in json.loads((out / "eval.json").read_text())["runs"]]
