@@ -79,3 +79,49 @@ def test_level_2_5_sits_between_2_and_3():
     assert ArithTask(3, split="test")[5].prompt == ArithTask(3.0, split="test")[5].prompt
     with pytest.raises(ValueError, match=r"one of 1, 2, 2\.5"):
         ArithTask(2.7)
+
+
+CODE_DATA = {"agon/mbpp-v0": "mbpp.jsonl", "agon/codecontests-v0": "codecontests_sample.jsonl"}
+
+
+@pytest.mark.parametrize("env_id", sorted(CODE_DATA))
+def test_code_envs_have_non_empty_content_disjoint_splits(env_id):
+    import agon_env
+
+    if local_file(CODE_DATA[env_id]) is None:
+        pytest.skip(f"{CODE_DATA[env_id]} not found under ../shared/data")
+    tasks = {s: agon_env.make(env_id, split=s).task for s in SPLITS}
+    by_split = {s: prompts(t) for s, t in tasks.items()}
+    assert min(len(v) for v in by_split.values()) > 0, {s: len(v) for s, v in by_split.items()}
+    assert_pairwise_disjoint(by_split)
+    ids = {s: {p.id for p in t} for s, t in tasks.items()}
+    assert_pairwise_disjoint(ids)
+    assert prompts(agon_env.make(env_id).task) == by_split["train"]  # a bare make() trains on train
+
+
+def test_codecontests_file_is_carved_by_content_with_duplicates_together(tmp_path):
+    from agon_env.envs.tasks.code import codecontests
+
+    # The same statement under two ids (Codeforces' div. 1 and div. 2 rounds) must land in one split.
+    rows = [
+        {"id": f"p{i}", "description": f"Print {i // 2} plus one.", "tests": [{"input": "", "output": "1"}]}
+        for i in range(60)
+    ]
+    path = tmp_path / "cc.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tasks = {s: codecontests(path=str(path), split=s, workers=1) for s in SPLITS}
+    assert_pairwise_disjoint({s: prompts(t) for s, t in tasks.items()})
+    assert sum(len(t) for t in tasks.values()) == 60 and min(len(t) for t in tasks.values()) > 0
+    assert all(content_split(p.prompt) == s for s, t in tasks.items() for p in t)
+    assert [p.id for p in codecontests(path=str(path), split="test", limit=2)] == [
+        p.id for p in tasks["test"]
+    ][:2]
+
+
+def test_mbpp_fixture_keeps_the_upstream_id_ranges(tmp_path):
+    from agon_env.envs.tasks.code import mbpp
+    from agon_env.envs.tasks.fixtures import MBPP_FIXTURE_IDS, write_mbpp_fixture
+
+    path = str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))
+    for split, ids in MBPP_FIXTURE_IDS.items():
+        assert [p.meta["task_id"] for p in mbpp(path=path, split=split)] == list(ids)
