@@ -26,11 +26,9 @@ One MBPP problem (``mbpp/12``) as the model sees it::
     assert sort_matrix([[1, 2, 3], [2, 4, 5], [1, 1, 1]])==[[1, 1, 1], [1, 2, 3], [2, 4, 5]]
     ```
 
-    Answer with a Python program that defines the function (with any imports it needs). It is run
-    and then checked with hidden asserts like the one above.
+    Answer with a Python program that defines the function (...). It is run and then checked ...
 
-Its gold answer is a test bundle, not a text: ``{"setup": "", "tests": [the three asserts of
-test_list], "reference": "def sort_matrix(M):\\n    result = sorted(M, key=sum)\\n    ..."}``.
+Its gold answer is a test bundle: ``{"setup": "", "tests": [test_list's asserts], "reference": ...}``.
 
 Splits (``split=`` train / validation / test, ``None``: every row; docs/envs.md) share no normalised
 prompt: MBPP's are the upstream task-id ranges (:data:`MBPP_SPLITS`), less validation and train rows
@@ -49,7 +47,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -67,7 +64,6 @@ from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.envs.tasks.errors import VerifierError
 from agon_env.sandbox import Limits, SandboxPool
 
-log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 # Wall limits sit well above the CPU limits: on a shared 2-core machine a 3 s CPU run can take 8 s
