@@ -25,8 +25,7 @@ One MBPP problem (``mbpp/12``) as the model sees it::
     ```python
     assert sort_matrix([[1, 2, 3], [2, 4, 5], [1, 1, 1]])==[[1, 1, 1], [1, 2, 3], [2, 4, 5]]
     ```
-
-    Answer with a Python program that defines the function (...). It is run and then checked ...
+    (and how to answer: a program defining the function, checked with hidden asserts)
 
 Its gold answer is a test bundle: ``{"setup": "", "tests": [test_list's asserts], "reference": ...}``.
 
