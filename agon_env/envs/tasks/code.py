@@ -12,9 +12,8 @@ says which form the answer takes:
   and the *first* assert as a signature hint (standard MBPP practice: without it the expected
   name and argument order are guesswork); all asserts of ``test_list`` are scored, the first included.
   ``challenge_test_list`` is not used.
-* :class:`CodeContestsTask` -- a full program reading stdin and writing stdout, run on each
-  ``{input, output}`` test. Problems whose statement grants an "absolute or relative error" are
-  compared with that float tolerance.
+* :class:`CodeContestsTask` -- a full program on stdin/stdout, run on each ``{input, output}``
+  test (with the float tolerance the statement grants, if any).
 
 One MBPP problem (``mbpp/12``) as the model sees it::
 
