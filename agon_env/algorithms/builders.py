@@ -73,7 +73,8 @@ def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Any) -> None:
     if not agon_env.spec(env_id).takes("split"):
         print(
             f"agon train: {env_id} takes no split=, so nothing is held out of training: it trains on all "
-            f"{len(pool)} problems, and agon eval will refuse to report on them"
+            f"{len(pool)} problems and has no held-out check; give its constructor a split= argument "
+            "(agon_env.envs.tasks.base.carve splits by content, docs/envs.md) to hold problems out"
         )
         return
     key = repr((env_id, sorted(kwargs.items())))

@@ -118,3 +118,4 @@ def test_a_task_without_splits_still_trains_and_says_nothing_is_held_out(capsys,
     assert len(_pool("test/no-split-v0")) == 4
     out = capsys.readouterr().out
     assert "test/no-split-v0 takes no split=, so nothing is held out of training" in out
+    assert "give its constructor a split= argument" in out

@@ -125,3 +125,54 @@ def test_mbpp_fixture_keeps_the_upstream_id_ranges(tmp_path):
     path = str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))
     for split, ids in MBPP_FIXTURE_IDS.items():
         assert [p.meta["task_id"] for p in mbpp(path=path, split=split)] == list(ids)
+
+
+class _OneList:
+    """A user task with no ``split=``: one list of problems."""
+
+    name = "one-list"
+
+    def __len__(self) -> int:
+        return 12
+
+    def __getitem__(self, i: int):
+        from agon_env.envs.tasks.base import Problem
+
+        return Problem(str(i), f"What is {i} + 1?", str(i + 1))
+
+    def score(self, problem, answer) -> bool:
+        return answer.strip() == problem.answer
+
+
+def test_a_task_without_splits_is_told_what_to_provide_not_to_pass_split_test() -> None:
+    import agon_env
+    from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, overlap_count
+    from agon_env.registry import _REGISTRY
+
+    agon_env.register("test/one-list-v0", entry_point=_OneList)
+    try:
+        data = load_eval_data("test/one-list-v0", {}, "test", problems=4, val_problems=2)
+        pool = [("run", _OneList())]
+        with pytest.raises(OverlapError) as err:
+            check_heldout(data, pool)
+        assert "--split test" not in str(err.value)
+        assert "takes no split=" in str(err.value) and "give its constructor a split= argument" in str(
+            err.value
+        )
+        found = check_heldout(data, pool, allow_overlap=True)
+        assert overlap_count(found) == 4 + 2  # every test and validation prompt is a training prompt
+    finally:
+        _REGISTRY.pop("test/one-list-v0")
+
+
+def test_a_report_with_allowed_overlap_never_claims_disjoint() -> None:
+    from agon_env.evaluation.report import _disjoint
+
+    check = {
+        "how": "text",
+        "test_and_validation": 0,
+        "test_and_training": {"r": 3},
+        "validation_and_training": {},
+    }
+    line = _disjoint({"disjoint": check})
+    assert "disjoint:" not in line and line.startswith("3 overlapping, allowed by --allow-overlap")
