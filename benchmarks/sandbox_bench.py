@@ -96,7 +96,7 @@ def main() -> None:
     )
 
     if local_file("codecontests_sample.jsonl") is not None:
-        cc = list(codecontests(limit=args.n))
+        cc = list(codecontests(limit=args.n, split=None))  # the sample's first n, as recorded
         jobs = [
             partial(check_stdio_one, p.answer["reference"], p.answer["tests"][0], STDIO_LIMITS) for p in cc
         ]

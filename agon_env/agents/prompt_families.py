@@ -17,6 +17,7 @@ challenging a rival's draft.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -236,9 +237,25 @@ def register_prompt_family(name: str, prompts: RolePrompts) -> None:
     PROMPT_FAMILIES[name] = prompts
 
 
+_DEFAULTED: set[str] = set()
+"""Tasks already told that they fell back to the default family (once per task per process)."""
+
+
 def family_of(task: Any, family: str | None = None) -> str:
-    """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`."""
-    name = family or getattr(task, "prompt_family", None) or DEFAULT_FAMILY
+    """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`
+    (said once per task: a code task would otherwise be prompted with math examples unawares)."""
+    name = family or getattr(task, "prompt_family", None)
+    if name is None:
+        task_name = str(getattr(task, "name", type(task).__name__))
+        if task_name not in _DEFAULTED:
+            _DEFAULTED.add(task_name)
+            warnings.warn(
+                f"task {task_name!r} names no prompt_family: agents use the {DEFAULT_FAMILY!r} family's "
+                f"worked examples (set prompt_family on the task, one of {sorted(PROMPT_FAMILIES)}, "
+                "or --prompts.family)",
+                stacklevel=2,
+            )
+        name = DEFAULT_FAMILY
     if name not in PROMPT_FAMILIES:
         raise ValueError(unknown_id_message("prompt family", name, sorted(PROMPT_FAMILIES)))
     return name

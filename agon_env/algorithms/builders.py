@@ -48,12 +48,49 @@ def resolve_dtype(cfg: TrainConfig) -> torch.dtype:
 
 
 def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
-    """The training env: the task's ``train`` split (held-out problems are never drawn)."""
+    """The training env: the task's ``train`` split, refused if it shares a prompt with the test split."""
 
     try:
-        return _make_env(cfg, plugin)
+        env = _make_env(cfg, plugin)
+        check_training_pool(cfg.env.id, cfg.env.kwargs, env.task)
     except USER_ERRORS as exc:
         raise SetupError(f"env {cfg.env.id} with kwargs {cfg.env.kwargs}: {_message(exc)}") from exc
+    return env
+
+
+_CLEAN_POOLS: set[str] = set()
+"""Configs whose pool was checked in this process: building arith's two 10 000-problem splits
+takes a second or two, and tests build the same config many times."""
+
+
+def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Any) -> None:
+    """Raise ``ValueError`` if ``pool`` (the task a run trains on) shares a normalised prompt with
+    the test split the same task kwargs build. A task without ``split=`` has no test split to
+    compare with: it trains on all its problems, and a line says so."""
+    import agon_env
+    from agon_env.envs.tasks.base import shared_prompts
+
+    if not agon_env.spec(env_id).takes("split"):
+        print(
+            f"agon train: {env_id} takes no split=, so nothing is held out of training: it trains on all "
+            f"{len(pool)} problems and has no held-out check; give its constructor a split= argument "
+            "(agon_env.envs.tasks.base.carve splits by content, docs/envs.md) to hold problems out"
+        )
+        return
+    key = repr((env_id, sorted(kwargs.items())))
+    if key in _CLEAN_POOLS:
+        return
+    test = getattr(agon_env.make(env_id, **{**kwargs, "split": "test"}), "task", None)
+    shared = [] if test is None else shared_prompts(pool, test)
+    if shared:
+        example = " ".join(shared[0].split())[:80]
+        raise ValueError(
+            f"the training pool ({len(pool)} problems, split={kwargs.get('split', 'train')!r}) holds "
+            f"{len(shared)} prompts of the test split (e.g. {example!r}): train on the train split "
+            f"(--env.kwargs split=train, or leave split out); a task that takes split= must build "
+            f"disjoint splits (agon_env.envs.tasks.base.carve does it by content)"
+        )
+    _CLEAN_POOLS.add(key)
 
 
 def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:

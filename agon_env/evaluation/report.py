@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.methods import METHODS, current_name, method_of
+from agon_env.evaluation.splits import overlap_count
 from agon_env.evaluation.stats import Rate, pooled, spread, t_interval
 
 REPORT_VERSION = 1
@@ -256,9 +257,7 @@ def _disjoint(data: dict[str, Any]) -> str:
     training = check.get("test_and_training") or {}
     # Reports written before validation was checked against training have no such key.
     val_training = check.get("validation_and_training")
-    overlaps = (
-        check.get("test_and_validation", 0) + sum(training.values()) + sum((val_training or {}).values())
-    )
+    overlaps = overlap_count(check)
     against = "validation" + (" and each run's training pool" if training else "")
     verdict = f"{overlaps} overlapping, allowed by --allow-overlap" if overlaps else "disjoint"
     out = f"{verdict}: test from {against}"

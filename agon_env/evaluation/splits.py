@@ -190,10 +190,25 @@ def check_heldout(
                 )
     data.check = found
     if problems and not allow_overlap:
-        raise OverlapError(
-            "; ".join(problems) + ": evaluate on held-out problems (--split test) or pass --allow-overlap"
-        )
+        if takes_split(data.env_id):
+            fix = "evaluate on held-out problems (--split test) or pass --allow-overlap"
+        else:  # --split cannot help: the task has one list, which the run trained on
+            fix = (
+                f"{data.env_id} takes no split=, so its problems are the training pool's: give its "
+                "constructor a split= argument (agon_env.envs.tasks.base.carve splits by content, "
+                "docs/envs.md) or pass --allow-overlap to report on trained-on problems"
+            )
+        raise OverlapError("; ".join(problems) + ": " + fix)
     return found
+
+
+def overlap_count(check: dict[str, Any]) -> int:
+    """Prompts found in two parts that must be disjoint, over every check :func:`check_heldout` made."""
+    by_run = [
+        *(check.get("test_and_training") or {}).values(),
+        *(check.get("validation_and_training") or {}).values(),
+    ]
+    return int(check.get("test_and_validation", 0)) + sum(by_run)
 
 
 def training_pool(env_id: str, kwargs: dict[str, Any]) -> Task:

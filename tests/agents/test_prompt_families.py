@@ -116,3 +116,19 @@ def test_every_family_asks_for_a_method_summary(family):
     p = PROMPT_FAMILIES[family]
     for system in (p.drafter_system, p.challenger_system, p.self_system):
         assert "of your method (not its result)" in system, (family, system)
+
+
+def test_a_task_without_a_family_is_told_once_that_it_gets_math() -> None:
+    import warnings
+
+    from agon_env.agents.prompt_families import family_of
+
+    class Vowels:
+        name = "vowels-without-family"
+
+    with pytest.warns(UserWarning, match="names no prompt_family: agents use the 'math' family"):
+        assert family_of(Vowels()) == "math"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the second time is silent
+        assert family_of(Vowels()) == "math"
+        assert family_of(Vowels(), "arithmetic") == "arithmetic"

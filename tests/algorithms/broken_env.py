@@ -24,9 +24,9 @@ class Broken(ListTask):
 
 
 class BrokenEnv(ParityEnv):
-    def __init__(self, **env_kwargs: Any) -> None:
-        env_kwargs.pop("split", None)
-        task = Broken([Problem(str(i), f"Problem {i}?", "0") for i in range(8)])
+    def __init__(self, split: str = "train", **env_kwargs: Any) -> None:
+        # Its own problems per split: training refuses a pool that shares prompts with test.
+        task = Broken([Problem(str(i), f"Problem {i} of {split}?", "0") for i in range(8)])
         super().__init__(inner=agon_env.make("agon/math-v0", task=task, **env_kwargs))
 
 

@@ -275,8 +275,12 @@ def test_a_run_whose_scorer_always_raises_stops_and_removes_its_folder(tmp_path,
 def test_agents_get_their_tasks_prompt_family_or_the_configured_one(tmp_path):
     from agon_env.agents.prompt_families import PROMPT_FAMILIES
     from agon_env.algorithms.builders import SetupError
+    from agon_env.envs.tasks.fixtures import write_mbpp_fixture
 
-    code = {"env.id": "agon/humaneval-v0", "env.kwargs": {"limit": 2}}
+    code = {
+        "env.id": "agon/mbpp-v0",
+        "env.kwargs": {"path": str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))},
+    }
     tr = Trainer.build(_cfg(tmp_path, **code))
     assert tr.agents["agent_a"].prompts == PROMPT_FAMILIES["code-function"]
     tr = Trainer.build(_cfg(tmp_path, **code, **{"prompts.family": "math", "prompts.few_shot": False}))

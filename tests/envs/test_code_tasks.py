@@ -170,8 +170,8 @@ def test_loaders_build_problems_that_the_task_classes_score(tmp_path):
         {"id": "none", "description": "no tests", "tests": []},
     ]
     path = _jsonl(tmp_path / "cc.jsonl", cc_rows)
-    assert [p.id for p in load_codecontests_problems(path, only_ref_pass=False)] == ["sum", "bad"]
-    cc = CodeContestsTask(load_codecontests_problems(path), workers=1)
+    assert [p.id for p in load_codecontests_problems(path, None, only_ref_pass=False)] == ["sum", "bad"]
+    cc = CodeContestsTask(load_codecontests_problems(path), workers=1)  # "sum" is carved into train
     assert [p.id for p in cc] == ["sum"] and cc.name == "codecontests" and cc.limits == STDIO_LIMITS
     assert cc.score(cc[0], "print(sum(map(int, input().split())))")
 
@@ -182,7 +182,7 @@ def test_loaders_build_problems_that_the_task_classes_score(tmp_path):
 def test_humaneval_loads_from_the_package_and_scores():
     task = humaneval(limit=3)
     p = task[0]
-    assert len(humaneval()) == 164 and p.id == "HumanEval/0"
+    assert len(humaneval()) == 164 == len(humaneval(split=None)) and p.id == "HumanEval/0"
     assert "has_close_elements" in p.prompt and "complete Python function" in p.prompt
     full = (
         "```python\ndef has_close_elements(numbers, threshold):\n"
@@ -191,6 +191,14 @@ def test_humaneval_loads_from_the_package_and_scores():
     assert task.score(p, full)
     assert task.score(p, p.answer["reference"])  # a bare indented body also works
     assert not task.score(p, "def has_close_elements(numbers, threshold):\n    return True")
+
+
+@pytest.mark.parametrize("split", ["train", "validation"])
+def test_humaneval_is_test_only_and_says_what_to_use_instead(split):
+    with pytest.raises(
+        ValueError, match=f"HumanEval is a test set only.*no '{split}' split.*--val-problems 0"
+    ):
+        humaneval(split=split)
 
 
 @pytest.mark.parametrize("index", range(0, 164, 16))
@@ -211,19 +219,22 @@ def test_humaneval_all_canonical_solutions_pass():
 
 @needs_mbpp
 def test_mbpp_splits_and_prompt():
-    test, train = mbpp(split="test"), mbpp(split="train")
+    test, val, train = (mbpp(split=s) for s in ("test", "validation", "train"))
     assert len(test) == 500 and {p.meta["task_id"] for p in test} == set(range(11, 511))
-    assert all(p.meta["task_id"] >= 511 for p in train) and len(mbpp(split="all")) == 974
+    assert {p.meta["task_id"] for p in val} == set(range(511, 601)) and len(mbpp(split=None)) == 974
+    # Three train rows restate a test problem's text under another function name: dropped.
+    assert {p.meta["task_id"] for p in train} == set(range(601, 975)) - {602, 704, 872}
+    assert len(mbpp()) == len(train)  # the safe default: a bare make() never hands out test problems
     p = test[0]
     assert p.answer["tests"][0] in p.prompt and p.answer["tests"][1] not in p.prompt
-    with pytest.raises(ValueError):
-        mbpp(split="validation")
+    with pytest.raises(ValueError, match="split must be one of"):
+        mbpp(split="all")
 
 
 @needs_mbpp
 def test_mbpp_reference_code_passes_on_a_subset():
     # The two rows with test_setup_code (367, 927) exercise the setup path.
-    task = mbpp(split="all")
+    task = mbpp(split=None)
     picked = [p for p in task if p.meta["task_id"] in {2, 11, 57, 100, 200, 367, 400, 510, 600, 927}]
     assert len(picked) == 10
     failing = [p.id for p in picked if not task.check(p, p.answer["reference"]).all_passed]
@@ -236,8 +247,8 @@ def test_mbpp_reference_code_passes_on_a_subset():
 
 @needs_cc
 def test_codecontests_filter_and_prompt():
-    assert len(codecontests(only_ref_pass=False)) == 300
-    task = codecontests()
+    assert len(codecontests(only_ref_pass=False, split=None)) == 300
+    task = codecontests(split=None)
     assert len(task) == 225 and all(p.meta["ref_all_pass"] for p in task)
     assert (
         "standard input" in task[0].prompt and task[0].answer["tests"][0].output not in task[0].prompt[-50:]
@@ -273,6 +284,19 @@ def test_codecontests_hub_rows_are_normalised():
     out = codecontests_row(row)
     assert out["tests"] == [{"input": "6 6 4\n", "output": "4\n"}, {"input": "1 1 1\n", "output": "1\n"}]
     assert out["solution_py"] == "print(1)" and out["id"] == "1_A. Theatre Square"
+
+
+@pytest.mark.parametrize(("split", "hub"), [("train", "train"), ("validation", "valid"), ("test", "test")])
+def test_codecontests_reads_the_hubs_own_split(monkeypatch, split, hub):
+    # Without a local file the hub's official split is read as is (its validation is "valid").
+    import agon_env.envs.tasks.code as code
+
+    asked = []
+    row = {"name": "1_A", "description": "Print 1.", "public_tests": {"input": [""], "output": ["1"]}}
+    monkeypatch.setattr(code, "local_file", lambda name: None)
+    monkeypatch.setattr(code, "load_rows", lambda source, split: asked.append((source, split)) or [row])
+    assert [p.id for p in code.codecontests(split=split)] == ["1_A"]  # not carved: the hub decided
+    assert asked == [("deepmind/code_contests", hub)]
 
 
 # The record's CPU limit; the wall limit is loose because on a loaded 2-core machine the heaviest
@@ -313,7 +337,7 @@ def _assert_matches_record(outcomes: list[tuple[str, bool, bool, float | None]])
 
 @needs_cc
 def test_codecontests_references_score_as_recorded_fast():
-    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=300)
+    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=300, split=None)
     ids = [p.id for p in task.problems][:270:15]  # file order
     ids += ["1086_b_minimum_diameter_tree_8860", "487_c_prefix_product_sequence_2443"]  # tolerance, layout
     task.problems = [p for p in task.problems if p.id in set(ids)]
@@ -326,5 +350,5 @@ def test_codecontests_references_score_as_recorded_fast():
 @needs_cc
 @pytest.mark.slow
 def test_codecontests_references_score_as_recorded_all():
-    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=600)
+    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=600, split=None)
     _assert_matches_record(_reference_outcomes(task))

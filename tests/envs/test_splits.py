@@ -79,3 +79,100 @@ def test_level_2_5_sits_between_2_and_3():
     assert ArithTask(3, split="test")[5].prompt == ArithTask(3.0, split="test")[5].prompt
     with pytest.raises(ValueError, match=r"one of 1, 2, 2\.5"):
         ArithTask(2.7)
+
+
+CODE_DATA = {"agon/mbpp-v0": "mbpp.jsonl", "agon/codecontests-v0": "codecontests_sample.jsonl"}
+
+
+@pytest.mark.parametrize("env_id", sorted(CODE_DATA))
+def test_code_envs_have_non_empty_content_disjoint_splits(env_id):
+    import agon_env
+
+    if local_file(CODE_DATA[env_id]) is None:
+        pytest.skip(f"{CODE_DATA[env_id]} not found under ../shared/data")
+    tasks = {s: agon_env.make(env_id, split=s).task for s in SPLITS}
+    by_split = {s: prompts(t) for s, t in tasks.items()}
+    assert min(len(v) for v in by_split.values()) > 0, {s: len(v) for s, v in by_split.items()}
+    assert_pairwise_disjoint(by_split)
+    ids = {s: {p.id for p in t} for s, t in tasks.items()}
+    assert_pairwise_disjoint(ids)
+    assert prompts(agon_env.make(env_id).task) == by_split["train"]  # a bare make() trains on train
+
+
+def test_codecontests_file_is_carved_by_content_with_duplicates_together(tmp_path):
+    from agon_env.envs.tasks.code import codecontests
+
+    # The same statement under two ids (Codeforces' div. 1 and div. 2 rounds) must land in one split.
+    rows = [
+        {"id": f"p{i}", "description": f"Print {i // 2} plus one.", "tests": [{"input": "", "output": "1"}]}
+        for i in range(60)
+    ]
+    path = tmp_path / "cc.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tasks = {s: codecontests(path=str(path), split=s, workers=1) for s in SPLITS}
+    assert_pairwise_disjoint({s: prompts(t) for s, t in tasks.items()})
+    assert sum(len(t) for t in tasks.values()) == 60 and min(len(t) for t in tasks.values()) > 0
+    assert all(content_split(p.prompt) == s for s, t in tasks.items() for p in t)
+    assert [p.id for p in codecontests(path=str(path), split="test", limit=2)] == [
+        p.id for p in tasks["test"]
+    ][:2]
+
+
+def test_mbpp_fixture_keeps_the_upstream_id_ranges(tmp_path):
+    from agon_env.envs.tasks.code import mbpp
+    from agon_env.envs.tasks.fixtures import MBPP_FIXTURE_IDS, write_mbpp_fixture
+
+    path = str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))
+    for split, ids in MBPP_FIXTURE_IDS.items():
+        assert [p.meta["task_id"] for p in mbpp(path=path, split=split)] == list(ids)
+
+
+class _OneList:
+    """A user task with no ``split=``: one list of problems."""
+
+    name = "one-list"
+
+    def __len__(self) -> int:
+        return 12
+
+    def __getitem__(self, i: int):
+        from agon_env.envs.tasks.base import Problem
+
+        return Problem(str(i), f"What is {i} + 1?", str(i + 1))
+
+    def score(self, problem, answer) -> bool:
+        return answer.strip() == problem.answer
+
+
+def test_a_task_without_splits_is_told_what_to_provide_not_to_pass_split_test() -> None:
+    import agon_env
+    from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, overlap_count
+    from agon_env.registry import _REGISTRY
+
+    agon_env.register("test/one-list-v0", entry_point=_OneList)
+    try:
+        data = load_eval_data("test/one-list-v0", {}, "test", problems=4, val_problems=2)
+        pool = [("run", _OneList())]
+        with pytest.raises(OverlapError) as err:
+            check_heldout(data, pool)
+        assert "--split test" not in str(err.value)
+        assert "takes no split=" in str(err.value) and "give its constructor a split= argument" in str(
+            err.value
+        )
+        found = check_heldout(data, pool, allow_overlap=True)
+        assert overlap_count(found) == 4 + 2  # every test and validation prompt is a training prompt
+    finally:
+        _REGISTRY.pop("test/one-list-v0")
+
+
+def test_a_report_with_allowed_overlap_never_claims_disjoint() -> None:
+    from agon_env.evaluation.report import _disjoint
+
+    check = {
+        "how": "text",
+        "test_and_validation": 0,
+        "test_and_training": {"r": 3},
+        "validation_and_training": {},
+    }
+    line = _disjoint({"disjoint": check})
+    assert "disjoint:" not in line and line.startswith("3 overlapping, allowed by --allow-overlap")

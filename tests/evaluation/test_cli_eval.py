@@ -6,6 +6,7 @@ import json
 import pytest
 
 from agon_env.envs.tasks.base import content_split
+from agon_env.envs.tasks.data import local_file
 from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
 
 pytest.importorskip("peft")
@@ -280,3 +281,38 @@ def test_a_temperature_on_the_command_line_is_every_policys():
     greedy = with_overrides(cfg, temperature=0.0)
     assert greedy.sampling_of("agent_b").temperature == greedy.sampling_of("agent_a").temperature == 0.0
     assert cfg.temperatures == {"agent_b": 1.5} and cfg.sampling.temperature == 0.9  # the run's own untouched
+
+
+def _held_out(env_id, **kwargs):
+    from agon_env.evaluation.splits import check_heldout, load_eval_data, training_pool
+
+    data = load_eval_data(env_id, **kwargs)  # agon eval's defaults: 100 test, 50 validation problems
+    found = check_heldout(data, [("a run", training_pool(env_id, {}))])
+    return data, found
+
+
+@pytest.mark.skipif(local_file("mbpp.jsonl") is None, reason="mbpp.jsonl not found under ../shared/data")
+def test_mbpp_eval_builds_with_the_default_validation_problems():
+    data, found = _held_out("agon/mbpp-v0")
+    assert len(data.test.indices) == 100 and len(data.validation.indices) == 50
+    assert all(11 <= data.test.task[i].meta["task_id"] <= 510 for i in data.test.indices)
+    assert all(511 <= data.validation.task[i].meta["task_id"] <= 600 for i in data.validation.indices)
+    assert found["test_and_validation"] == 0 and found["test_and_training"] == {"a run": 0}
+
+
+@pytest.mark.skipif(local_file("codecontests_sample.jsonl") is None, reason="no codecontests sample")
+def test_codecontests_eval_is_held_out_from_a_default_training_run():
+    data, found = _held_out("agon/codecontests-v0")
+    # The carved splits hold 46 (test) and 21 (validation) distinct statements: a few appear twice.
+    assert len(data.test.indices) == 46 and len(data.validation.indices) == 21
+    assert found["test_and_validation"] == 0 and found["test_and_training"] == {"a run": 0}
+
+
+def test_humaneval_eval_is_test_only(tmp_path, capsys):
+    from agon_env.evaluation.splits import check_heldout, load_eval_data
+
+    data = load_eval_data("agon/humaneval-v0", problems=164, val_problems=0)
+    assert len(data.test.indices) == 164 and check_heldout(data)["test_and_validation"] == 0
+    assert agon("eval", "--env", "agon/humaneval-v0", "--model", "tiny", "--quiet", "--out", tmp_path) == 2
+    err = capsys.readouterr().err
+    assert "HumanEval is a test set only" in err and "--val-problems 0" in err

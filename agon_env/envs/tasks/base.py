@@ -50,6 +50,16 @@ def carve(problems: Iterable[Problem], split: str | None) -> list[Problem]:
     return [p for p in problems if split is None or content_split(p.prompt) == split]
 
 
+def shared_prompts(pool: Task, heldout: Task) -> list[str]:
+    """The prompts of ``heldout`` (as it writes them, sorted) that ``pool`` also holds,
+    compared as normalised text: the check that a training pool keeps out of a test split."""
+    held: dict[str, str] = {}
+    for i in range(len(heldout)):
+        held.setdefault(normalize_prompt(heldout[i].prompt), heldout[i].prompt)
+    seen = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
+    return sorted(held[p] for p in seen & set(held))
+
+
 @dataclass(frozen=True)
 class Problem:
     """One problem as the env shows it.

