@@ -52,7 +52,7 @@ def _run_envs(args: argparse.Namespace) -> int:
     table.add_column("offline")
     table.add_column("description")
     for s in agon_env.all_specs():
-        table.add_row(s.id, "yes" if s.offline else "needs path/hub", s.description)
+        table.add_row(s.id, s.offline_status(), s.description)
     Console().print(table)
     return 0
 

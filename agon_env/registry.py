@@ -59,7 +59,21 @@ class EnvSpec:
     """Defaults; ``make(id, **overrides)`` overrides them key by key."""
     description: str = ""
     offline: bool = True
-    """Whether ``make(id)`` works without network (used by the conformance suite)."""
+    """Whether ``make(id)`` can work without network (used by the conformance suite)."""
+    data: tuple[str, ...] = ()
+    """Files it reads from the offline data folder (``$AGON_DATA_DIR``) when there is no hub."""
+
+    def offline_status(self) -> str:
+        """``yes`` when ``make(id)`` works here without network, else what it needs, in a few words."""
+        if not self.offline:
+            return "needs path= or the hub"
+        from agon_env.envs.tasks.data import local_data_dir, local_file
+
+        missing = [f for f in self.data if local_file(f) is None]
+        if not missing:
+            return "yes"
+        where = local_data_dir() or "$AGON_DATA_DIR (unset)"
+        return f"needs {', '.join(missing)} in {where}, or the hub"
 
     def load(self) -> Callable[..., Any]:
         if callable(self.entry_point):
@@ -90,11 +104,12 @@ def register(
     kwargs: dict[str, Any] | None = None,
     description: str = "",
     offline: bool = True,
+    data: tuple[str, ...] = (),
 ) -> EnvSpec:
     """Add an id; re-registering an existing id is an error (ids are versioned instead)."""
     if id in _REGISTRY:
         raise ValueError(f"env id {id!r} is already registered; bump its version (e.g. -v1) instead")
-    spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline)
+    spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline, tuple(data))
     _REGISTRY[id] = spec
     return spec
 

@@ -114,3 +114,21 @@ def test_an_aec_env_entry_point_is_wrapped_too():
         assert isinstance(env.unwrapped, AECEnv) and not isinstance(env.unwrapped, BaseWrapper)
     finally:
         _REGISTRY.pop("test/wrapped-v0")
+
+
+def test_agon_envs_says_what_an_offline_id_needs_when_its_data_is_missing(tmp_path, monkeypatch):
+    import agon_env
+
+    monkeypatch.delenv("AGON_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ../shared/data from here
+    assert agon_env.spec("agon/arith-v0").offline_status() == "yes"
+    assert (
+        agon_env.spec("agon/mbpp-v0").offline_status()
+        == "needs mbpp.jsonl in $AGON_DATA_DIR (unset), or the hub"
+    )
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "mbpp.jsonl").write_text("")
+    monkeypatch.setenv("AGON_DATA_DIR", str(data))
+    assert agon_env.spec("agon/mbpp-v0").offline_status() == "yes"
+    assert agon_env.spec("agon/deepmath-v0").offline_status() == "needs path= or the hub"

@@ -21,6 +21,7 @@ register(
     "agon/gsm8k-v0",
     "agon_env.envs.tasks.math:gsm8k",
     description="GSM8K (final answer after ####); local gsm8k_{split}.jsonl or hub openai/gsm8k",
+    data=("gsm8k_train.jsonl", "gsm8k_test.jsonl"),
 )
 register(
     "agon/deepmath-v0",
@@ -37,11 +38,13 @@ register(
     "agon/mbpp-v0",
     "agon_env.envs.tasks.code:mbpp",
     description="MBPP (assert tests), upstream task-id splits; local mbpp.jsonl or hub; sandboxed tests",
+    data=("mbpp.jsonl",),
 )
 register(
     "agon/codecontests-v0",
     "agon_env.envs.tasks.code:codecontests",
     description="CodeContests stdin/stdout problems, hub splits or a file carved by content; sandboxed tests",
+    data=("codecontests_sample.jsonl",),
 )
 # Checking is easier than solving (agon_env.envs.tasks.checkable): where a rival can help.
 register(
