@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pettingzoo.test import api_test, seed_test
 
+from agon_env.envs.scoring import as_verdict
 from agon_env.registry import make
 from agon_env.vocabulary import AGENT_B
 
@@ -94,8 +94,8 @@ def check_scores(env: Any, limit: int = 5) -> None:
                     f"{getattr(task, 'name', type(task).__name__)}.score raised on problem {problem.id} "
                     f"with answer {answer!r}:\n{traceback.format_exc()}"
                 ) from exc
-            assert isinstance(verdict, (bool, np.bool_)), (
-                f"score must return a bool, got {type(verdict).__name__} on problem {problem.id}"
+            assert as_verdict(verdict) is not None, (
+                f"score must return a bool (or 0/1), got {type(verdict).__name__} on problem {problem.id}"
             )
 
 

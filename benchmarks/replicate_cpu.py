@@ -47,7 +47,7 @@ ARMS = ("grpo", "coop", "agon", "hidden-draft")
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
 TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
-                 "temperature", "lr", "test_problems", "val_problems", "eval_seeds")  # fmt: skip
+                 "temperature", "lr", "test_problems", "val_problems", "eval_seeds", "prompts")  # fmt: skip
 """Plan fields a resumed replication must share with the one on disk (seeds and arms may grow)."""
 
 
@@ -75,6 +75,9 @@ class Plan:
     test_problems: int = 200
     val_problems: int = 50
     eval_seeds: list[int] = field(default_factory=lambda: [0])
+    prompts: str = ""
+    """Fingerprint of the prompts the units ran with (set when units run; "" = recorded before
+    issue #22, i.e. the prompts of 35d8054): a resume under other prompts is refused."""
 
 
 QUICK = {
@@ -295,7 +298,25 @@ def build_plan(args: argparse.Namespace) -> Plan:
 def other_settings(old: dict, new: dict) -> list[str]:
     """The fields in which two plans trained or evaluated differently (the level is whatever
     calibration chose, checked once it has)."""
-    return [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new[k]]
+    # A plan recorded before the prompts were fingerprinted ran the prompts of 35d8054 ("").
+    old = {"prompts": "", **old}
+    return [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new.get(k, "")]
+
+
+def prompts_fingerprint() -> str:
+    """A hash of everything a unit's model reads besides the problem: every family's system
+    messages and worked examples and the exchange wording (torch-free imports)."""
+    import hashlib
+
+    from agon_env.agents.prompt_families import PROMPT_FAMILIES
+    from agon_env.envs.exchange import challenger_text
+
+    text = (
+        repr(sorted(PROMPT_FAMILIES.items()))
+        + challenger_text("Q", "D")
+        + challenger_text("Q", "D", own=True)
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def check_resumable(plan: Plan, out: Path) -> None:
@@ -343,6 +364,8 @@ def main() -> None:
     ap.add_argument("--eval-seeds", type=int, nargs="+", default=None)
     args = ap.parse_args()
     plan = build_plan(args)
+    if not args.report_only:
+        plan.prompts = prompts_fingerprint()
     out = Path(args.out)
     if args.report_only and (out / "plan.json").is_file():  # report on what ran, not on the flags
         plan = Plan(**json.loads((out / "plan.json").read_text()))

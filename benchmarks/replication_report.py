@@ -93,11 +93,14 @@ def _training(path: Path, steps: int) -> dict[str, Any]:
         return statistics.fmean(vals) if vals else None
 
     first, last = rows[:window], rows[-window:]
+    # A run logged before the rename has the old metric only: keep it under its own name (flagged).
+    legacy = [LEGACY_CHANGED] if any(LEGACY_CHANGED in r for r in rows) else []
+    rates, per_step = (*TRAINING_RATES, *legacy), (*PER_STEP, *legacy)
     return {
         "steps": len(rows),
         "window": window,
-        **{k: {"all": mean(rows, k), "first": mean(first, k), "last": mean(last, k)} for k in TRAINING_RATES},
-        "per_step": {k: [r.get(k) for r in rows] for k in PER_STEP},
+        **{k: {"all": mean(rows, k), "first": mean(first, k), "last": mean(last, k)} for k in rates},
+        "per_step": {k: [r.get(k) for r in rows] for k in per_step},
     }
 
 

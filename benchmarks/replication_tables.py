@@ -18,8 +18,8 @@ from replication_report import CHANGED, LEGACY_CHANGED, TWO_STAGE, compared
 
 from agon_env.evaluation.report import write_text_atomic
 
-BEGIN, END = "<!-- replication:begin -->", "<!-- replication:end -->"
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
+"""The first replication's figure, relative to the docs file (it is written next to it)."""
 BLOCK = "replication"
 """The first replication's block name; another (``--block``) gets its own markers and figure,
 so several replications (e.g. before and after a prompt change) share one docs page."""
@@ -29,11 +29,12 @@ def markers(block: str = BLOCK) -> tuple[str, str]:
     return f"<!-- {block}:begin -->", f"<!-- {block}:end -->"
 
 
+BEGIN, END = markers()
+
+
 def figure_name(block: str = BLOCK) -> str:
     return FIGURE if block == BLOCK else f"img/{block}_accuracy_vs_length.png"
 
-
-"""Relative to the docs file; the figure is written next to it."""
 
 LABELS = {
     "standalone": "standalone, mean of its adapters",
@@ -50,7 +51,11 @@ TWO_STAGE_LABELS = {"self-cascade": "self-cascade (its own draft, then itself)",
 def changed_key(runs: list[dict[str, Any]]) -> str:
     """The training key of the challenge-changed-answer rate: a replication recorded before
     issue #22 has only the legacy one (which also counted a one-sided missing answer)."""
-    return CHANGED if any(CHANGED in r["training"] for r in runs) or not runs else LEGACY_CHANGED
+
+    def has(key: str) -> bool:
+        return any((r["training"].get(key) or {}).get("all") is not None for r in runs)
+
+    return LEGACY_CHANGED if runs and not has(CHANGED) and has(LEGACY_CHANGED) else CHANGED
 
 
 def _pct(x: float | None) -> str:

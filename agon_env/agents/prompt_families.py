@@ -234,6 +234,18 @@ def register_prompt_family(name: str, prompts: RolePrompts) -> None:
     """Add a family a task can name in ``prompt_family``; re-registering a name is an error."""
     if name in PROMPT_FAMILIES:
         raise ValueError(f"prompt family {name!r} is already registered")
+    default = RolePrompts()
+    if (
+        prompts.self_examples == default.self_examples
+        and prompts.challenger_examples != default.challenger_examples
+    ):
+        # Arithmetic self-refinement examples on another task would teach the wrong format.
+        warnings.warn(
+            f"prompt family {name!r} sets no self_examples: self mode shows its challenger examples "
+            "(which speak of a rival's draft); set self_system and self_examples for self-refinement",
+            stacklevel=2,
+        )
+        prompts = replace(prompts, self_examples=prompts.challenger_examples)
     PROMPT_FAMILIES[name] = prompts
 
 

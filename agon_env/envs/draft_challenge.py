@@ -62,7 +62,7 @@ import numpy as np
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
-from agon_env.envs.exchange import NO_SUMMARY, challenger_text, shown_draft
+from agon_env.envs.exchange import MAX_SUMMARY_CHARS, NO_SUMMARY, challenger_text, shown_draft
 from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
 from agon_env.envs.scoring import Verdict, score_answer, warn_once
@@ -233,6 +233,12 @@ class DraftChallengeEnv(AECEnv):
         elif not 0 <= int(index) < len(self.task):
             raise IndexError(f"problem_index {index} is out of range for a task of {len(self.task)} problems")
         self.problem: Problem = self.task[int(index)]
+        longest = len(challenger_text(self.problem.prompt, "x" * MAX_SUMMARY_CHARS))
+        if self.spec_mode.shows_draft and longest > self.max_text_length:  # refuse now, not mid-episode
+            raise ValueError(
+                f"problem {self.problem.id}: with a full-length summary its challenger observation is "
+                f"{longest} characters, over max_text_length={self.max_text_length}; raise max_text_length"
+            )
         self.problem_index = int(index)
         self.drafter = drafter
         other = other_seat(drafter)

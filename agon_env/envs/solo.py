@@ -13,7 +13,7 @@ terminated, truncated, info)``. :func:`solo` wraps any registered id as such an 
   challenger's under the env's reward scheme (the conversion bonus by default).
 
 Observations, actions and ``info`` are the AEC env's own (``{"text", "problem",
-"draft", "role"}``, a completion string, the seat's ``infos`` entry), so a policy
+"draft", "role", "own"}``, a completion string, the seat's ``infos`` entry), so a policy
 trained here acts unchanged in the two-player env. Gymnasium's own registry has it too:
 ``gymnasium.make("agon/Solo-v0", env_id=..., opponent=...)``. ``reset(seed=s)`` seeds the problem
 draw; a stochastic opponent is seeded by whoever builds it. It passes
@@ -30,7 +30,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium
 
-from agon_env.vocabulary import AGENT_A
+from agon_env.vocabulary import AGENT_A, ROLES
 
 Policy = Callable[[dict[str, Any]], Any]
 """What an opponent is: an observation in, an action (a completion string or object with ``.text``) out."""
@@ -70,7 +70,8 @@ class SoloEnv(gymnasium.Env):
         if self.opponent is not None:
             self.aec.step(self.opponent(self.aec.observe(drafter)))
         self._obs = self.aec.observe(self.seat)
-        return dict(self._obs), {"role": self._obs["role"], "problem_id": self.aec.unwrapped.problem.id}
+        role = ROLES[self._obs["role"]]  # the same spelling as the seat's infos after step()
+        return dict(self._obs), {"role": role, "problem_id": self.aec.unwrapped.problem.id}
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         if self._obs is None:

@@ -80,7 +80,11 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
         "--seeds", type=int, nargs="+", default=[0], help="sampling seeds (several: mean ± std, pass@k)"
     )
     p.add_argument(
-        "--methods", nargs="+", default=list(METHODS), choices=list(METHODS), help="methods to run"
+        "--methods",
+        nargs="+",
+        default=list(METHODS),
+        metavar="METHOD",
+        help=f"methods to run: {', '.join(METHODS)}",
     )
     p.add_argument(
         "--temperature",

@@ -235,7 +235,7 @@ def test_alike_adds_the_adapters_answer_differences_only_when_every_run_recorded
 
 
 def test_the_training_table_reads_the_renamed_metric_and_flags_the_legacy_one() -> None:
-    new, old = {"training": {rr.CHANGED: {}}}, {"training": {rr.LEGACY_CHANGED: {}}}
+    new, old = {"training": {rr.CHANGED: {"all": 0.4}}}, {"training": {rr.LEGACY_CHANGED: {"all": 0.7}}}
     assert rt.changed_key([new, old]) == rr.CHANGED and rt.changed_key([old]) == rr.LEGACY_CHANGED
     doc = json.loads(RESULTS.read_text()) if RESULTS.is_file() else None
     if doc is not None:  # the recorded replication predates the rename: its column is flagged
@@ -258,3 +258,12 @@ def test_a_results_file_with_the_old_method_names_reads_as_today(tmp_path: Path)
     assert read["outcomes"]["base"]["outcomes"]["base-few-shot"] == base["outcomes"]["zero-shot"]
     read["summary"] = rr.summary_from_outcomes(read)
     assert "| untrained base | few-shot (worked examples) |" in rt.markdown(read)
+
+
+def test_a_replication_recorded_under_other_prompts_is_not_resumed() -> None:
+    import replicate_cpu as rc
+
+    now = {"model": "m", "prompts": rc.prompts_fingerprint()}
+    assert rc.other_settings({"model": "m"}, now) == ["prompts"]  # recorded before #22: the old prompts
+    assert rc.other_settings(dict(now), now) == []
+    assert rc.other_settings({"model": "m", "prompts": "0" * 16}, now) == ["prompts"]

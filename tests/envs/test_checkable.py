@@ -22,6 +22,9 @@ def _countdown(numbers: list[int], target: int) -> Problem:
         ("3 × 7", True),
         ("7*3", True),
         ("3 x 7 = 21", True),
+        ("3 \\times 7", True),  # the math family asks for "a number or a LaTeX expression"
+        ("$7 \\cdot 3$", True),
+        ("\\boxed{3 \\times 7}", True),
         ("(7 - 3) * 2", False),  # uses a number that is not given
         ("21", False),  # the target alone uses neither number
         ("3 × 7 × 1", False),
@@ -70,3 +73,10 @@ def test_splits_share_no_prompt_and_problems_repeat_from_their_seed(kind: str) -
 def test_registered_and_conformant(env_id: str) -> None:
     assert env_id in agon_env.registered_ids()
     check_env(env_id)
+
+
+def test_two_number_countdown_has_enough_distinct_problems_per_split() -> None:
+    counts = {
+        s: len({CheckableTask("countdown", 2000, split=s)[i].prompt for i in range(2000)}) for s in SPLITS
+    }
+    assert counts["validation"] >= 40 and counts["test"] >= 100, counts

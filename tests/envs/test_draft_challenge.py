@@ -314,16 +314,20 @@ def test_a_string_outside_the_action_space_scores_as_empty_with_a_warning(text, 
 
 
 def test_an_observation_over_max_text_length_is_refused_not_cut() -> None:
-    env = agon_env.make("agon/arith-v0", max_text_length=5)
+    env = agon_env.make("agon/arith-v0", max_text_length=5, mode="solo")
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"over max_text_length=5; raise max_text_length"):
         env.observe("agent_a")
+    # With a challenger, the worst case (a full-length summary) is refused at reset, not mid-episode.
+    env = agon_env.make("agon/arith-v0", max_text_length=4000)
+    with pytest.raises(ValueError, match=r"with a full-length summary .* over max_text_length=4000"):
+        env.reset(seed=0)
 
 
 def test_observations_and_actions_flatten_and_round_trip() -> None:
     from gymnasium.spaces.utils import flatdim, flatten, flatten_space, unflatten
 
-    env = agon_env.make("agon/arith-v0", max_text_length=400)
+    env = agon_env.make("agon/arith-v0", max_text_length=4200)
     env.reset(seed=0)
     env.step("Guess. <summary>Added them up.</summary><answer>7</answer>")
     obs, space = env.observe("agent_b"), env.observation_space("agent_b")

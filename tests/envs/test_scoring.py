@@ -150,3 +150,11 @@ def test_model_code_that_times_out_in_the_sandbox_is_a_wrong_answer():
     batch = _solo_batch(task, fmt("def f(x):\n    while True:\n        pass"))
     turn = batch.turns[0]
     assert not turn.correct and turn.score_error is None and not turn.score_timeout
+
+
+def test_a_launcher_failure_is_believed_only_when_a_canary_fails_too(monkeypatch):
+    # Model code can write a launcher's words to stderr and exit 1 itself.
+    looks_like_bwrap = RunResult("error", 1, "", "bwrap: Creating new namespace failed\n", 0.01)
+    assert code_checks.sandbox_failure(looks_like_bwrap) is None  # the real sandbox runs a canary fine
+    monkeypatch.setattr(code_checks, "run_python", lambda *a, **k: looks_like_bwrap)
+    assert code_checks.sandbox_failure(looks_like_bwrap).startswith("bwrap: Creating")

@@ -137,3 +137,16 @@ def test_hub_dataset_without_data_or_network_fails_at_once_naming_agon_data_dir(
     with pytest.raises(DataUnavailableError, match=r"AGON_DATA_DIR"):
         agon_env.make("agon/gsm8k-v0")
     assert time.monotonic() - start < 10  # datasets alone retries the hub for ~30 s
+
+
+def test_offline_mode_reads_the_datasets_cache_and_says_when_it_is_not_there(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agon_env.envs.tasks import data
+
+    monkeypatch.delenv("AGON_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(data, "hub_reachable", lambda timeout=3.0: pytest.fail("offline mode must not probe"))
+    with pytest.raises(data.DataUnavailableError, match="not in the datasets cache"):
+        data.load_rows("no-such-owner/no-such-dataset")

@@ -10,7 +10,7 @@ computation while finding it takes a search or an inverse:
 kind          example                                                      checking an answer
 ============  ===========================================================  ====================
 countdown     Use each of 3 and 7 exactly once with +, − or × to make 21.  evaluate it once
-divides       Which one of 4, 7, 9, 10 divides 63 exactly?                 one division
+divides       Which one of 4, 7, 10, 11 divides 63 exactly?                one division
 linear        Find x such that 7x + 3 = 59.                                 substitute x
 ============  ===========================================================  ====================
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from agon_env.envs.tasks.arith import evaluate
 from agon_env.envs.tasks.base import SPLITS, Problem, content_split
-from agon_env.envs.tasks.verify import answers_match
+from agon_env.envs.tasks.verify import answers_match, unbox
 from agon_env.seeding import derive_seed
 
 Generated = tuple[str, str, dict[str, Any]]
@@ -43,8 +43,9 @@ _ASCII = str.maketrans({"-": "−", "*": "×", "x": "×", "X": "×", "·": "×",
 
 
 def _countdown(rng: random.Random, numbers: int) -> Generated:
+    hi = 20 if numbers == 2 else 9  # two numbers in 2..9 would give only ~100 distinct prompts
     while True:
-        nums = [rng.randint(2, 9) for _ in range(numbers)]
+        nums = [rng.randint(2, hi) for _ in range(numbers)]
         ops = [rng.choice(_OPS) for _ in range(numbers - 1)]
         expr = f"{nums[0]} {ops[0]} {nums[1]}"
         if numbers == 3:
@@ -81,8 +82,14 @@ def _linear(rng: random.Random, numbers: int) -> Generated:
 _NUMBER = re.compile(r"\d+")
 
 
+_LATEX = (("\\times", "×"), ("\\cdot", "×"), ("\\left", ""), ("\\right", ""), ("\\,", ""), ("$", ""))
+
+
 def _check_countdown(problem: Problem, answer: str) -> bool:
-    expr = answer.strip().rstrip(".").translate(_ASCII)
+    expr = unbox(answer.strip())  # the math family asks for "a number or a LaTeX expression"
+    for latex, plain in _LATEX:
+        expr = expr.replace(latex, plain)
+    expr = expr.strip().rstrip(".").translate(_ASCII)
     expr = expr.split("=")[0].strip()  # "3 × 7 = 21" states the expression first
     if not expr or not set(expr) <= set("0123456789+−×() "):
         return False

@@ -126,11 +126,14 @@ _LAUNCHERS = ("bwrap: ", "prlimit: ", "unshare: ", "setpriv: ")
 def sandbox_failure(run: RunResult) -> str | None:
     """The launcher's error when the sandbox failed to start the program, else None.
 
-    Such a run says nothing about the answer: it is the verifier's failure, not a crash.
+    Such a run says nothing about the answer: it is the verifier's failure, not a crash. Model
+    code can print a launcher's words and exit itself, so a run that looks like one is believed
+    only if a trivial program fails in the same sandbox too (a canary run, only on suspicion).
     """
-    if run.status == "error" and not run.stdout and run.stderr_tail.startswith(_LAUNCHERS):
-        return run.stderr_tail
-    return None
+    if not (run.status == "error" and not run.stdout and run.stderr_tail.startswith(_LAUNCHERS)):
+        return None
+    canary = run_python("print('ok')", "", Limits(cpu_s=2, wall_s=15.0))
+    return None if (canary.status, canary.stdout) == ("ok", "ok\n") else run.stderr_tail
 
 
 def _require_started(run: RunResult) -> None:

@@ -20,10 +20,17 @@ class DataUnavailableError(FileNotFoundError):
     """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
 
 
+def _offline_mode() -> bool:
+    return "1" in (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("HF_DATASETS_OFFLINE"))
+
+
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the hub answers a TCP connect: ``datasets`` would otherwise retry for ~30 s offline."""
-    if "1" in (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("HF_DATASETS_OFFLINE")):
-        return False
+    """Whether the hub answers a TCP connect: ``datasets`` would otherwise retry for ~30 s offline.
+
+    Behind a proxy a direct connect says nothing, so the hub counts as reachable there.
+    """
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
     url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
         socket.create_connection((url.hostname or "", url.port or 443), timeout=timeout).close()
@@ -76,12 +83,22 @@ def load_rows(
                 raise ValueError(f"unsupported data file {path}: use one of {sorted(_SUFFIX_BUILDERS)}")
             ds = load_dataset(builder, data_files=str(path), split="train")
     else:
+        if _offline_mode():  # the user asked for the datasets cache: read it, say so if it is not there
+            try:
+                return [dict(r) for r in load_dataset(str(source), split=split, **hub_kwargs)]
+            except Exception as exc:
+                raise DataUnavailableError(
+                    f"dataset {source!r} is not in the datasets cache (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE "
+                    "is set) nor in $AGON_DATA_DIR; set $AGON_DATA_DIR to a folder with its offline copy "
+                    f"(docs/envs.md) or pass path= ({type(exc).__name__})"
+                ) from None
         if not hub_reachable():
             root = local_data_dir()
             where = f"{root} has no copy" if root else "no data folder: $AGON_DATA_DIR is unset"
             raise DataUnavailableError(
                 f"dataset {source!r} is not on this machine ({where}) and the hub is unreachable: "
-                "set $AGON_DATA_DIR to a folder with its offline copy (docs/envs.md) or pass path="
+                "set $AGON_DATA_DIR to a folder with its offline copy (docs/envs.md), pass path=, or set "
+                "HF_HUB_OFFLINE=1 to read the datasets cache"
             )
         ds = load_dataset(str(source), split=split, **hub_kwargs)
     return [dict(r) for r in ds]
