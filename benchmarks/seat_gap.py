@@ -7,7 +7,12 @@ exchangeable (every labelling flipped: per run, and per seed with coop and agon 
 seed flipped together, since they share init, problems and sampling seeds), and the sum of
 LR multipliers over each seat's drafting steps under the run's schedule.
 
-    python benchmarks/seat_gap.py [docs/results/replication_cpu.json]
+    python benchmarks/seat_gap.py [docs/results/replication_cpu.json [docs/results/seat_gap_bfirst.json]]
+
+The second file is the decisive run: one recorded pair run retrained with the role schedule
+handed to agent_b (``--first-drafter agent_b``), evaluated on the same test problems. If the
+gap follows the schedule, b leads there; if it follows the seat's seeds, a still leads by as
+much; if it is the run's own training noise, neither.
 """
 
 from __future__ import annotations
@@ -43,7 +48,33 @@ def lr_multiplier(step: int, steps: int, warmup_ratio: float = 0.1) -> float:
     return (step + 1) / (warm + 1) if step < warm else max(0.0, (steps - step) / max(1, steps - warm))
 
 
-def main(path: str = "docs/results/replication_cpu.json") -> None:
+def mirrored(path: str, arms: dict) -> None:
+    """The run with the schedule handed to agent_b, against the recorded run it mirrors: each
+    run's gap, then each adapter against itself across the two runs (same problems)."""
+    doc = json.loads(Path(path).read_text())
+    orig = arms[doc["arm"]][doc["seed"]]["outcomes"]
+    for k in ("standalone:agent_a", "standalone:agent_b"):
+        x, y = orig[k], doc["outcomes"][k]
+        before, after = (
+            sum(p > q for p, q in zip(x, y, strict=True)),
+            sum(q > p for p, q in zip(x, y, strict=True)),
+        )
+        p = mcnemar(before, after)
+        print(f"{k}: {100 * (sum(y) - sum(x)) / len(x):+.1f} pp when b drafts first "
+              f"(only before {before}, only after {after}, McNemar p = {p:.3f})")  # fmt: skip
+    for label, outs in (("recorded (a drafts first)", orig), ("schedule handed to b", doc["outcomes"])):
+        a, b = outs["standalone:agent_a"], outs["standalone:agent_b"]
+        only_a = sum(x > y for x, y in zip(a, b, strict=True))
+        only_b = sum(y > x for x, y in zip(a, b, strict=True))
+        rates = f"a {100 * sum(a) / len(a):.1f} %  b {100 * sum(b) / len(b):.1f} %"
+        print(
+            f"{doc['arm']} s{doc['seed']} {label}: {rates}  "
+            f"gap {100 * (sum(a) - sum(b)) / len(a):+.1f} pp  only a {only_a}  only b {only_b}  "
+            f"McNemar p = {mcnemar(only_a, only_b):.3f}"
+        )
+
+
+def main(path: str = "docs/results/replication_cpu.json", mirror: str | None = None) -> None:
     data = json.loads(Path(path).read_text())
     arms, steps = data["outcomes"]["arms"], int(data["plan"]["steps"])
     gaps: dict[tuple[str, str], float] = {}
@@ -66,6 +97,8 @@ def main(path: str = "docs/results/replication_cpu.json") -> None:
     for seat, first in (("agent_a", 0), ("agent_b", 1)):
         total = sum(lr_multiplier(t, steps) for t in range(first, steps, 2))
         print(f"{seat} drafts at steps {first}, {first + 2}, ...: LR multipliers sum to {total:.3f}")
+    if mirror is not None:
+        mirrored(mirror, arms)
 
 
 if __name__ == "__main__":
