@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _COMMANDS = (
     "agon_env.cli:add_envs_parser",
@@ -100,6 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def user_error(prog: str, exc: BaseException, debug: bool = False) -> int:
+    """Print what to fix in one line and return 2; re-raise with ``debug`` or ``AGON_DEBUG=1``."""
+    if debug or os.environ.get("AGON_DEBUG", "") not in ("", "0"):
+        raise exc
+    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # KeyError's str() quotes
+    print(f"{prog}: {' '.join(str(text).split())}", file=sys.stderr)
+    return 2
+
+
+def add_forwarding_parser(
+    sub: argparse._SubParsersAction, name: str, help: str, run: Callable[[list[str]], int]
+) -> argparse.ArgumentParser:
+    """A subcommand whose every argument goes as is to ``run`` (a tyro dataclass parser):
+    "+" is no flag prefix anyone uses, so argparse forwards ``--flags`` untouched."""
+    p = sub.add_parser(name, help=help, prefix_chars="+", add_help=False)
+    p.add_argument("argv", nargs="*")
+    p.set_defaults(func=lambda args: run(args.argv))
+    return p
+
+
 USER_ERRORS = (KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
 """What a mistyped id, kwarg or path raises; shown as one line unless ``AGON_DEBUG=1``.
 (``agon train`` has its own, narrower list: there a ValueError may be a defect.)"""
@@ -118,11 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import_modules(args.imports)
         return int(args.func(args) or 0)
     except USER_ERRORS as exc:
-        if os.environ.get("AGON_DEBUG", "") not in ("", "0"):
-            raise
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"agon {args.command}: {message}", file=sys.stderr)
-        return 2
+        return user_error(f"agon {args.command}", exc)
 
 
 if __name__ == "__main__":

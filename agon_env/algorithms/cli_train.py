@@ -129,16 +129,10 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
 
 
 def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    # Every argument after ``train`` goes to tyro as is: "+" is no flag prefix anyone uses.
-    p = subparsers.add_parser(
-        "train",
-        help="train adapters with an algorithm plugin (GRPO, agon, ...); see agon train --help",
-        prefix_chars="+",
-        add_help=False,
-    )
-    p.add_argument("argv", nargs="*")
-    p.set_defaults(func=lambda args: run_train(args.argv))
-    return p
+    from agon_env.cli import add_forwarding_parser
+
+    help = "train adapters with an algorithm plugin (GRPO, agon, ...); see agon train --help"
+    return add_forwarding_parser(subparsers, "train", help, run_train)
 
 
 def run_train(argv: Sequence[str]) -> int:

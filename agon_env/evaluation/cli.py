@@ -30,12 +30,9 @@ def default_cache_dir() -> Path:
 
 
 def _user_error(prog: str, exc: BaseException, args: argparse.Namespace) -> int:
-    """One line saying what to fix; the traceback only with ``--debug`` (or ``AGON_DEBUG=1``)."""
-    if args.debug or os.environ.get("AGON_DEBUG", "") not in ("", "0"):
-        raise exc
-    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # KeyError's str() quotes
-    print(f"{prog}: {' '.join(str(text).split())}", file=sys.stderr)
-    return 2
+    from agon_env.cli import user_error
+
+    return user_error(prog, exc, args.debug)
 
 
 def _imports_argument(p: argparse.ArgumentParser) -> None:

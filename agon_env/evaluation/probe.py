@@ -148,7 +148,7 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
         "problems": len(by_problem),
         "drafts": len(outcomes),
         "confidence": confidence,
-        "solve": {"rate": p, **_ci(rate([o.draft_correct for o in outcomes], confidence))},
+        "solve": rate([o.draft_correct for o in outcomes], confidence).to_dict(),
         "keep": {**keep.to_dict(), "of": "right drafts the reader kept right"},
         "fix": {**fix.to_dict(), "of": "wrong drafts the reader turned right"},
         "reject": {**reject.to_dict(), "of": "wrong drafts whose answer the reader changed"},
@@ -162,10 +162,6 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
     }
     result["verdict"] = verdict(result)
     return result
-
-
-def _ci(r: Any) -> dict[str, Any]:
-    return {"low": r.low, "high": r.high, "successes": r.successes, "trials": r.trials}
 
 
 def _pct(x: float | None) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -143,31 +142,23 @@ def print_probe(result: dict[str, Any]) -> None:
 
 
 def add_probe_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    # Everything after ``probe`` goes to tyro, as for ``agon train``.
-    p = subparsers.add_parser(
-        "probe",
-        help="will a rival help here? solve vs verify rates and the cascade gap, before training",
-        prefix_chars="+",
-        add_help=False,
-    )
-    p.add_argument("argv", nargs="*")
-    p.set_defaults(func=lambda args: run_probe_cli(args.argv))
-    return p
+    from agon_env.cli import add_forwarding_parser
+
+    help = "will a rival help here? solve vs verify rates and the cascade gap, before training"
+    return add_forwarding_parser(subparsers, "probe", help, run_probe_cli)
 
 
 def run_probe_cli(argv: list[str]) -> int:
+    from agon_env.cli import USER_ERRORS, user_error
+
     try:
         cfg = tyro.cli(ProbeConfig, args=list(argv), prog="agon probe", description=__doc__.splitlines()[0])
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     try:
         result = probe(cfg)
-    except (KeyError, ValueError, TypeError, FileNotFoundError, ImportError) as exc:
-        if os.environ.get("AGON_DEBUG", "") not in ("", "0"):
-            raise
-        text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"agon probe: {' '.join(str(text).split())}", file=sys.stderr)
-        return 2
+    except USER_ERRORS as exc:
+        return user_error("agon probe", exc)
     print_probe(result)
     print(f"agon probe: wrote {cfg.out}", file=sys.stderr)
     return 0

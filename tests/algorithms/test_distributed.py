@@ -29,12 +29,7 @@ adapters moving 2e-2); a missing gradient all-reduce fails the loss/grad-norm ch
 """Max |Δ| allowed between 1- and 2-process adapter weights (float32 sums in another order)."""
 
 
-@pytest.fixture(autouse=True)
-def _parity_on_path(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def test_shard_is_contiguous_and_refuses_uneven_splits():

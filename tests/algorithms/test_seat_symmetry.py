@@ -26,12 +26,7 @@ HERE = Path(__file__).parent
 SWAP = {AGENT_A: AGENT_B, AGENT_B: AGENT_A}
 
 
-@pytest.fixture(autouse=True)
-def _parity_on_path(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def test_first_drafter_hands_the_schedule_to_agent_b():
