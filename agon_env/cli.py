@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from agon_env.errors import UserError
+
 _COMMANDS = (
     "agon_env.cli:add_envs_parser",
     "agon_env.cli:add_episode_parser",
@@ -120,9 +122,11 @@ def add_forwarding_parser(
     return p
 
 
-USER_ERRORS = (KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
-"""What a mistyped id, kwarg or path raises; shown as one line unless ``AGON_DEBUG=1``.
-(``agon train`` has its own, narrower list: there a ValueError may be a defect.)"""
+USER_ERRORS = (UserError, KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
+"""What ``envs``, ``episode``, ``eval``, ``plot`` and ``probe`` show as one line (unless
+``AGON_DEBUG=1``): every :class:`~agon_env.errors.UserError`, and what a mistyped id, keyword
+or path raises from code that is not ours (a task's constructor, ``datasets``, the hub).
+``agon train`` catches ``UserError`` alone: there a ValueError may be a defect."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,8 +3,16 @@
 The dataclass defaults below *are* the default run: ``agon train`` with no arguments runs
 ``TrainConfig()``. A preset (``configs/NAME.yaml``) lists only the keys that differ from
 it, and command-line flags (``--optim.lr 1e-4``, see ``agon train --help``) go on top.
-:func:`from_dict` is the one way YAML becomes a config (presets, a run's ``config.yaml``);
-:func:`ready` checks everything before a model is loaded and says what to fix.
+:func:`from_dict` is the one way YAML becomes a config (presets, a run's ``config.yaml``,
+read back by :func:`agon_env.run_folder.load_run_config`).
+
+This module is the floor under training and evaluation: torch-free, and it imports neither
+``agon_env.algorithms`` nor ``agon_env.evaluation``. Whether a config can *train* is not
+decided here but in :mod:`agon_env.algorithms.validation` (``ready``, ``load_config``):
+its checks name algorithms, backends, advantages and schedules, which live with the
+training code (some beside torch) and may be registered by a user's ``imports``, so a
+floor that checked them would have to import the layer above it. Evaluation reads configs
+that already trained and needs none of those checks.
 """
 
 from __future__ import annotations
@@ -22,10 +30,10 @@ from typing import Any
 import yaml
 
 from agon_env.agents.protocol import SamplingParams
-from agon_env.registry import close_matches
+from agon_env.errors import UserError, close_matches
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config that cannot run; the message has one line per problem, naming the key and the fix."""
 
 
@@ -313,7 +321,7 @@ def to_dict(cfg: TrainConfig) -> dict[str, Any]:
     return _plain(dataclasses.asdict(cfg))
 
 
-# -- presets and run folders -------------------------------------------------------------
+# -- presets ---------------------------------------------------------------------------
 
 
 def preset_names() -> list[str]:
@@ -321,7 +329,7 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
 
 
-def _read_yaml(path: Path, what: str) -> dict[str, Any]:
+def read_yaml(path: Path, what: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -341,26 +349,14 @@ def preset_config(name: str) -> TrainConfig:
     if not path.is_file():
         raise ConfigError(f"--config {name}: no such preset; pass a .yaml path or one of {preset_names()}")
     try:
-        return from_dict(_read_yaml(path, "preset"))
+        return from_dict(read_yaml(path, "preset"))
     except ConfigError as exc:
         raise ConfigError(f"preset {path}: {exc}") from None
 
 
-def load_run_config(run_dir: str | Path) -> TrainConfig:
-    """The config ``agon train`` wrote to ``<run_dir>/config.yaml``, its ``imports`` imported."""
-    path = Path(run_dir) / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file; is {run_dir} a run folder written by `agon train`?")
-    try:
-        cfg = from_dict(_read_yaml(path, "run config"))
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    import_modules(cfg)
-    return cfg
-
-
-def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
-    """``TrainConfig()`` or ``preset``, then ``overrides`` (nested or dotted keys); validated.
+def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+    """``TrainConfig()`` or ``preset``, then ``overrides`` (nested or dotted keys); not yet
+    validated (:func:`agon_env.algorithms.validation.load_config` is this, checked).
 
     Changing ``env.id`` away from the preset's drops the preset's ``env.kwargs`` unless
     ``overrides`` sets them too: those belong to the preset's task.
@@ -370,7 +366,7 @@ def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None =
     env = updates.get("env", {})
     if isinstance(env, Mapping) and env.get("id", base.env.id) != base.env.id and "kwargs" not in env:
         base.env.kwargs = {}
-    return ready(from_dict(updates, base))
+    return from_dict(updates, base)
 
 
 def import_modules(cfg: TrainConfig) -> None:
@@ -382,12 +378,3 @@ def import_modules(cfg: TrainConfig) -> None:
             import_user_modules([name])
         except ImportError as exc:
             raise ConfigError(f"imports: cannot import {name!r} ({exc}); is it on PYTHONPATH?") from None
-
-
-def ready(cfg: TrainConfig) -> TrainConfig:
-    """Import ``cfg.imports``, then validate (:mod:`agon_env.algorithms.validation`): the one check
-    a config gets before it runs."""
-    from agon_env.algorithms.validation import validate
-
-    import_modules(cfg)
-    return validate(cfg)

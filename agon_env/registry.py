@@ -22,7 +22,6 @@ Registering a task takes one call::
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import os
@@ -33,6 +32,8 @@ from typing import Any
 
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+
+from agon_env.errors import unknown_id_message
 
 ENV_KWARGS = frozenset(
     {
@@ -112,17 +113,6 @@ def register(
     spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline, tuple(data))
     _REGISTRY[id] = spec
     return spec
-
-
-def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:
-    """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
-    return difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
-
-
-def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
-    close = close_matches(name, known)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"
 
 
 def spec(id: str) -> EnvSpec:

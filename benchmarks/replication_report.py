@@ -238,7 +238,7 @@ def compared(arms: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """How alike a pair's two adapters are on test, pooled over runs: problems both get wrong,
     against what two independent adapters with the same accuracies would share."""
-    from agon_env.evaluation.stats import complementarity
+    from agon_env.stats import complementarity
 
     n = both = one = 0
     expected = 0.0
@@ -264,7 +264,7 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
     """Everything the tables show, from the outcome lists alone, on the seeds every arm finished."""
-    from agon_env.evaluation.stats import paired_bootstrap, t_interval
+    from agon_env.stats import paired_bootstrap, t_interval
 
     every = doc["outcomes"]["arms"]
     used, arms = compared_seeds(every), compared(every)

@@ -27,7 +27,7 @@ def test_console_script_installed():
 def test_agon_train_hands_its_arguments_to_the_config_parser(capsys):
     import yaml
 
-    from agon_env.algorithms.config import TrainConfig, to_dict
+    from agon_env.config import TrainConfig, to_dict
 
     assert main(["train", "--print-config"]) == 0
     assert capsys.readouterr().out == yaml.safe_dump(to_dict(TrainConfig()), sort_keys=False)
@@ -49,7 +49,7 @@ def test_ctrl_c_in_train_names_the_checkpoint_and_how_to_continue(capsys, monkey
     import torch
 
     import agon_env.algorithms.run as run
-    from agon_env.algorithms.checkpoint import CHECKPOINT
+    from agon_env.run_folder import CHECKPOINT
 
     run_dir = tmp_path / "run"
 

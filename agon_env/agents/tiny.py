@@ -14,12 +14,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
-
-from agon_env.agents.models import cached_model_folder
 
 # ChatML, the format SmolLM2 and Qwen3 were tuned on; also used by the tiny model.
 CHATML_TEMPLATE = (
@@ -202,7 +199,3 @@ def _teach_format(model: Any, tok: Any, steps: int) -> None:
         opt.step()
     model.eval()
 
-
-def ensure_tiny_qwen3_folder() -> Path:
-    """Save :func:`build_tiny_qwen3` (seed 0) into the cache once and return the folder."""
-    return cached_model_folder(TINY_QWEN3_FOLDER, lambda: build_tiny_qwen3(seed=0))

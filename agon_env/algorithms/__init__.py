@@ -3,3 +3,5 @@
 Only :mod:`agon_env.algorithms.grpo` and the plugin registry are import-light; the trainer
 imports torch and the agents layer lazily so ``agon envs`` stays fast.
 """
+
+from agon_env.algorithms import plugins as _plugins  # noqa: F401  (registers the built-in algorithms)

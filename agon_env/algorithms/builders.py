@@ -12,12 +12,13 @@ from typing import Any
 
 import torch
 
-from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.registry import AlgorithmPlugin
+from agon_env.config import TrainConfig
+from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
 
 
-class SetupError(ValueError):
+class SetupError(UserError, ValueError):
     """The run cannot be built as configured (model, env id, task keywords, data path); one line."""
 
 
@@ -165,8 +166,12 @@ def build_agents(
 ) -> dict[str, Any]:
     """One LLM agent per seat, all sharing ``backend``, each sampling as ``cfg.sampling_of`` its seat."""
     from agon_env.agents import LLMAgent
+    from agon_env.agents.prompt_families import PromptFamilyError, role_prompts
 
-    prompts = role_prompts(cfg, task)
+    try:
+        prompts = role_prompts(task, cfg.prompts)
+    except PromptFamilyError as exc:
+        raise SetupError(str(exc)) from exc
     return {
         name: LLMAgent(
             name=name,
@@ -179,14 +184,3 @@ def build_agents(
         )
         for name in plugin.adapters
     }
-
-
-def role_prompts(cfg: TrainConfig, task: Any) -> Any:
-    """The prompts of a run on ``task``: the task's family (or ``prompts.family``), with or
-    without worked examples (``prompts.few_shot``); ``agon eval`` uses the same."""
-    from agon_env.agents.prompt_families import prompts_for
-
-    try:
-        return prompts_for(task, cfg.prompts.family, cfg.prompts.few_shot)
-    except ValueError as exc:
-        raise SetupError(f"prompts.family: {exc}") from exc

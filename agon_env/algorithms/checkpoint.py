@@ -19,11 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-CHECKPOINT = "checkpoint.pt"
-
-
-class RunFolderError(RuntimeError):
-    """The run folder cannot be used as asked (exists without --resume, or is incompatible)."""
+from agon_env.run_folder import CHECKPOINT, RunFolderError
 
 
 @dataclass(frozen=True)

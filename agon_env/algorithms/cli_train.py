@@ -25,16 +25,16 @@ import tyro
 import yaml
 from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
 
-from agon_env.algorithms.config import (
-    ConfigError,
+from agon_env.algorithms.validation import ready
+from agon_env.config import (
     TrainConfig,
     convert,
     parse_assignments,
     preset_config,
     preset_names,
-    ready,
     to_dict,
 )
+from agon_env.errors import UserError
 
 SHORT_NAMES = {
     "--model": "--model.name",
@@ -136,11 +136,6 @@ def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
 
 
 def run_train(argv: Sequence[str]) -> int:
-    from agon_env.algorithms.builders import SetupError
-    from agon_env.algorithms.checkpoint import RunFolderError
-    from agon_env.algorithms.rollout import TaskScoreError
-    from agon_env.algorithms.rollout_correction import OnPolicyError
-
     cfg: TrainConfig | None = None
     try:
         cfg, print_config = parse_train_args(argv)
@@ -152,7 +147,7 @@ def run_train(argv: Sequence[str]) -> int:
         train(cfg)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    except (ConfigError, SetupError, RunFolderError, TaskScoreError, OnPolicyError) as exc:
+    except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
         if debugging(argv):
             raise
         print(f"agon train: {exc}", file=sys.stderr)
@@ -167,9 +162,9 @@ def run_train(argv: Sequence[str]) -> int:
 
 def interrupted_message(cfg: TrainConfig) -> str:
     """What Ctrl-C leaves behind, in one line: the last checkpoint and how to continue from it."""
-    from agon_env.algorithms.checkpoint import CHECKPOINT
+    from agon_env.run_folder import RunFolder
 
-    path = cfg.run_dir / CHECKPOINT
+    path = RunFolder(cfg.run_dir).checkpoint
     if not path.exists():
         return f"interrupted before the first checkpoint; {cfg.run_dir} has nothing to resume from"
     import torch

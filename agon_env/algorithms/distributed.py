@@ -154,7 +154,7 @@ def barrier(ctx: DistContext) -> None:
 
 def check_batch(batch_problems: int, ctx: DistContext) -> None:
     """Refuse a global batch that the processes cannot share out by whole problems."""
-    from agon_env.algorithms.config import ConfigError
+    from agon_env.config import ConfigError
 
     if batch_problems % ctx.world:
         raise ConfigError(

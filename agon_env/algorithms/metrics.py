@@ -1,10 +1,7 @@
-"""Per-step training metrics computed from a rollout batch, and their names.
+"""Per-step training metrics computed from a rollout batch.
 
-Names are ``quantity/qualifier`` so TensorBoard groups them (``acc/agent_a/drafter``,
-``format/challenger``, ``win_rate/agent_b``). Every name is built here, by :func:`key`
-from the quantity constants below; the logger, the summary table and the plots
-(:mod:`agon_env.algorithms.run_log`, :mod:`agon_env.evaluation.plots`) import them, so a
-metric has exactly one spelling. Writing the metrics out is not this module's business.
+The names are :mod:`agon_env.metric_names`' (one spelling for the trainer, the log and the
+plots). Writing the metrics out is not this module's business.
 """
 
 from __future__ import annotations
@@ -13,73 +10,28 @@ from collections import defaultdict
 from statistics import mean
 from typing import TYPE_CHECKING, Any
 
-from agon_env.evaluation.stats import answer_key
+from agon_env.metric_names import (
+    ACC,
+    CHALLENGE_CHANGED_ANSWER,
+    CONVERSION,
+    DRAFT_UNUSABLE,
+    FORMAT,
+    LEN_TOKENS,
+    REWARD,
+    SCORE_ERRORS,
+    SCORE_TIMEOUTS,
+    SUMMARY_LEAK,
+    TIE,
+    TOKENS,
+    TRUNCATED,
+    WIN,
+    key,
+)
+from agon_env.stats import answer_key
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 if TYPE_CHECKING:
     from agon_env.algorithms.rollout import RolloutBatch
-
-# Quantities logged per role and per ``seat/role``.
-REWARD = "reward"
-ACC = "acc"
-FORMAT = "format"
-LEN_TOKENS = "len_tokens"
-TRUNCATED = "truncated"
-DRAFT_UNUSABLE = "draft_unusable"
-"""Challenger turns shown no usable draft summary (the env's NO_SUMMARY line)."""
-SUMMARY_LEAK = "summary_leak"
-"""Challenger turns whose shown draft summary states the draft's final answer anyway."""
-SCORE_ERRORS = "score_errors"
-"""How many answers the task's ``score`` gave no verdict on this step: it raised (the verifier
-failed) or returned a non-bool. A count, not a rate."""
-SCORE_TIMEOUTS = "score_timeouts"
-"""How many answers the task's verifier timed out on this step (a count; not in ``score_errors``)."""
-# Per-episode rates.
-CONVERSION = "conversion_rate"
-"""P(challenger right | its paired draft wrong)."""
-WIN = "win_rate"
-"""Per seat: right while the rival was wrong (two-seat modes)."""
-TIE = "tie_rate"
-CHALLENGE_CHANGED_ANSWER = "divergence/challenge_changed_answer"
-"""Two-seat episodes: share whose challenger, after reading the rival's draft summary, ended
-on a different final answer than that draft's.
-
-Counted only where the challenger was shown a usable summary and both turns gave an answer:
-a missing answer is a format failure (``format/<role>``), not a change of mind, and a turn
-shown nothing read no draft. Answers compare by :func:`~agon_env.evaluation.stats.answer_key`
-(strings, whitespace and case ignored), so ``4.0`` after ``4`` counts as a change.
-
-It measures how often reading a draft ends in another answer: a fall means the challenger
-keeps the draft's answer more often, not that the two adapters answer alike. The drafts of
-a step all come from one adapter, so how often the two adapters' *independent* answers to a
-problem differ is measured in evaluation (``complementarity.adapters.answers_differ``)."""
-KL = "divergence/kl"
-"""Mean per-token KL(π_drafter ‖ π_challenger), k3 estimator, on the step's first
-``divergence_kl_rollouts`` drafts (sampled by the drafter, re-scored under the challenger's
-adapter at the drafter's temperature). The drafter seat follows the plugin's schedule --
-alternating in agon, coop, margin and hidden-draft -- so consecutive steps measure
-KL(a‖b) and KL(b‖a) in turn, not one fixed direction."""
-# Step-level figures the trainer adds.
-TOKENS = "tokens"
-TOKENS_PER_S = "tokens_per_s"
-GROUPS_DROPPED = "groups_dropped"
-NAN_SKIPPED = "nan_skipped"
-LOSS = "loss"
-GRAD_NORM = "grad_norm"
-LR = "lr"
-EPOCH = "epoch"
-ONPOLICY = "onpolicy"
-"""Sampler-trainer mismatch per adapter: ``onpolicy/kl/agent_a``, ``onpolicy/mean_abs_diff/…``,
-``onpolicy/max_abs_diff/…``, ``onpolicy/is_weight_mean/…``, ``onpolicy/over_cap_frac/…``."""
-TIME_ROLLOUT = "time/rollout"
-TIME_SCORING = "time/scoring"
-TIME_UPDATE = "time/update"
-TIME_STEP = "time/step"
-
-
-def key(quantity: str, *qualifiers: str) -> str:
-    """The one spelling of a metric: ``key(ACC, "agent_a", "drafter") == "acc/agent_a/drafter"``."""
-    return "/".join((quantity, *qualifiers))
 
 
 def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:

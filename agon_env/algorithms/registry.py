@@ -4,7 +4,9 @@ An algorithm is data, not code paths: the env mode and reward scheme it asks the
 for, how many adapters it trains, who drafts at step ``t`` (a role schedule), and which
 role's stream is trained. The trainer reads these fields and never branches on a name,
 so a new recipe is one :class:`AlgorithmPlugin` passed to :func:`register_algorithm`
-(the built-ins are the rows of :mod:`agon_env.algorithms.plugins`).
+(the built-ins are the rows of :mod:`agon_env.algorithms.plugins`, which the package's
+``__init__`` imports, so they are registered before anyone can ask this module; it does
+not import them itself, which would make the two modules import each other).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from agon_env.registry import unknown_id_message
+from agon_env.errors import unknown_id_message
 from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS, other_seat
 
 
@@ -93,17 +95,11 @@ def register_algorithm(plugin: AlgorithmPlugin) -> AlgorithmPlugin:
     return plugin
 
 
-def _load_builtins() -> None:
-    from agon_env.algorithms import plugins  # noqa: F401  (registers the built-in rows)
-
-
 def algorithm_names() -> list[str]:
-    _load_builtins()
     return sorted(_ALGORITHMS)
 
 
 def get_algorithm(name: str) -> AlgorithmPlugin:
-    _load_builtins()
     try:
         return _ALGORITHMS[name]
     except KeyError:

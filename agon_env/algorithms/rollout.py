@@ -23,6 +23,7 @@ import torch
 from agon_env.agents.protocol import Agent
 from agon_env.algorithms.distributed import DistContext, all_sum
 from agon_env.episodes import Episode, Played, Start, Turn, play_episodes
+from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
 
 
@@ -85,7 +86,7 @@ def rollout(
     return RolloutBatch(list(problem_indices), n, played.episodes, played.acting_s, played.stepping_s)
 
 
-class TaskScoreError(RuntimeError):
+class TaskScoreError(UserError, RuntimeError):
     """Every answer of a step failed to score: the task is broken, not the policy."""
 
 

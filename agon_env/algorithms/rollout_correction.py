@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from agon_env.algorithms import distributed as dist
+from agon_env.errors import UserError
 
 
 def _none(delta: Tensor, mask: Tensor, cap: float) -> Tensor:
@@ -87,7 +88,7 @@ def correct(
     return weights
 
 
-class OnPolicyError(RuntimeError):
+class OnPolicyError(UserError, RuntimeError):
     """The sampler served another policy than the trainer holds (stale or failed adapter load)."""
 
 

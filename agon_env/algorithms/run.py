@@ -15,15 +15,17 @@ from pathlib import Path
 
 import yaml
 
+from agon_env import metric_names as M
+from agon_env.agents.prompt_families import role_prompts
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms import metrics as M
-from agon_env.algorithms.builders import resolve_device, role_prompts
+from agon_env.algorithms.builders import resolve_device
 from agon_env.algorithms.checkpoint import prepare_run_dir
-from agon_env.algorithms.config import TrainConfig, ready, to_dict
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
-from agon_env.vocabulary import REFERENCE
+from agon_env.algorithms.validation import ready
+from agon_env.config import TrainConfig, to_dict
+from agon_env.run_folder import RunFolder
 
 __all__ = ["train"]
 
@@ -97,7 +99,7 @@ def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
         if cfg.resume:
             trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
         elif ctx.is_main:
-            (run_dir / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+            RunFolder(run_dir).config.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         return _loop(cfg, ctx, trainer, run_dir, started)
     except BaseException:
         if fresh and trainer.step == 0 and ctx.is_main:
@@ -139,7 +141,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             logger.close()
     if ctx.is_main:
         for name in trainer.plugin.adapters:
-            trainer.base.save(name, run_dir / "adapters" / name)
+            trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)
         print_summary(run_dir)
         if cfg.heldout_problems:
@@ -162,40 +164,25 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
 def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -> None:
     """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
 
-    The one place a run calls the evaluator (which itself knows no algorithm): agents over the
-    trainer's own base and backend, the run's prompts, each adapter sampling as it trained
-    (``cfg.sampling_of``: its own temperature) and the base at the run's, as ``agon eval`` builds them.
+    The one place a run calls the evaluator (which itself knows no algorithm), through
+    :func:`agon_env.evaluation.heldout.check_trained_run`: agents over the trainer's own base
+    and backend, the run's prompts, each policy sampling as ``cfg.sampling_of`` its adapter (an
+    adapter at its own temperature, the base at the run's), as ``agon eval`` builds them.
     """
-    from agon_env.agents import LLMAgent, SamplingParams
-    from agon_env.evaluation.heldout import (
-        NoHeldout,
-        heldout_check,
-        heldout_policies,
-        print_heldout,
-        write_heldout,
-    )
-    from agon_env.evaluation.methods import BASE
+    from agon_env.agents import LLMAgent
+    from agon_env.evaluation.heldout import check_trained_run
 
-    prompts = role_prompts(cfg, trainer.env.task)
+    prompts = role_prompts(trainer.env.task, cfg.prompts)
 
-    def agent(name: str, adapter: str, sampling: SamplingParams) -> LLMAgent:
+    def agent(name: str, adapter: str) -> LLMAgent:
         return LLMAgent(
             name=name,
             base=trainer.base,
             adapter=adapter,
             backend=trainer.backend,
-            sampling=sampling,
+            sampling=cfg.sampling_of(adapter),
             prompts=prompts,
             template_kwargs=cfg.model.chat_template_kwargs,
         )
 
-    adapters = {name: agent(name, name, cfg.sampling_of(name)) for name in trainer.plugin.adapters}
-    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE, cfg.sampling), adapters)
-    try:
-        # Problem sample seed 0 whatever the run's seed: runs of one task are checked on the same problems.
-        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, problems, seed=0)
-    except NoHeldout as exc:
-        print(f"agon train: held-out check skipped: {exc}")
-        return
-    write_heldout(result, run_dir)
-    print_heldout(result)
+    check_trained_run(run_dir, cfg.env.id, cfg.env.kwargs, agent, trainer.plugin.adapters, problems)

@@ -13,7 +13,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from agon_env.algorithms import metrics as M
+from agon_env import metric_names as M
+from agon_env.run_folder import RunFolder
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 
@@ -26,15 +27,16 @@ class MetricsLogger:
 
     def __init__(self, run_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True) -> None:
         self.run_dir = run_dir
-        self.path = run_dir / "metrics.jsonl"
-        self.samples_path = run_dir / "samples.jsonl"
+        folder = RunFolder(run_dir)
+        self.path = folder.metrics
+        self.samples_path = folder.samples
         for path in (self.path, self.samples_path):
             _truncate(path, start_step)
         self.tb: Any = None
         try:
             from torch.utils.tensorboard import SummaryWriter
 
-            self.tb = SummaryWriter(str(run_dir / "tb"), purge_step=start_step if start_step else None)
+            self.tb = SummaryWriter(str(folder.tensorboard), purge_step=start_step if start_step else None)
         except ImportError:  # tensorboard is optional; JSONL is the record of truth
             self.tb = None
         self.bar: Any = None
@@ -111,7 +113,7 @@ def _step(line: str) -> int:
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = Path(run_dir) / "metrics.jsonl"
+    path = RunFolder(run_dir).metrics
     if not path.exists():
         return []
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
@@ -143,7 +145,7 @@ def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[s
     The interval is Welch's over the per-step values of the two windows (steps as the
     independent units): a movement whose interval holds 0 is labelled "within noise".
     """
-    from agon_env.evaluation.stats import verdict_of, welch_interval
+    from agon_env.stats import verdict_of, welch_interval
 
     rows = []
     head, tail = records[:window], records[-window:]
@@ -233,7 +235,7 @@ def plot(run_dir: Path) -> Path | None:
         if keys:
             ax.legend(fontsize=8)
     fig.tight_layout()
-    out = Path(run_dir) / "curves.png"
+    out = RunFolder(run_dir).curves
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out

@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
+from agon_env import metric_names as M
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms import metrics as M
 from agon_env.algorithms.builders import (
     BACKENDS,
     build_agents,
@@ -41,26 +41,26 @@ from agon_env.algorithms.builders import (
     resolve_device,
 )
 from agon_env.algorithms.checkpoint import (
-    RunFolderError,
     RunIdentity,
     load_checkpoint,
     save_checkpoint,
     set_rng_state,
 )
-from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
+from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_samples, summarize
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, check_trainable, rollout
 from agon_env.algorithms.rollout_correction import OnPolicyError, correct, guard
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
+from agon_env.config import TrainConfig
 from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["OnPolicyError", "RunFolderError", "TaskScoreError", "Trainer"]
+__all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
 
 
 @dataclass
@@ -182,7 +182,7 @@ class Trainer:
             }
         )
         metrics = self._metrics(batch, local)
-        self.samples = M.rendered_samples(batch, self.base.tokenizer, self.cfg.samples_per_role)
+        self.samples = rendered_samples(batch, self.base.tokenizer, self.cfg.samples_per_role)
         self.step += 1
         return metrics
 
@@ -242,8 +242,8 @@ class Trainer:
         """The step's figures over all ranks: rollout outcomes plus the trainer's own."""
         local[M.NAN_SKIPPED] = float(self.counters["nan_skipped"])
         local[M.EPOCH] = float(self.sampler.epoch)
-        samples = M.merge_samples(dist.all_gather_objects(M.metric_samples(batch), self.ctx))
-        metrics = {**M.summarize(samples), **dist.reduce_step_metrics(local, self.ctx)}
+        samples = merge_samples(dist.all_gather_objects(metric_samples(batch), self.ctx))
+        metrics = {**summarize(samples), **dist.reduce_step_metrics(local, self.ctx)}
         metrics[M.TOKENS_PER_S] = metrics.get(M.TOKENS, 0.0) / max(metrics[M.TIME_ROLLOUT], 1e-9)
         return metrics
 

@@ -1,16 +1,18 @@
 """Every check a training config gets before it runs, with a one-line fix per problem.
 
 The choice tables (algorithms, backends, dtypes, schedules, advantages, aggregations)
-live with the code that uses them and are imported here, not restated.
+live with the code that uses them and are imported here, not restated. That is why the
+check is here and not in :mod:`agon_env.config` (the torch-free floor evaluation also
+reads): :func:`ready` is the one check a config gets before it trains.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from agon_env.algorithms.config import ConfigError, TrainConfig
+from agon_env.config import ConfigError, TrainConfig, compose, import_modules
 
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
@@ -105,3 +107,15 @@ def validate(cfg: TrainConfig) -> TrainConfig:
             raise ConfigError(f"invalid training config: {problems[0]}")
         raise ConfigError("invalid training config:\n  - " + "\n  - ".join(problems))
     return cfg
+
+
+def ready(cfg: TrainConfig) -> TrainConfig:
+    """Import ``cfg.imports`` (they may register tasks and algorithms), then :func:`validate`:
+    the one check a config gets before it runs."""
+    import_modules(cfg)
+    return validate(cfg)
+
+
+def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+    """``TrainConfig()`` or ``preset``, then ``overrides`` (:func:`agon_env.config.compose`), ready to run."""
+    return ready(compose(preset, overrides))

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agon_env.algorithms.config import TrainConfig, parse_assignments
+from agon_env.config import TrainConfig, parse_assignments
 from agon_env.evaluation.methods import METHODS
 from agon_env.registry import import_modules
 
@@ -134,10 +134,11 @@ def _shared(values: list[Any]) -> Any:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from agon_env.cli import USER_ERRORS
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs, write_report
-    from agon_env.evaluation.runs import PolicyLoader, RunFolderError, read_run_config, settings_for
+    from agon_env.evaluation.runs import PolicyLoader, settings_for
     from agon_env.evaluation.splits import (
         HOW_CHECKED,
         check_heldout,
@@ -145,6 +146,7 @@ def run_eval(args: argparse.Namespace) -> int:
         overlap_count,
         training_pool,
     )
+    from agon_env.run_folder import EVAL, RunFolder, load_run_config
 
     def log(msg: str) -> None:
         if not args.quiet:
@@ -153,7 +155,7 @@ def run_eval(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         import_modules(args.imports)
-        configs = [read_run_config(r) for r in args.runs]
+        configs = [load_run_config(r) for r in args.runs]
         _one_base(args, configs)
         cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
         env_id, task_kwargs = _task_choice(args, cfg)
@@ -176,7 +178,7 @@ def run_eval(args: argparse.Namespace) -> int:
         }
         # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
         settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
-    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError, ImportError) as exc:
+    except USER_ERRORS as exc:
         return _user_error("agon eval", exc, args)
     overlaps = overlap_count(data.check)
     log(
@@ -201,7 +203,7 @@ def run_eval(args: argparse.Namespace) -> int:
         else:
             policies = loader.base_policies(args.model or cfg.model.name, settings[0])
             results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
-    except (RunFolderError, ValueError, KeyError, FileNotFoundError, TypeError) as exc:
+    except USER_ERRORS as exc:
         return _user_error("agon eval", exc, args)
     report = {
         "data": data.describe(),
@@ -217,7 +219,9 @@ def run_eval(args: argparse.Namespace) -> int:
         "command": "agon eval " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["eval"] else sys.argv[1:]),
     }
     out = (
-        Path(args.out) if args.out else (Path(args.runs[0]) / "eval" if len(args.runs) == 1 else Path("eval"))
+        Path(args.out)
+        if args.out
+        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
     )
     jpath, mpath = write_report(report, out)
     if not args.quiet:
@@ -250,12 +254,13 @@ def add_plot_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    from agon_env.evaluation.plots import NoMetricsError, plot_all
+    from agon_env.cli import USER_ERRORS
+    from agon_env.evaluation.plots import plot_all
 
     try:
         import_modules(args.imports)
         paths = plot_all(args.runs, args.out, args.eval, args.smooth)
-    except (NoMetricsError, FileNotFoundError, ValueError, ImportError) as exc:
+    except USER_ERRORS as exc:
         return _user_error("agon plot", exc, args)
     for p in paths:
         print(p)

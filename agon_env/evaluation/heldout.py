@@ -25,19 +25,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.evaluate import Evaluator, Policies, outcomes
-from agon_env.evaluation.methods import BASE
+from agon_env.errors import UserError
+from agon_env.evaluation.evaluate import Evaluator, outcomes
+from agon_env.evaluation.methods import BASE, Policies
 from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
-from agon_env.evaluation.stats import paired_bootstrap, rate, verdict_of
+from agon_env.run_folder import RunFolder
+from agon_env.stats import paired_bootstrap, rate, verdict_of
+from agon_env.vocabulary import REFERENCE
 
-HELDOUT_FILE = "heldout.json"
 
-
-class NoHeldout(ValueError):
+class NoHeldout(UserError, ValueError):
     """The run's env has no held-out problems to check on (not a task, or test ∩ training ≠ ∅)."""
 
 
@@ -131,8 +132,34 @@ def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]
     return out
 
 
+def check_trained_run(
+    run_dir: Path,
+    env_id: str,
+    task_kwargs: Mapping[str, Any],
+    agent: Callable[[str, str], Any],
+    adapters: Sequence[str],
+    problems: int,
+) -> dict[str, Any] | None:
+    """``agon train``'s end-of-run check, and the one call training makes into evaluation.
+
+    ``agent(policy, adapter)`` builds an agent over the trainer's own base and backend: the
+    untrained base as ``agent(BASE, REFERENCE)``, each trained adapter as ``agent(name, name)``.
+    Writes ``heldout.json`` and prints the table; ``None`` (and one line) when the env has no
+    held-out problems. Problem sample seed 0 whatever the run's seed: runs of one task are
+    checked on the same problems."""
+    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE), {n: agent(n, n) for n in adapters})
+    try:
+        result = heldout_check(env_id, task_kwargs, policies, problems, seed=0)
+    except NoHeldout as exc:
+        print(f"agon train: held-out check skipped: {exc}")
+        return None
+    write_heldout(result, run_dir)
+    print_heldout(result)
+    return result
+
+
 def write_heldout(result: Mapping[str, Any], run_dir: Path) -> Path:
-    path = Path(run_dir) / HELDOUT_FILE
+    path = RunFolder(run_dir).heldout
     path.write_text(json.dumps(result, indent=1) + "\n")
     return path
 

@@ -23,22 +23,24 @@ family              env mode     seats
                                  orders; the reported order is chosen on validation
 ==================  ===========  =======================================================
 
+:class:`Policies` is what is evaluated (the base and the adapters, as agents): methods
+are expanded for it, so it lives here and the evaluator imports both.
+
 Every method but the two base rows uses the run's prompts (``prompts.few_shot``); the base
 rows switch the worked examples on or off themselves, so each label holds for any run.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
-from agon_env.registry import unknown_id_message
+from agon_env.agents.prompts import RolePrompts
+from agon_env.agents.protocol import Agent
+from agon_env.errors import unknown_id_message
 from agon_env.vocabulary import AGENT_A, AGENT_B
-
-if TYPE_CHECKING:
-    from agon_env.evaluation.evaluate import Policies
 
 BASE = "base"
 """Policy name of the untrained base in an evaluation."""
@@ -139,6 +141,62 @@ class Method:
         if self.family.chooses_direction and selected is not None:
             text += " (chosen on validation)" if selected else " (not chosen; diagnostic)"
         return text
+
+
+@dataclass
+class Policies:
+    """What can be evaluated: the adapter-disabled base and zero or more adapters, as agents.
+
+    ``identities`` names each agent for the sample cache (model, adapter fingerprint,
+    sampling settings); only the base's samples are written to disk.
+    """
+
+    label: str
+    base: Agent | None
+    adapters: dict[str, Agent] = field(default_factory=dict)
+    identities: dict[str, str] = field(default_factory=dict)
+    algo: str = ""
+    """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
+
+    def agent(self, name: str, few_shot: bool | None = None) -> Agent:
+        """The policy's agent; ``few_shot`` set: with the worked examples on or off."""
+        if name == BASE:
+            if self.base is None:
+                raise KeyError("this evaluation has no base policy")
+            agent = self.base
+        else:
+            agent = self.adapters[name]
+        if few_shot is None:
+            return agent
+        shown = with_examples(agent, few_shot)
+        if shown is None:
+            raise KeyError(f"policy {name!r} renders its own prompts: no worked examples to turn off")
+        return shown
+
+    def identity(self, name: str, few_shot: bool | None = None) -> str:
+        """The cache and seed identity; a changed worked-examples setting is another policy."""
+        ident = self.identities.get(name, f"{self.label}:{name}")
+        if few_shot is None or self.agent(name, few_shot) is self.agent(name):
+            return ident
+        return f"{ident}|worked examples {'on' if few_shot else 'off'}"
+
+    def can_show_examples(self, few_shot: bool) -> bool:
+        """Whether the base can be run with its worked examples on (or off, ``False``)."""
+        return self.base is not None and with_examples(self.base, few_shot) is not None
+
+
+def with_examples(agent: Agent, few_shot: bool) -> Agent | None:
+    """``agent`` showing the worked examples (``few_shot``) or not: itself when it already does,
+    a copy with that :class:`RolePrompts` setting otherwise. An agent without ``RolePrompts``
+    renders its own prompts: it counts as few-shot as it is, and has no zero-shot variant."""
+    prompts = getattr(agent, "prompts", None)
+    if not isinstance(prompts, RolePrompts):
+        return agent if few_shot else None
+    if prompts.few_shot == few_shot:
+        return agent
+    variant = copy.copy(agent)
+    variant.prompts = replace(prompts, few_shot=few_shot)  # type: ignore[attr-defined]
+    return variant
 
 
 def check_names(names: Sequence[str]) -> None:

@@ -14,7 +14,7 @@ Four figures, each overlaying any number of runs (e.g. ``agon``, ``coop``, ``grp
     mean completion length in tokens over steps, per role.
 
 Training metrics come from the run folder's ``metrics.jsonl``, under the names
-:mod:`agon_env.algorithms.metrics` defines (imported here, so there is one spelling);
+:mod:`agon_env.metric_names` defines (imported here, so there is one spelling);
 a figure with no matching key says so on its panel instead of failing.
 """
 
@@ -27,11 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.algorithms import metrics as M
+from agon_env import metric_names as M
+from agon_env.errors import UserError
+from agon_env.evaluation.figures import palette, pyplot, save
+from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder
 from agon_env.vocabulary import ROLES, SEATS
 
 
-class NoMetricsError(FileNotFoundError):
+class NoMetricsError(UserError, FileNotFoundError):
     """A folder given as a run has no training metrics."""
 
 
@@ -62,7 +65,7 @@ class Run:
 def load_run(folder: str | Path, label: str | None = None) -> Run:
     """Read ``metrics.jsonl`` of a run folder; fail with one line when there is none."""
     folder = Path(folder)
-    path = folder / "metrics.jsonl"
+    path = RunFolder(folder).metrics
     if not folder.is_dir():
         raise NoMetricsError(f"{folder}: no such run folder")
     if not path.is_file():
@@ -84,7 +87,7 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
 
 
 def _run_label(folder: Path) -> str:
-    cfg = folder / "config.yaml"
+    cfg = RunFolder(folder).config
     if cfg.is_file():
         try:
             import yaml
@@ -110,23 +113,7 @@ def smooth(ys: Sequence[float], window: int) -> list[float]:
     return out
 
 
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "legend.fontsize": 8})
-    return plt
-
-
 _LINESTYLES = dict(zip(ROLES, ("-", "--"), strict=True))
-
-
-def _colors(n: int) -> list[Any]:
-    plt = _pyplot()
-    cmap = plt.get_cmap("tab10")
-    return [cmap(i % 10) for i in range(n)]
 
 
 def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls: str = "-") -> None:
@@ -162,10 +149,10 @@ def _window(runs: Sequence[Run], smoothing: int | None) -> int:
 
 
 def plot_training_curves(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     w = _window(runs, smoothing)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    colors = _colors(len(runs))
+    colors = palette(len(runs))
     for ax, seat in zip(axes, SEATS, strict=True):
         for run, color in zip(runs, colors, strict=True):
             for role in ROLES:
@@ -174,14 +161,14 @@ def plot_training_curves(runs: Sequence[Run], out: Path, smoothing: int | None =
                     _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
         _finish(ax, f"{seat}: accuracy per role", "accuracy", f"no accuracy logged for {seat}")
     fig.suptitle(_suptitle("Training accuracy per adapter", w))
-    return _save(fig, out / "training_curves.png")
+    return save(fig, out / "training_curves.png")
 
 
 def plot_win_conversion(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     w = _window(runs, smoothing)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    colors = _colors(len(runs))
+    colors = palette(len(runs))
     for run, color in zip(runs, colors, strict=True):
         for seat, ls in zip(SEATS, ("-", "--"), strict=True):
             key = run.find(M.WIN, seat)
@@ -195,41 +182,31 @@ def plot_win_conversion(runs: Sequence[Run], out: Path, smoothing: int | None = 
         axes[1], "Conversion: P(challenger right | draft wrong)", "conversion rate", "no conversion logged"
     )
     fig.suptitle(_suptitle("Who wins, and how often the challenger fixes a wrong draft", w))
-    return _save(fig, out / "win_conversion.png")
+    return save(fig, out / "win_conversion.png")
 
 
 def plot_trace_length(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
-    plt = _pyplot()
+    plt = pyplot()
     w = _window(runs, smoothing)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    colors = _colors(len(runs))
+    colors = palette(len(runs))
     for run, color in zip(runs, colors, strict=True):
         for role in ROLES:
             key = run.find(M.LEN_TOKENS, role)
             if key:
                 _curve(ax, run, key, color, f"{run.label}: {role}", w, _LINESTYLES[role])
     _finish(ax, _suptitle("Mean completion length", w), "tokens", "no lengths logged", unit_interval=False)
-    return _save(fig, out / "trace_length.png")
+    return save(fig, out / "trace_length.png")
 
 
 def _suptitle(text: str, window: int) -> str:
     return text + (f" (moving average over {window} steps; raw faint)" if window > 1 else "")
 
 
-def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
-
-
 def load_report(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
-        path = path / "eval.json"
+        path = path / EVAL_REPORT
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no eval report (agon eval writes eval.json)")
     return json.loads(path.read_text(encoding="utf-8"))
@@ -253,11 +230,11 @@ def plot_all(
         ]
     report_paths = [Path(p) for p in reports]
     report_paths += [
-        r.folder / "eval" / "eval.json" for r in runs if (r.folder / "eval" / "eval.json").is_file()
+        RunFolder(r.folder).eval_report for r in runs if RunFolder(r.folder).eval_report.is_file()
     ]
     loaded = []
     for p in dict.fromkeys(report_paths):
-        label = p.parent.parent.name if p.name == "eval.json" and p.parent.name == "eval" else p.stem
+        label = p.parent.parent.name if p.name == EVAL_REPORT and p.parent.name == EVAL else p.stem
         loaded.append((label, load_report(p)))
     if loaded:
         from agon_env.evaluation.tradeoff import plot_accuracy_vs_length

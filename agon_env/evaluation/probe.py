@@ -36,8 +36,8 @@ from typing import Any
 from agon_env.agents.protocol import Agent
 from agon_env.envs.tasks.verify import normalize
 from agon_env.episodes import Start, play_episodes
-from agon_env.evaluation.stats import paired_bootstrap, rate
 from agon_env.seeding import derive_seed
+from agon_env.stats import paired_bootstrap, rate
 from agon_env.vocabulary import AGENT_A, AGENT_B
 
 

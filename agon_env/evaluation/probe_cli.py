@@ -67,10 +67,11 @@ def _agent(cfg: ProbeConfig, task: Any) -> Any:
     run's settings (the default run's for the base) after this command's overrides."""
     from dataclasses import replace
 
-    from agon_env.algorithms.config import TrainConfig
-    from agon_env.evaluation.runs import PolicyLoader, read_run_config, settings_for
+    from agon_env.config import TrainConfig
+    from agon_env.evaluation.runs import PolicyLoader, settings_for
+    from agon_env.run_folder import load_run_config
 
-    run_cfg = read_run_config(cfg.run) if cfg.run else TrainConfig()
+    run_cfg = load_run_config(cfg.run) if cfg.run else TrainConfig()
     prompts = {"few_shot": cfg.few_shot, "family": cfg.prompt_family}
     run_cfg.prompts = replace(run_cfg.prompts, **{k: v for k, v in prompts.items() if v is not None})
     settings = settings_for(run_cfg, task, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
@@ -86,7 +87,7 @@ def _agent(cfg: ProbeConfig, task: Any) -> Any:
 def probe(cfg: ProbeConfig) -> dict[str, Any]:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     import agon_env
-    from agon_env.algorithms.config import parse_assignments
+    from agon_env.config import parse_assignments
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.registry import ENV_KWARGS, import_modules

@@ -15,7 +15,8 @@ from typing import Any
 
 from agon_env.evaluation.methods import METHODS, current_name, method_of
 from agon_env.evaluation.splits import overlap_count
-from agon_env.evaluation.stats import Rate, pooled, spread, t_interval
+from agon_env.run_folder import EVAL_REPORT
+from agon_env.stats import Rate, pooled, spread, t_interval
 
 REPORT_VERSION = 1
 
@@ -345,7 +346,9 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def write_report(report: dict[str, Any], out_dir: str | Path, stem: str = "eval") -> tuple[Path, Path]:
+def write_report(
+    report: dict[str, Any], out_dir: str | Path, stem: str = Path(EVAL_REPORT).stem
+) -> tuple[Path, Path]:
     """``<stem>.json`` and ``<stem>.md`` in ``out_dir``; returns both paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

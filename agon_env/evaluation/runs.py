@@ -25,25 +25,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from agon_env.agents.prompt_families import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
-from agon_env.algorithms.config import ConfigError, TrainConfig, load_run_config
-from agon_env.evaluation.evaluate import Policies
-from agon_env.evaluation.methods import BASE
+from agon_env.config import TrainConfig
+from agon_env.evaluation.methods import BASE, Policies
+from agon_env.run_folder import ADAPTER_WEIGHTS, ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
-
-
-class RunFolderError(ValueError):
-    """A folder given as a run cannot be evaluated; the message says why."""
-
-
-def read_run_config(run_dir: str | Path) -> TrainConfig:
-    """The run's ``config.yaml`` as a :class:`TrainConfig` (the same dataclasses ``agon train`` wrote)."""
-    if not Path(run_dir).is_dir():
-        raise RunFolderError(f"{run_dir}: no such run folder")
-    try:
-        return load_run_config(run_dir)
-    except ConfigError as exc:
-        raise RunFolderError(str(exc)) from None
 
 
 def with_overrides(cfg: TrainConfig, **overrides: Any) -> TrainConfig:
@@ -68,9 +55,9 @@ class Settings:
     family: str
 
     def sampling(self, name: str) -> SamplingParams:
-        """How policy ``name`` samples: the untrained base at the run's sampling, an adapter
-        at its own temperature (``TrainConfig.sampling_of``)."""
-        return self.cfg.sampling if name == BASE else self.cfg.sampling_of(name)
+        """How policy ``name`` samples: ``TrainConfig.sampling_of``, as in training and its
+        held-out check (an adapter at its own temperature, the untrained base at the run's)."""
+        return self.cfg.sampling_of(name)
 
     def describe(self, adapters: Any = ()) -> dict[str, Any]:
         """The record ``eval.json`` keeps per run: everything that changes what is sampled."""
@@ -85,36 +72,34 @@ class Settings:
 def settings_for(cfg: TrainConfig, task: Any, **overrides: Any) -> Settings:
     """A run's :class:`Settings` on ``task``: its prompt family and few-shot setting, its
     sampling with the command line's ``overrides`` (``None``: keep the run's)."""
-    from agon_env.agents.prompt_families import family_of
-    from agon_env.algorithms.builders import role_prompts
-
     cfg = with_overrides(cfg, **overrides)
-    return Settings(cfg, role_prompts(cfg, task), family_of(task, cfg.prompts.family))
+    return Settings(cfg, role_prompts(task, cfg.prompts), family_of(task, cfg.prompts.family))
 
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
     """Adapter name -> a peft folder, or -> its state dict from the checkpoint."""
-    folder = run_dir / "adapters"
+    run = RunFolder(run_dir)
+    folder = run.adapters
     found: dict[str, Path | dict[str, Any]] = {}
     if folder.is_dir():
         for sub in sorted(folder.iterdir()):
-            if (sub / "adapter_model.safetensors").is_file():
+            if (sub / ADAPTER_WEIGHTS).is_file():
                 found[sub.name] = sub
     if found:
         return found
-    ckpt = run_dir / "checkpoint.pt"
+    ckpt = run.checkpoint
     if ckpt.is_file():
         import torch
 
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
         return dict(state.get("adapters") or {})
-    raise RunFolderError(f"{run_dir} has neither adapters/<name>/ nor checkpoint.pt: nothing to evaluate")
+    raise RunFolderError(f"{run_dir} has neither {ADAPTERS}/<name>/ nor {CHECKPOINT}: nothing to evaluate")
 
 
 def _fingerprint(source: Path | dict[str, Any]) -> str:
     h = hashlib.sha256()
     if isinstance(source, Path):
-        h.update((source / "adapter_model.safetensors").read_bytes())
+        h.update((source / ADAPTER_WEIGHTS).read_bytes())
     else:
         for k in sorted(source):
             h.update(k.encode())

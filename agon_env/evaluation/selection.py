@@ -22,13 +22,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from agon_env.evaluation.stats import Rate
+from agon_env.errors import UserError
+from agon_env.stats import Rate
 
 RULE = "max validation pass@1; ties -> shorter mean trace -> first listed"
 T = TypeVar("T")
 
 
-class SelectionLeakError(ValueError):
+class SelectionLeakError(UserError, ValueError):
     """Validation and test overlap, so a choice made on validation would see test problems."""
 
 

@@ -21,13 +21,14 @@ from typing import Any
 
 import agon_env
 from agon_env.envs.tasks.base import Task, normalize_prompt
+from agon_env.errors import UserError
 from agon_env.registry import ENV_KWARGS, with_split
 from agon_env.seeding import derive_seed
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
 
 
-class OverlapError(ValueError):
+class OverlapError(UserError, ValueError):
     """The test problems overlap the validation problems or the training pool."""
 
 

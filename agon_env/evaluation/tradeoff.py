@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.figures import palette, pyplot, save
 from agon_env.evaluation.methods import METHODS, current_name
-from agon_env.evaluation.plots import _colors, _pyplot, _save
 from agon_env.evaluation.report import method_interval
 
 
@@ -90,11 +90,11 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
 
     The untrained base's methods are the same in every report, so they are drawn once, in black.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(11, 6))
     # Several seeds: the tables' problem-clustered interval (report.method_interval).
     entries = [(label, run, len(rep.get("seeds") or ()) > 1) for label, rep in reports for run in rep["runs"]]
-    colors = _colors(len(entries))
+    colors = palette(len(entries))
     seen_families: set[str] = set()
     base_done: set[str] = set()
     labels: list[tuple[float, float, str, Any]] = []
@@ -170,4 +170,4 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
             title="method\n(hollow: cascade direction\nnot chosen on validation)",
         )
     ax.set_title("Accuracy vs. trace length per method (test split)")
-    return _save(fig, out / "accuracy_vs_length.png")
+    return save(fig, out / "accuracy_vs_length.png")

@@ -52,7 +52,7 @@ def with_rewards(batch: Any, role: str, rewards: Sequence[float]) -> Any:
 
 def tiny_config(tmp_path: Any, **updates: Any) -> Any:
     """The trainer tests' config: the tiny model on ``test/parity-v0`` (``parity_env`` on the path)."""
-    from agon_env.algorithms.config import load_config
+    from agon_env.algorithms.validation import load_config
 
     base = {
         "model.name": "tiny",

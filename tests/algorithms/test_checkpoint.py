@@ -9,8 +9,6 @@ import pytest
 import torch
 
 from agon_env.algorithms.checkpoint import (
-    CHECKPOINT,
-    RunFolderError,
     RunIdentity,
     load_checkpoint,
     prepare_run_dir,
@@ -20,6 +18,7 @@ from agon_env.algorithms.checkpoint import (
 )
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
+from agon_env.run_folder import CHECKPOINT, RunFolderError
 
 ID = RunIdentity("tiny", ("agent_a", "agent_b"), 16, 32)
 

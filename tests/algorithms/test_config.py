@@ -14,7 +14,8 @@ import yaml
 
 from agon_env.agents.protocol import SamplingParams
 from agon_env.algorithms.cli_train import main, parse_train_args
-from agon_env.algorithms.config import (
+from agon_env.algorithms.validation import load_config
+from agon_env.config import (
     ConfigError,
     EnvConfig,
     GRPOConfig,
@@ -23,11 +24,10 @@ from agon_env.algorithms.config import (
     TrainConfig,
     from_dict,
     leaf_keys,
-    load_config,
-    load_run_config,
     preset_names,
     to_dict,
 )
+from agon_env.run_folder import load_run_config
 
 
 def _cli(*argv: str) -> TrainConfig:

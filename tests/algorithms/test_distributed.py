@@ -73,8 +73,9 @@ def test_single_process_collectives_are_identities():
 
 
 def test_uneven_global_batch_is_refused_with_what_to_fix(tmp_path, capsys):
-    from agon_env.algorithms.config import ConfigError, load_config
     from agon_env.algorithms.trainer import Trainer
+    from agon_env.algorithms.validation import load_config
+    from agon_env.config import ConfigError
 
     cfg = load_config(None, {"model.name": "tiny", "batch_problems": 3, "out_dir": str(tmp_path / "r")})
     with pytest.raises(ConfigError, match="multiple of 2"):

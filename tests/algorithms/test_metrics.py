@@ -79,9 +79,10 @@ def test_samples_are_written_per_step_cut_back_on_resume_and_sent_to_tensorboard
 
 def test_challenge_changed_answer_counts_only_read_drafts_with_both_answers():
     import agon_env
-    from agon_env.algorithms.metrics import CHALLENGE_CHANGED_ANSWER, KL, rollout_metrics
+    from agon_env.algorithms.metrics import rollout_metrics
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout import rollout
+    from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER, KL
 
     problems = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "What is 3 + 3?", "answer": "6"}]
     drafts = [

@@ -15,10 +15,10 @@ import torch
 from algo_helpers import tiny_config
 
 from agon_env.algorithms import builders, rollout
-from agon_env.algorithms.config import ConfigError
 from agon_env.algorithms.registry import get_algorithm
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import validate
+from agon_env.config import ConfigError
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import AGENT_A, AGENT_B, CHALLENGER, DRAFTER
 

@@ -13,10 +13,10 @@ import torch
 
 import agon_env
 from agon_env.agents.protocol import Completion
-from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.rollout import RolloutBatch
 from agon_env.algorithms.trainer import Trainer
+from agon_env.config import TrainConfig
 from agon_env.episodes import Start, play_episodes
 
 LENGTHS = [2, 3, 4, 5]  # completion tokens of episodes 0..3

@@ -15,11 +15,11 @@ import torch
 from algo_helpers import tiny_config, with_rewards
 
 from agon_env.algorithms.cli_train import main
-from agon_env.algorithms.config import load_config
 from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.validation import load_config
 
 HERE = Path(__file__).parent
 TINY = [
@@ -307,7 +307,7 @@ def test_checkpointing_and_token_sized_micro_batches_do_not_change_the_update(tm
 
 
 def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
-    from agon_env.algorithms.config import ConfigError
+    from agon_env.config import ConfigError
 
     with pytest.raises(ConfigError, match="leaves no room for a prompt"):
         load_config(None, {"sampling.max_new_tokens": 4096, "model.max_seq_len": 4096})

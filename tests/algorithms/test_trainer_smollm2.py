@@ -7,9 +7,9 @@ import torch
 from algo_helpers import with_rewards
 
 from agon_env.agents import smollm2_available
-from agon_env.algorithms.config import load_config
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.validation import load_config
 
 pytestmark = [
     pytest.mark.model,

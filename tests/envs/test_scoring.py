@@ -8,7 +8,7 @@ import pytest
 import agon_env
 from agon_env.agents import ScriptedAgent
 from agon_env.algorithms.distributed import DistContext
-from agon_env.algorithms.metrics import SCORE_ERRORS, SCORE_TIMEOUTS, rollout_metrics
+from agon_env.algorithms.metrics import rollout_metrics
 from agon_env.algorithms.rollout import TaskScoreError, check_scoring, rollout
 from agon_env.envs.scoring import as_verdict
 from agon_env.envs.tasks import code_checks
@@ -16,6 +16,7 @@ from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.envs.tasks.code import MBPPTask
 from agon_env.envs.tasks.errors import VerifierError
 from agon_env.envs.tasks.math import MathTask
+from agon_env.metric_names import SCORE_ERRORS, SCORE_TIMEOUTS
 from agon_env.sandbox import Limits, RunResult
 
 SYMBOLIC = "Thinking. <summary>I expanded it.</summary> <answer>1+x^2</answer>"

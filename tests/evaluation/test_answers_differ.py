@@ -9,10 +9,11 @@ import pytest
 from eval_fakes import gold
 
 from agon_env.agents.protocol import Completion
-from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env.evaluation.evaluate import Evaluator
+from agon_env.evaluation.methods import Policies
 from agon_env.evaluation.report import _complementarity_section
 from agon_env.evaluation.splits import load_eval_data
-from agon_env.evaluation.stats import answer_agreement, answer_key
+from agon_env.stats import answer_agreement, answer_key
 
 
 class TableAgent:

@@ -271,7 +271,7 @@ def test_runs_on_different_base_models_are_refused(tiny_run, tmp_path, capsys):
 
 
 def test_a_temperature_on_the_command_line_is_every_policys():
-    from agon_env.algorithms.config import from_dict
+    from agon_env.config import from_dict
     from agon_env.evaluation.runs import with_overrides
 
     cfg = from_dict({"sampling": {"temperature": 0.9}, "temperatures": {"agent_b": 1.5}})

@@ -4,8 +4,8 @@ from eval_fakes import FakeAgent, hashed
 from agon_env.agents.prompts import RolePrompts
 from agon_env.envs.tasks.base import normalize_prompt
 from agon_env.evaluation.cache import SampleCache
-from agon_env.evaluation.evaluate import Evaluator, Policies, plan_methods
-from agon_env.evaluation.methods import method_of
+from agon_env.evaluation.evaluate import Evaluator
+from agon_env.evaluation.methods import Policies, method_of, plan_methods
 from agon_env.evaluation.splits import distinct_sample, load_eval_data
 
 

@@ -4,8 +4,9 @@ import random
 import pytest
 from eval_fakes import FakeAgent, hashed
 
-from agon_env.algorithms import metrics as M
-from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env import metric_names as M
+from agon_env.evaluation.evaluate import Evaluator
+from agon_env.evaluation.methods import Policies
 from agon_env.evaluation.plots import NoMetricsError, load_run, plot_all, smooth
 from agon_env.evaluation.report import write_report
 from agon_env.evaluation.splits import load_eval_data

@@ -4,7 +4,8 @@ import random
 import pytest
 from eval_fakes import FakeAgent, hashed
 
-from agon_env.evaluation.evaluate import Evaluator, Policies
+from agon_env.evaluation.evaluate import Evaluator
+from agon_env.evaluation.methods import Policies
 from agon_env.evaluation.report import (
     CHOSEN_CASCADE,
     across_runs,

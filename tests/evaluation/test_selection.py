@@ -9,7 +9,7 @@ from agon_env.evaluation.selection import (
     choose_direction,
     select_then_report,
 )
-from agon_env.evaluation.stats import rate
+from agon_env.stats import rate
 
 
 def cand(x, n, tokens=None):

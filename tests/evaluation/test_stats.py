@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agon_env.evaluation.stats import (
+from agon_env.stats import (
     clopper_pearson,
     complementarity,
     conversion,

@@ -8,7 +8,7 @@ import pytest
 
 from agon_env.evaluation import tradeoff
 from agon_env.evaluation.report import _ci, _method_ci
-from agon_env.evaluation.stats import cluster_bootstrap, pooled, rate
+from agon_env.stats import cluster_bootstrap, pooled, rate
 
 # outcomes[seed][problem]: 3 seeds x 6 problems; problems 0-1 always right, 4-5 never.
 OUTCOMES = [
@@ -32,7 +32,7 @@ def _method() -> dict[str, Any]:
 
 def _drawn(monkeypatch: pytest.MonkeyPatch, report: dict[str, Any], tmp_path) -> tuple[float, float]:
     figs: list[Any] = []
-    monkeypatch.setattr(tradeoff, "_save", lambda fig, path: figs.append(fig) or path)
+    monkeypatch.setattr(tradeoff, "save", lambda fig, path: figs.append(fig) or path)
     tradeoff.plot_accuracy_vs_length([("run", report)], tmp_path)
     (ax,) = [a for a in figs[0].axes if a.containers]
     ((_, lo), (_, hi)) = ax.containers[0].lines[2][0].get_segments()[0]

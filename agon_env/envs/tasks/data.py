@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from agon_env.errors import UserError
+
 _SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
-class DataUnavailableError(FileNotFoundError):
+class DataUnavailableError(UserError, FileNotFoundError):
     """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
 
 

@@ -14,7 +14,7 @@ these load from a local path instead::
     pak.compute(predictions=[["41", "42"], ["7", "9"]], references=["42", "8"], k=[1, 2])
 
 Both score answers as the env does (math-verify with agon's normalisation) unless
-``match="exact"``; the statistics are those of :mod:`agon_env.evaluation.stats`.
+``match="exact"``; the statistics are those of :mod:`agon_env.stats`.
 """
 
 from __future__ import annotations

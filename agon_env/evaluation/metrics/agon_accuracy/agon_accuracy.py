@@ -6,7 +6,7 @@ import datasets
 import evaluate
 
 from agon_env.evaluation.metrics import judge_all
-from agon_env.evaluation.stats import rate
+from agon_env.stats import rate
 
 _DESCRIPTION = """
 Fraction of predictions that match their reference answer, with a two-sided exact

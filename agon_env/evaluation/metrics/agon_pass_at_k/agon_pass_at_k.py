@@ -6,7 +6,7 @@ import datasets
 import evaluate
 
 from agon_env.evaluation.metrics import judge_all
-from agon_env.evaluation.stats import mean_pass_at_k, rate
+from agon_env.stats import mean_pass_at_k, rate
 
 _DESCRIPTION = """
 pass@k over problems with n sampled answers each: 1 - C(n-c, k) / C(n, k) per problem

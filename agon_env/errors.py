@@ -1,0 +1,32 @@
+"""The user's errors: one base class, and the one "did you mean" of the package.
+
+Every error that means "the command or config asked for something that cannot be" (a bad
+config key, a missing run folder, an unknown model, a leaking selection, ...) derives from
+:class:`UserError`, so a command line shows any of them as one line with a single
+``except UserError``, while a defect in the code still ends in a traceback. Each keeps the
+builtin base it had (``ConfigError`` is still a ``ValueError``), so no existing ``except``
+clause changes meaning.
+
+This module imports nothing of the package: every layer may raise these.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class UserError(Exception):
+    """Something the user asked for cannot be done; the message says what to fix, in one line."""
+
+
+def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:
+    """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
+    return difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
+
+
+def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
+    """``unknown <kind> 'x'. Did you mean 'y'? Known: ...``: the one wording of an unknown name."""
+    close = close_matches(name, known)
+    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"

@@ -1,0 +1,39 @@
+"""The matplotlib plumbing every figure of ``agon plot`` shares: backend, colours, saving.
+
+Its own module so the training figures (:mod:`agon_env.evaluation.plots`) and the
+accuracy-vs-length figure (:mod:`agon_env.evaluation.tradeoff`) both use it without one
+importing the other's figures; matplotlib loads only when a figure is drawn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), with the figures' fonts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "legend.fontsize": 8})
+    return plt
+
+
+def palette(n: int) -> list[Any]:
+    """``n`` distinct colours (tab10, cycled): one per run or method."""
+    cmap = pyplot().get_cmap("tab10")
+    return [cmap(i % 10) for i in range(n)]
+
+
+def save(fig: Any, path: Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG (its folder created) and close it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path

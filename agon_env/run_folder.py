@@ -1,0 +1,123 @@
+"""The run folder ``agon train`` writes: every file name in it, spelled once, and its config read back.
+
+::
+
+    runs/agon-seed0/
+      config.yaml          the resolved TrainConfig (written before the first step)
+      metrics.jsonl        one JSON line per step (names: agon_env.metric_names)
+      samples.jsonl        a few rendered prompts and completions per role per step
+      tb/                  TensorBoard events (when tensorboard is installed)
+      checkpoint.pt        everything --resume needs (rewritten every save_every steps)
+      adapters/<name>/     each trained adapter as a peft folder (written after the last step)
+      curves.png           reward, accuracy and format per step (after the last step)
+      heldout.json         the end-of-run held-out check
+      eval/                where ``agon eval RUN`` writes eval.json and eval.md by default
+
+Training writes it and evaluation reads it; both ask here for the names, so neither
+imports the other to learn them. Torch-free: only the checkpoint's *contents* need torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml
+from agon_env.errors import UserError
+
+CONFIG = "config.yaml"
+METRICS = "metrics.jsonl"
+SAMPLES = "samples.jsonl"
+TENSORBOARD = "tb"
+CHECKPOINT = "checkpoint.pt"
+ADAPTERS = "adapters"
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+"""The weights file peft writes in each ``adapters/<name>/`` (its presence marks a saved adapter)."""
+CURVES = "curves.png"
+HELDOUT = "heldout.json"
+EVAL = "eval"
+"""The folder ``agon eval RUN`` writes its report to when no ``--out`` is given."""
+EVAL_REPORT = "eval.json"
+"""The machine-readable report ``agon eval`` writes (``agon plot`` reads it back)."""
+
+
+class RunFolderError(UserError, ValueError, RuntimeError):
+    """A folder cannot be used as a run as asked: missing, exists without --resume, incompatible,
+    or holds nothing to evaluate. (Both builtin bases are kept: evaluation's error was a
+    ``ValueError``, training's a ``RuntimeError``.)"""
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """The paths of one run folder (nothing is read or created by building one)."""
+
+    path: Path
+    """The folder itself (``TrainConfig.run_dir``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / METRICS
+
+    @property
+    def samples(self) -> Path:
+        return self.path / SAMPLES
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.path / TENSORBOARD
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / CHECKPOINT
+
+    @property
+    def adapters(self) -> Path:
+        return self.path / ADAPTERS
+
+    def adapter(self, name: str) -> Path:
+        """The peft folder of adapter ``name``."""
+        return self.adapters / name
+
+    @property
+    def curves(self) -> Path:
+        return self.path / CURVES
+
+    @property
+    def heldout(self) -> Path:
+        return self.path / HELDOUT
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.path / EVAL
+
+    @property
+    def eval_report(self) -> Path:
+        """``eval/eval.json``: the report of ``agon eval RUN`` with the default ``--out``."""
+        return self.eval_dir / EVAL_REPORT
+
+
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The config ``agon train`` wrote to ``<run_dir>/config.yaml``, its ``imports`` imported.
+
+    Raises :class:`RunFolderError` when ``run_dir`` is no folder, :class:`ConfigError` (one
+    line) when its ``config.yaml`` is missing or does not read back."""
+    folder = RunFolder(Path(run_dir))
+    if not folder.path.is_dir():
+        raise RunFolderError(f"{run_dir}: no such run folder")
+    if not folder.config.is_file():
+        raise ConfigError(
+            f"{folder.config}: no such file; is {run_dir} a run folder written by `agon train`?"
+        )
+    try:
+        cfg = from_dict(read_yaml(folder.config, "run config"))
+    except ConfigError as exc:
+        raise ConfigError(f"{folder.config}: {exc}") from None
+    import_modules(cfg)
+    return cfg

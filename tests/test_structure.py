@@ -1,0 +1,95 @@
+"""The package's shape, read from its imports with ``ast`` (``scripts/import_graph.py``).
+
+Every import counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: no
+two modules and no two layers import each other, evaluation imports nothing of training,
+training reaches evaluation through one named call, the floor imports neither, and no
+module is longer than 400 lines. docs/architecture.md's picture is the script's output.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
+graph = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+sys.modules["import_graph"] = graph
+_spec.loader.exec_module(graph)  # type: ignore[union-attr]
+
+EDGES = graph.edges(ROOT)
+FLOOR = ("config", "run_folder", "errors", "stats", "metric_names")
+FLOOR = tuple(f"agon_env.{m}" for m in FLOOR)
+MAX_LINES = 400
+
+PENDING_LAYER_CYCLES = [["agon_env.envs", "agon_env.registry"]]
+"""Cycles another change of issue 24 removes (item 2: the env registers itself, so
+``registry.py`` imports nothing of ``envs``). Each must still be there, so this list cannot
+go stale: delete its line once the cycle is gone."""
+
+
+def test_the_walk_sees_lazy_imports_and_reports_a_cycle():
+    run, heldout = "agon_env.algorithms.run", "agon_env.evaluation.heldout"
+    lazy = [e for e in EDGES if e.source == run and e.target == heldout]
+    assert lazy and all(e.lazy for e in lazy)
+    assert any(e.source == "agon_env.algorithms.trainer" and e.target == "agon_env.config" for e in EDGES)
+    assert graph.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert graph.cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_import_each_other():
+    assert graph.cycles(graph.module_graph(EDGES)) == []
+
+
+def test_no_two_layers_import_each_other():
+    found = graph.cycles(graph.layer_graph(EDGES))
+    for pending in PENDING_LAYER_CYCLES:
+        assert pending in found, f"{pending} is gone: remove it from PENDING_LAYER_CYCLES"
+    assert [c for c in found if c not in PENDING_LAYER_CYCLES] == []
+
+
+def test_evaluation_imports_nothing_of_training():
+    up = graph.layer_edges(EDGES).get(("agon_env.evaluation", "agon_env.algorithms"), [])
+    assert up == [], [f"{e.source}:{e.line} imports {e.target}" for e in up]
+
+
+def test_training_reaches_evaluation_through_one_named_call():
+    down = graph.layer_edges(EDGES).get(("agon_env.algorithms", "agon_env.evaluation"), [])
+    assert [(e.source, e.target, e.names) for e in down] == [graph.UPWARD_CALL]
+
+
+@pytest.mark.parametrize("module", FLOOR)
+def test_the_floor_imports_neither_wing(module):
+    wings = [e for e in EDGES if e.source == module and e.target.startswith(graph.WINGS)]
+    assert wings == []
+
+
+def test_errors_import_nothing_of_the_package():
+    assert [e.target for e in EDGES if e.source == "agon_env.errors"] == []
+
+
+def test_the_floor_loads_without_torch():
+    code = f"import sys; import {', '.join(FLOOR)}; assert 'torch' not in sys.modules, 'torch loaded'"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_no_module_is_over_400_lines():
+    long = {
+        name: n
+        for name, path in graph.modules(ROOT).items()
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}, f"split these (at most {MAX_LINES} lines each): {long}"
+
+
+def test_the_architecture_picture_is_the_code():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    marker = "<!-- python scripts/import_graph.py -->\n```\n"
+    assert marker in doc, "docs/architecture.md lost its layer picture"
+    drawn = doc.split(marker, 1)[1].split("\n```", 1)[0]
+    assert drawn == graph.render(EDGES), "redraw it: python scripts/import_graph.py"
