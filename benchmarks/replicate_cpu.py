@@ -40,9 +40,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-CHECKPOINT = "checkpoint.pt"
-"""The trainer's checkpoint file name (``agon_env.algorithms.checkpoint.CHECKPOINT``), kept
-literal so this parent process never imports torch."""
+from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, METRICS  # torch-free
+
 ARMS = ("grpo", "coop", "agon", "hidden-draft")
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
@@ -200,7 +199,7 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
     measured: dict[str, float] = {}
     for d in map(lv, levels):
         out = r.out / "calibration" / f"d{d}"
-        if not (out / "eval.json").is_file():
+        if not (out / EVAL_REPORT).is_file():
             r.agon(f"calibrate-d{d}", [
                 "eval", "--model", p.model, "--env", "agon/arith-v0", "--env-kwarg", f"difficulty={d}",
                 "--split", "validation", "--methods", "base-few-shot",
@@ -208,7 +207,7 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
                 "--temperature", str(p.temperature), "--max-new-tokens", str(p.max_new_tokens),
                 "--no-cache", "--out", str(out), "--quiet",
             ])  # fmt: skip
-        report = json.loads((out / "eval.json").read_text())
+        report = json.loads((out / EVAL_REPORT).read_text())
         methods = {current_name(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
         measured[str(d)] = methods["base-few-shot"]["pass@1"]["rate"]
         say(f"base few-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
@@ -222,7 +221,7 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
 
 def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     out = r.out / "eval" / "base"
-    if (out / "eval.json").is_file() or "base" in done:
+    if (out / EVAL_REPORT).is_file() or "base" in done:
         return
     lock = Lock(r.out / "locks" / "base")
     with lock as mine:
@@ -238,7 +237,7 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
     """Train ``arm`` with ``seed`` (resuming a killed run), then evaluate that run alone."""
     name = f"{arm}-seed{seed}"
     folder, evald = r.out / "runs" / name, r.out / "eval" / name
-    if (evald / "eval.json").is_file() or name in done:
+    if (evald / EVAL_REPORT).is_file() or name in done:
         return
     lock = Lock(r.out / "locks" / name)
     with lock as mine:
@@ -272,8 +271,8 @@ def trained(folder: Path, steps: int) -> bool:
     """Whether ``folder`` holds a finished run: ``curves.png`` is written after the last adapter
     is saved, and the log has every step. A run killed while saving adapters is resumed (from
     its final checkpoint, which saves them again), never evaluated half-saved."""
-    log = folder / "metrics.jsonl"
-    if not (folder / "curves.png").is_file() or not log.is_file():
+    log = folder / METRICS
+    if not (folder / CURVES).is_file() or not log.is_file():
         return False
     return sum(1 for line in log.read_text().splitlines() if line.strip()) >= steps
 

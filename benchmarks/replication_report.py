@@ -29,9 +29,10 @@ from typing import Any
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
 from agon_env.evaluation.methods import current_name
+from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
+from agon_env.run_folder import EVAL_REPORT, METRICS
 
-CHANGED = "divergence/challenge_changed_answer"
-"""agon_env.algorithms.metrics.CHALLENGE_CHANGED_ANSWER (this parent process imports no torch)."""
+CHANGED = CHALLENGE_CHANGED_ANSWER
 LEGACY_CHANGED = "divergence/answer_disagreement"
 """What runs before issue #22 logged instead: the same comparison, but with a missing answer on
 one side counted as a change (both missing: no change) and unusable drafts included."""
@@ -140,7 +141,7 @@ def collect(
     missing = []
     for arm, seed in units:
         name = f"{arm}-seed{seed}"
-        path = out / "eval" / name / "eval.json"
+        path = out / "eval" / name / EVAL_REPORT
         if not path.is_file():
             kept = previous["arms"].get(arm, {}).get(str(seed))
             if kept is not None:
@@ -163,9 +164,9 @@ def collect(
             "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
                 "answers_differ"
             ),
-            "training": _training(out / "runs" / name / "metrics.jsonl", plan.steps),
+            "training": _training(out / "runs" / name / METRICS, plan.steps),
         }
-    base_path = out / "eval" / "base" / "eval.json"
+    base_path = out / "eval" / "base" / EVAL_REPORT
     base = None
     if base_path.is_file():
         report = json.loads(base_path.read_text())

@@ -306,8 +306,11 @@ def run_ours(w: Workload, algo: str, scratch: Path, warmup: int) -> dict[str, An
     shutil.rmtree(run_dir, ignore_errors=True)
     load0 = os.getloadavg()[0]
     wall, rss, _ = run_child(agon_cmd(w, algo, run_dir), scratch / f"agon-{algo}.log")
-    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    times = [r["time/step"] for r in rows]
+    from agon_env.metric_names import TIME_STEP
+    from agon_env.run_folder import RunFolder
+
+    rows = [json.loads(x) for x in RunFolder(run_dir).metrics.read_text().splitlines() if x.strip()]
+    times = [r[TIME_STEP] for r in rows]
     out = {
         "name": f"agon train --algo {algo}",
         **summarize(times, warmup),

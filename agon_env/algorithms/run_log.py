@@ -1,7 +1,7 @@
 """Where a run's metrics go: ``metrics.jsonl``, TensorBoard, a progress bar, a summary, a plot.
 
-The metrics themselves are computed (and named) in :mod:`agon_env.algorithms.metrics`;
-this module only writes, reads back, tabulates and draws them.
+The metrics themselves are computed in :mod:`agon_env.algorithms.metrics` and named in
+:mod:`agon_env.metric_names`; this module only writes, reads back, tabulates and draws them.
 """
 
 from __future__ import annotations

@@ -3,19 +3,22 @@
 ==================  ==============================================================
 module              concept
 ==================  ==============================================================
-``stats``           pure statistics: Clopper–Pearson, pass@k, spreads, overlap
 ``selection``       the cascade direction, chosen on validation only
 ``splits``          disjoint test / validation problems from any registered task
-``methods``         the method families (a table) and their expansion per policies
+``methods``         the method families (a table), :class:`Policies` and their expansion
 ``cache``           samples cached by (model, prompt, seed); an agent wrapper
 ``evaluate``        the methods and the :class:`~agon_env.evaluation.evaluate.Evaluator`
 ``runs``            run folders (or the untrained base) -> agents
 ``report``          ``eval.json`` and the Table-1-style ``eval.md``
 ``plots``           the training figures of ``agon plot`` (and ``plot_all``)
 ``tradeoff``        accuracy vs. trace length per method (Figure 7a)
+``figures``         the matplotlib plumbing both figure modules share
+``heldout``         ``agon train``'s end-of-run held-out check (``check_trained_run``)
+``probe``           ``agon probe``: solve vs. verify rates before training
 ``metrics/``        Hugging Face ``evaluate`` modules loadable from a local path
 ``cli``             ``agon eval`` / ``agon plot`` parsers
 ==================  ==============================================================
 
-See ``docs/evaluation.md``.
+The statistics are :mod:`agon_env.stats`, on the floor both wings share. See
+``docs/evaluation.md``.
 """

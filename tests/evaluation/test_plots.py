@@ -13,7 +13,7 @@ from agon_env.evaluation.splits import load_eval_data
 
 
 def fake_run(folder, algo, steps=30, seed=0):
-    """A metrics.jsonl shaped like the trainer's (keys as in agon_env/algorithms/metrics.py)."""
+    """A metrics.jsonl shaped like the trainer's (keys as in agon_env/metric_names.py)."""
     rng = random.Random(seed)
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text(f"algo: {algo}\n")
