@@ -198,4 +198,3 @@ def _teach_format(model: Any, tok: Any, steps: int) -> None:
         model(**batch, labels=labels).loss.backward()
         opt.step()
     model.eval()
-
