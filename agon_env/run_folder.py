@@ -8,7 +8,8 @@
       samples.jsonl        a few rendered prompts and completions per role per step
       tb/                  TensorBoard events (when tensorboard is installed)
       checkpoint.pt        everything --resume needs (rewritten every save_every steps)
-      adapters/<name>/     each trained adapter as a peft folder (written after the last step)
+      adapters/<name>/     each trained adapter as a peft folder (written after the last step;
+                           its files are agon_env.agents.adapters', which writes them)
       curves.png           reward, accuracy and format per step (after the last step)
       heldout.json         the end-of-run held-out check
       eval/                where ``agon eval RUN`` writes eval.json and eval.md by default
@@ -31,8 +32,6 @@ SAMPLES = "samples.jsonl"
 TENSORBOARD = "tb"
 CHECKPOINT = "checkpoint.pt"
 ADAPTERS = "adapters"
-ADAPTER_WEIGHTS = "adapter_model.safetensors"
-"""The weights file peft writes in each ``adapters/<name>/`` (its presence marks a saved adapter)."""
 CURVES = "curves.png"
 HELDOUT = "heldout.json"
 EVAL = "eval"

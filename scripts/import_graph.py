@@ -110,8 +110,8 @@ def layer_edges(all_edges: Iterable[Edge]) -> dict[tuple[str, str], list[Edge]]:
     return out
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one node (Tarjan), each sorted."""
+def components(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components (Tarjan), each sorted: a node alone, or a cycle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -136,14 +136,18 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                 component.append(w)
                 if w == v:
                     break
-            if len(component) > 1:
-                found.append(sorted(component))
+            found.append(sorted(component))
 
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for v in sorted(graph):
+    for v in sorted(set(graph) | {t for ts in graph.values() for t in ts}):
         if v not in index:
             visit(v)
     return sorted(found)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The components with more than one node: sets of nodes that import each other."""
+    return [c for c in components(graph) if len(c) > 1]
 
 
 def module_graph(all_edges: Iterable[Edge]) -> dict[str, set[str]]:
@@ -171,19 +175,18 @@ def _short(name: str) -> str:
 
 
 def levels(graph: dict[str, set[str]]) -> dict[str, int]:
-    """Each layer one above the highest layer it imports (0: imports none). Only defined
-    without cycles: inside one, the edge that closes it is ignored."""
-    depth: dict[str, int] = {}
+    """Each layer one above the highest layer it imports (0: imports none); the layers of a
+    cycle share one level."""
+    of = {n: tuple(c) for c in components(graph) for n in c}
+    depth: dict[tuple[str, ...], int] = {}
 
-    def level(name: str, seen: frozenset[str]) -> int:
-        if name not in depth:
-            below = [t for t in graph.get(name, ()) if t not in seen]
-            depth[name] = 1 + max((level(t, seen | {name}) for t in below), default=-1)
-        return depth[name]
+    def level(component: tuple[str, ...]) -> int:
+        if component not in depth:
+            below = {of[t] for n in component for t in graph.get(n, ())} - {component}
+            depth[component] = 1 + max((level(c) for c in sorted(below)), default=-1)
+        return depth[component]
 
-    for name in sorted(set(graph) | {t for ts in graph.values() for t in ts}):
-        level(name, frozenset())
-    return depth
+    return {n: level(c) for n, c in of.items()}
 
 
 def render(all_edges: list[Edge]) -> str:

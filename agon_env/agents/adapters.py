@@ -38,6 +38,9 @@ import torch
 from agon_env.agents.merge import MergedWeights
 from agon_env.vocabulary import REFERENCE
 
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+"""The weights file of a saved adapter folder (peft's name; its presence marks a saved adapter)."""
+
 
 @dataclass
 class LoraSpec:
@@ -270,7 +273,7 @@ class SharedBase:
                 config.base_model_name_or_path = self.source
             config.save_pretrained(str(tmp))
             state = {k: v.contiguous() for k, v in self.adapter_state_dict(name).items()}
-            save_file(state, str(tmp / "adapter_model.safetensors"))
+            save_file(state, str(tmp / ADAPTER_WEIGHTS))
             (tmp / "agon_lora_spec.json").write_text(json.dumps(asdict(self.specs[name]), indent=1))
             if target.exists():
                 old = target.with_name(f".{target.name}.old")
@@ -292,9 +295,9 @@ class SharedBase:
         from safetensors.torch import load_file
 
         folder = Path(folder)
-        weights = folder / "adapter_model.safetensors"
+        weights = folder / ADAPTER_WEIGHTS
         if not weights.is_file():
-            raise FileNotFoundError(f"{folder} holds no adapter_model.safetensors")
+            raise FileNotFoundError(f"{folder} holds no {ADAPTER_WEIGHTS}")
         if name not in self.specs:
             spec_file = folder / "agon_lora_spec.json"
             if spec_file.is_file():

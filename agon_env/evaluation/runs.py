@@ -29,7 +29,7 @@ from agon_env.agents.prompt_families import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies
-from agon_env.run_folder import ADAPTER_WEIGHTS, ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
+from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
 
 
@@ -78,6 +78,8 @@ def settings_for(cfg: TrainConfig, task: Any, **overrides: Any) -> Settings:
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
     """Adapter name -> a peft folder, or -> its state dict from the checkpoint."""
+    from agon_env.agents.adapters import ADAPTER_WEIGHTS
+
     run = RunFolder(run_dir)
     folder = run.adapters
     found: dict[str, Path | dict[str, Any]] = {}
@@ -97,6 +99,8 @@ def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
 
 
 def _fingerprint(source: Path | dict[str, Any]) -> str:
+    from agon_env.agents.adapters import ADAPTER_WEIGHTS
+
     h = hashlib.sha256()
     if isinstance(source, Path):
         h.update((source / ADAPTER_WEIGHTS).read_bytes())
