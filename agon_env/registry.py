@@ -3,8 +3,9 @@
 An id maps to a string entry point plus default kwargs. The entry point builds either
 
 * a **task** (anything with ``__len__``, ``__getitem__`` and ``score``): ``make`` wraps it
-  in :class:`~agon_env.envs.draft_challenge.DraftChallengeEnv`, routing env keywords
-  (:data:`ENV_KWARGS`) to the env and everything else to the task; or
+  in the env class registered with :func:`register_task_env` (the draft-and-challenge env,
+  which ``agon_env.envs.registrations`` registers), routing that env's keywords
+  (its ``keywords()``) to the env and everything else to the task; or
 * a whole ``pettingzoo.AECEnv`` subclass, which gets every kwarg. (A factory function is
   called with the task kwargs only; if it returns an ``AECEnv`` that env is used as is,
   so register the class itself when env keywords must reach it.)
@@ -22,7 +23,6 @@ Registering a task takes one call::
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import os
@@ -34,18 +34,21 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-ENV_KWARGS = frozenset(
-    {
-        "mode",
-        "reward_scheme",
-        "lam",
-        "gamma",
-        "max_text_length",
-        "render_mode",
-        "redact_answer",
-        "tiebreak_drafter",
-    }
-)
+from agon_env.vocabulary import close_matches, unknown_id_message
+
+__all__ = [
+    "EnvSpec",
+    "all_specs",
+    "close_matches",
+    "import_modules",
+    "make",
+    "register",
+    "register_task_env",
+    "registered_ids",
+    "spec",
+    "unknown_id_message",
+    "with_split",
+]
 
 
 @dataclass(frozen=True)
@@ -114,15 +117,26 @@ def register(
     return spec
 
 
-def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:
-    """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
-    return difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)
+_TASK_ENV: list[Any] = []
+"""The env class a task is wrapped in (one at most; :func:`register_task_env` sets it)."""
 
 
-def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
-    close = close_matches(name, known)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"
+def register_task_env(env_class: Any) -> None:
+    """Wrap every task ``make`` builds in ``env_class``: an ``AECEnv`` subclass built as
+    ``env_class(task, **keywords)``, whose ``keywords()`` names the keywords it takes.
+
+    The env registers itself (``agon_env.envs.registrations``), so this module imports no env.
+    """
+    _TASK_ENV[:] = [env_class]
+
+
+def task_env() -> Any:
+    """The env class tasks are wrapped in."""
+    if not _TASK_ENV:
+        raise RuntimeError(
+            "no env class wraps tasks: import agon_env (it registers the draft-and-challenge env)"
+        )
+    return _TASK_ENV[0]
 
 
 def spec(id: str) -> EnvSpec:
@@ -166,8 +180,6 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
 
     The env comes order-enforced, with ``.spec`` set (see the module docstring).
     """
-    from agon_env.envs.draft_challenge import DraftChallengeEnv
-
     s = spec(id)
     entry = s.load()
     env: AECEnv
@@ -177,12 +189,13 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
         # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
         kwargs = dict(overrides) if "task" in overrides else {**s.kwargs, **overrides}
         task = kwargs.pop("task", None)
-        env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
+        wrapper = task_env()
+        env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in wrapper.keywords()}
         if task is None:
             task = entry(**kwargs)
         elif kwargs:
             raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
-        env = task if isinstance(task, AECEnv) else DraftChallengeEnv(task, **env_kwargs)
+        env = task if isinstance(task, AECEnv) else wrapper(task, **env_kwargs)
     env.unwrapped.spec = s
     # A factory may itself return make()'s result; a second order check would add nothing.
     return env if isinstance(env, OrderEnforcingWrapper) else OrderEnforcingWrapper(env)

@@ -1,43 +1,171 @@
-"""Prompts per task family: format instructions and worked examples that match the task.
+"""The words an agent adds to an observation, in one place: every family's role instructions
+and worked examples (:mod:`agon_env.agents.prompts` renders them).
 
 A task names its family (``task.prompt_family``): ``arithmetic`` (``agon/arith-v0``),
 ``math`` (DeepMath, GSM8K, MATH-style and any ``agon/math-v0`` file), ``code-function``
 (HumanEval, MBPP: a function with a given signature) and ``code-stdio`` (CodeContests: a
-whole program on stdin/stdout). A task that names none gets ``math``. A user task can name
-an existing family or one it registers with :func:`register_prompt_family`.
+whole program on stdin/stdout). A task that names none gets ``math``; a user task can name
+one it registers with :func:`register_prompt_family`. The three system messages (drafting,
+challenging a rival's draft, refining one's own in self mode) share one frame,
+:class:`Instructions`; the challenger's user turn is the env's
+(:func:`agon_env.vocabulary.challenger_text`).
 
 The run config picks the family (``prompts.family``, default: the task's) and whether the
 worked examples are shown (``prompts.few_shot``: on for small models, which copy formats
-but do not follow format instructions; off for instruction-following ones). Every family's
-examples write summaries that state the *method*, not the result, since the summary is
-what the other turn reads; the shown drafts of its challenger examples do the same. Each
-family words self-refinement (self mode's second turn, the player's own draft) apart from
-challenging a rival's draft.
+but do not follow format instructions). Every example's summary states the *method*, not
+the result, since the summary is what the other turn reads.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agon_env.agents.prompts import METHOD_SUMMARY as _FORMAT
-from agon_env.agents.prompts import RolePrompts
-from agon_env.registry import unknown_id_message
+from agon_env.vocabulary import unknown_id_message
 
-_OWN = "You are shown a problem and the summary of your own earlier draft. Do not trust or paraphrase it:"
+METHOD_SUMMARY = "write a short <summary>...</summary> of your method (not its result) and"
+"""The summary is what the other turn reads, so every family asks for the method only: a
+summary that states the result hands it over instead of something to check."""
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """A family's role instructions in its own words; :meth:`systems` puts them in the frame
+    every family shares, so the three roles' instructions are worded once."""
+
+    solver: str
+    """Who drafts, e.g. ``You are a careful problem solver.``"""
+    work: str
+    """How the drafter works before it answers, e.g. ``Reason step by step``."""
+    verifier: str
+    """Who challenges a rival's draft, e.g. ``You are a careful verifier.``"""
+    reviser: str
+    """Who refines its own draft (self mode)."""
+    check: str
+    """What the challenger does with the draft before answering (``yourself`` follows)."""
+    answer: str
+    """What the final answer is and where it goes, e.g. ``the final result in <answer>...</answer>``."""
+    draft_answer: str | None = None
+    """The drafter's version of ``answer`` where it says more (None = ``answer``)."""
+    recheck: str | None = None
+    """What self-refinement does with its own draft (None = ``check``)."""
+    shown: str = "a problem"
+    """What the challenger is told it is shown besides the draft."""
+
+    def systems(self) -> dict[str, str]:
+        """The drafter's, challenger's and self-refiner's system messages (:class:`RolePrompts` keys)."""
+        draft, then = self.draft_answer or self.answer, f"Then {METHOD_SUMMARY} {self.answer}."
+        return {
+            "drafter_system": f"{self.solver} {self.work}, then {METHOD_SUMMARY} {draft}.",
+            "challenger_system": (
+                f"{self.verifier} You are shown {self.shown} and a rival's draft summary. "
+                f"Do not trust or paraphrase the draft: {self.check} yourself. {then}"
+            ),
+            "self_system": (
+                f"{self.reviser} You are shown a problem and the summary of your own earlier draft. "
+                f"Do not trust or paraphrase it: {self.recheck or self.check} yourself. {then}"
+            ),
+        }
+
+
+def _rederive(what: str) -> str:  # how the answer-only families check a draft
+    return f"check its method and re-derive the {what}"
+
+
+def _rewrite(what: str, again: str = "") -> str:  # how the code families check a draft
+    return f"check its approach on the edge cases and write the {what}{again}"
+
+
+_SOLVER = "You are a careful problem solver."
+ARITHMETIC_INSTRUCTIONS = Instructions(
+    solver=_SOLVER,
+    work="Reason step by step",
+    verifier="You are a careful verifier.",
+    reviser="You are a careful problem solver checking your own work.",
+    check=_rederive("result"),
+    answer="the final result in <answer>...</answer>",
+)
+ARITHMETIC_SYSTEMS = ARITHMETIC_INSTRUCTIONS.systems()
+
+
+# Worked turns: (user, assistant). Short arithmetic, matching how agon/arith-v0 asks. The
+# summaries name the method and never the result (the reasoning line may state it).
+DRAFTER_EXAMPLES: tuple[tuple[str, str], ...] = (
+    (
+        "What is 3 + 4?",
+        "3 + 4 = 7.\n<summary>Added 4 to 3.</summary>\n<answer>7</answer>",
+    ),
+    (
+        "What is 6 * 7?",
+        "6 * 7 = 42.\n<summary>Multiplied 6 by 7.</summary>\n<answer>42</answer>",
+    ),
+)
+# One wrong draft, one right one: the challenger must learn to check, not to contradict. The
+# shown drafts are summaries as a drafter taught by the examples above writes them.
+CHALLENGER_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "What is 5 + 8?",
+        "Multiplied 5 by 8.",
+        "Check: the question adds 5 and 8, it does not multiply them; 5 + 8 = 13. The draft is wrong.\n"
+        "<summary>Added 8 to 5 instead of multiplying.</summary>\n<answer>13</answer>",
+    ),
+    (
+        "What is 9 - 4?",
+        "Subtracted 4 from 9.",
+        "Check: 9 - 4 = 5, and subtracting 4 from 9 is what the question asks. The draft is right.\n"
+        "<summary>Subtracted 4 from 9, as the draft did.</summary>\n<answer>5</answer>",
+    ),
+)
+# Self-refinement reads the player's own draft: the same check, worded as one's own.
+SELF_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "What is 7 + 6?",
+        "Multiplied 7 by 6.",
+        "Check: the question adds 7 and 6, but my draft multiplied them; 7 + 6 = 13. My draft was wrong.\n"
+        "<summary>Added 6 to 7 instead of multiplying.</summary>\n<answer>13</answer>",
+    ),
+    (
+        "What is 8 * 3?",
+        "Multiplied 8 by 3.",
+        "Check: 8 * 3 = 24, and multiplying 8 by 3 is what the question asks. My draft was right.\n"
+        "<summary>Multiplied 8 by 3, as my draft did.</summary>\n<answer>24</answer>",
+    ),
+)
+
+
+@dataclass
+class RolePrompts:
+    """What an agent adds to an observation: a system message and worked examples per role (its
+    defaults are the arithmetic family)."""
+
+    drafter_system: str | None = ARITHMETIC_SYSTEMS["drafter_system"]
+    """System message for role 0; ``None`` leaves the model's default system prompt."""
+    challenger_system: str | None = ARITHMETIC_SYSTEMS["challenger_system"]
+    """System message for role 1 when a rival's draft is shown."""
+    few_shot: bool = True
+    """Prepend the worked examples as user/assistant turns (needed for small models)."""
+    drafter_examples: Sequence[tuple[str, str]] = field(default_factory=lambda: DRAFTER_EXAMPLES)
+    """``(question, completion)`` pairs shown before a drafting question."""
+    challenger_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: CHALLENGER_EXAMPLES)
+    """``(question, draft summary, completion)`` triples shown before a challenge."""
+    self_system: str | None = ARITHMETIC_SYSTEMS["self_system"]
+    """System message for role 1 when the draft shown is the player's own (``obs["own"]``)."""
+    self_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: SELF_EXAMPLES)
+    """``(question, own draft summary, completion)`` triples shown before a self-refinement."""
 
 
 MATH = RolePrompts(
-    drafter_system=(
-        "You are a careful problem solver. Reason step by step, then "
-        f"{_FORMAT} the final answer alone in <answer>...</answer> (a number or a LaTeX expression)."
-    ),
-    challenger_system=(
-        "You are a careful verifier. You are shown a problem and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its method and re-derive the answer yourself. "
-        f"Then {_FORMAT} the final answer alone in <answer>...</answer>."
-    ),
+    **Instructions(
+        solver=_SOLVER,
+        work="Reason step by step",
+        verifier=ARITHMETIC_INSTRUCTIONS.verifier,
+        reviser=ARITHMETIC_INSTRUCTIONS.reviser,
+        check=_rederive("answer"),
+        answer="the final answer alone in <answer>...</answer>",
+        draft_answer="the final answer alone in <answer>...</answer> (a number or a LaTeX expression)",
+    ).systems(),
     drafter_examples=(
         (
             "Find the sum of all positive divisors of 12.",
@@ -66,10 +194,6 @@ MATH = RolePrompts(
             "<summary>The positive square root of 49.</summary>\n<answer>7</answer>",
         ),
     ),
-    self_system=(
-        f"You are a careful problem solver checking your own work. {_OWN} check its method and "
-        f"re-derive the answer yourself. Then {_FORMAT} the final answer alone in <answer>...</answer>."
-    ),
     self_examples=(
         (
             "How many positive integers less than 60 are multiples of 8?",
@@ -89,17 +213,21 @@ MATH = RolePrompts(
 )
 
 _CODE_ANSWER = "the code alone, in a ```python block, inside <answer>...</answer>"
+_REVIEWER = "You are a careful code reviewer."
+_PROGRAMS = "You write correct Python programs that"
 
 CODE_FUNCTION = RolePrompts(
-    drafter_system=(
-        "You write correct Python. Think through the task and its edge cases briefly, then "
-        f"{_FORMAT} {_CODE_ANSWER}. Define the function with exactly the requested name and arguments."
-    ),
-    challenger_system=(
-        "You are a careful code reviewer. You are shown a task and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its approach on the edge cases and write "
-        f"the function yourself. Then {_FORMAT} {_CODE_ANSWER}."
-    ),
+    **Instructions(
+        solver="You write correct Python.",
+        work="Think through the task and its edge cases briefly",
+        verifier=_REVIEWER,
+        reviser="You write correct Python and check your own work.",
+        check=_rewrite("function"),
+        recheck=_rewrite("function", " again"),
+        answer=_CODE_ANSWER,
+        draft_answer=f"{_CODE_ANSWER}. Define the function with exactly the requested name and arguments",
+        shown="a task",
+    ).systems(),
     drafter_examples=(
         (
             "Write a function `is_even(n)` that returns True when the integer n is even.",
@@ -131,10 +259,6 @@ CODE_FUNCTION = RolePrompts(
             "<answer>\n```python\ndef total(xs):\n    return sum(xs)\n```\n</answer>",
         ),
     ),
-    self_system=(
-        f"You write correct Python and check your own work. {_OWN} check its approach on the edge "
-        f"cases and write the function again yourself. Then {_FORMAT} {_CODE_ANSWER}."
-    ),
     self_examples=(
         (
             "Write a function `first(xs)` that returns the first element of a non-empty list.",
@@ -154,16 +278,16 @@ CODE_FUNCTION = RolePrompts(
 )
 
 CODE_STDIO = RolePrompts(
-    drafter_system=(
-        "You write correct Python programs that read the input from stdin and print the answer "
-        f"to stdout. Think through the task and its limits briefly, then {_FORMAT} "
-        f"{_CODE_ANSWER}: a complete program, no prompts for input."
-    ),
-    challenger_system=(
-        "You are a careful code reviewer. You are shown a problem and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its approach on the edge cases and write the "
-        f"program yourself. Then {_FORMAT} {_CODE_ANSWER}: a complete program reading stdin."
-    ),
+    **Instructions(
+        solver=f"{_PROGRAMS} read the input from stdin and print the answer to stdout.",
+        work="Think through the task and its limits briefly",
+        verifier=_REVIEWER,
+        reviser=f"{_PROGRAMS} read stdin and print to stdout, and check your own work.",
+        check=_rewrite("program"),
+        recheck=_rewrite("program", " again"),
+        answer=f"{_CODE_ANSWER}: a complete program reading stdin",
+        draft_answer=f"{_CODE_ANSWER}: a complete program, no prompts for input",
+    ).systems(),
     drafter_examples=(
         (
             "Two integers a and b are given on one line. Print their sum.",
@@ -194,11 +318,6 @@ CODE_STDIO = RolePrompts(
             "right.\n<summary>Reverse the word with a step -1 slice.</summary>\n"
             "<answer>\n```python\nprint(input()[::-1])\n```\n</answer>",
         ),
-    ),
-    self_system=(
-        "You write correct Python programs that read stdin and print to stdout, and check your own "
-        f"work. {_OWN} check its approach on the edge cases and write the program again yourself. "
-        f"Then {_FORMAT} {_CODE_ANSWER}: a complete program reading stdin."
     ),
     self_examples=(
         (

@@ -100,9 +100,7 @@ def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
         cfg.env.id,
         mode=plugin.env_mode,
         reward_scheme=plugin.reward_scheme,
-        lam=cfg.env.lam,
-        gamma=cfg.env.gamma,
-        tiebreak_drafter=cfg.env.tiebreak_drafter,
+        **cfg.env.env_keywords(),
         **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
     )
 
