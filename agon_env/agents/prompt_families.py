@@ -78,9 +78,8 @@ def _rewrite(what: str, again: str = "") -> str:  # how the code families check 
     return f"check its approach on the edge cases and write the {what}{again}"
 
 
-_SOLVER = "You are a careful problem solver."
 ARITHMETIC_INSTRUCTIONS = Instructions(
-    solver=_SOLVER,
+    solver="You are a careful problem solver.",
     work="Reason step by step",
     verifier="You are a careful verifier.",
     reviser="You are a careful problem solver checking your own work.",
@@ -157,11 +156,8 @@ class RolePrompts:
 
 
 MATH = RolePrompts(
-    **Instructions(
-        solver=_SOLVER,
-        work="Reason step by step",
-        verifier=ARITHMETIC_INSTRUCTIONS.verifier,
-        reviser=ARITHMETIC_INSTRUCTIONS.reviser,
+    **replace(  # arithmetic's roles, answering with the final answer alone
+        ARITHMETIC_INSTRUCTIONS,
         check=_rederive("answer"),
         answer="the final answer alone in <answer>...</answer>",
         draft_answer="the final answer alone in <answer>...</answer> (a number or a LaTeX expression)",
