@@ -48,13 +48,14 @@ def _run_envs(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     import agon_env
+    from agon_env.envs.tasks.data import offline_status
 
     table = Table(title="registered envs")
     table.add_column("id")
     table.add_column("offline")
     table.add_column("description")
     for s in agon_env.all_specs():
-        table.add_row(s.id, s.offline_status(), s.description)
+        table.add_row(s.id, offline_status(s), s.description)
     Console().print(table)
     return 0
 

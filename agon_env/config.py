@@ -25,11 +25,12 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from agon_env.agents.protocol import SamplingParams
+from agon_env.envs.draft_challenge import ENV_KWARGS, EnvOptions
 from agon_env.errors import UserError, close_matches
 
 
@@ -64,17 +65,21 @@ class ModelConfig:
 
 
 @dataclass
-class EnvConfig:
+class EnvConfig(EnvOptions):
+    """The run's env: its task (``id``, ``kwargs``), and an ``env.<name>`` key per field of
+    :class:`~agon_env.envs.draft_challenge.EnvOptions` but the two its algorithm picks."""
+
     id: str = "agon/arith-v0"
     """Registered task id (see ``agon envs``)."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Task keyword arguments for ``agon_env.make`` (e.g. ``difficulty=3``); reset when id changes."""
-    lam: float = 0.5
-    """Format weight λ in every reward scheme."""
-    gamma: float | None = None
-    """Length tiebreak γ: bonus to the shorter of two correct traces (None = off). Works with any algo."""
-    tiebreak_drafter: bool = False
-    """Let the drafter earn γ too; off keeps its reward free of rival terms (plain GRPO)."""
+    # Picked by the algorithm (its plugin's env_mode and reward_scheme), so no config keys:
+    mode: ClassVar[None] = None
+    reward_scheme: ClassVar[None] = None
+
+    def env_keywords(self) -> dict[str, Any]:
+        """The env keywords this config sets, for ``agon_env.make`` (the algorithm adds the rest)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in ENV_KWARGS}
 
 
 @dataclass
@@ -201,7 +206,9 @@ class TrainConfig:
 
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """Each field's type (inherited fields too; class variables are no config keys)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
 def leaf_keys(cls: type = TrainConfig, prefix: str = "") -> dict[str, Any]:

@@ -9,7 +9,7 @@ batch. Each turn's sampling seed comes from the caller's ``seed_of(episode, seat
 turn)``, so the samples do not depend on how the episodes are batched or sharded.
 
 What comes back is typed: an :class:`Episode` per start, holding a :class:`Turn` per
-completion with the env's own verdict (:class:`~agon_env.envs.draft_challenge.TurnResult`:
+completion with the env's own verdict (:class:`~agon_env.envs.turns.TurnResult`:
 seat, role, reward, correctness, format, length, what draft it read) next to the
 observation and the completion the agent returned. Nothing is re-parsed or re-judged
 after the env has scored it.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from agon_env.agents.protocol import Agent
-from agon_env.envs.draft_challenge import TurnResult
+from agon_env.envs.turns import TurnResult
 from agon_env.vocabulary import CHALLENGER
 
 SeedFn = Callable[[int, str, int], int]

@@ -3,8 +3,9 @@
 An id maps to a string entry point plus default kwargs. The entry point builds either
 
 * a **task** (anything with ``__len__``, ``__getitem__`` and ``score``): ``make`` wraps it
-  in :class:`~agon_env.envs.draft_challenge.DraftChallengeEnv`, routing env keywords
-  (:data:`ENV_KWARGS`) to the env and everything else to the task; or
+  in the env class registered with :func:`register_task_env` (the draft-and-challenge env,
+  which ``agon_env.envs.registrations`` registers), routing that env's keywords
+  (its ``keywords()``) to the env and everything else to the task; or
 * a whole ``pettingzoo.AECEnv`` subclass, which gets every kwarg. (A factory function is
   called with the task kwargs only; if it returns an ``AECEnv`` that env is used as is,
   so register the class itself when env keywords must reach it.)
@@ -35,18 +36,17 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from agon_env.errors import unknown_id_message
 
-ENV_KWARGS = frozenset(
-    {
-        "mode",
-        "reward_scheme",
-        "lam",
-        "gamma",
-        "max_text_length",
-        "render_mode",
-        "redact_answer",
-        "tiebreak_drafter",
-    }
-)
+__all__ = [
+    "EnvSpec",
+    "all_specs",
+    "import_modules",
+    "make",
+    "register",
+    "register_task_env",
+    "registered_ids",
+    "spec",
+    "with_split",
+]
 
 
 @dataclass(frozen=True)
@@ -62,19 +62,8 @@ class EnvSpec:
     offline: bool = True
     """Whether ``make(id)`` can work without network (used by the conformance suite)."""
     data: tuple[str, ...] = ()
-    """Files it reads from the offline data folder (``$AGON_DATA_DIR``) when there is no hub."""
-
-    def offline_status(self) -> str:
-        """``yes`` when ``make(id)`` works here without network, else what it needs, in a few words."""
-        if not self.offline:
-            return "needs path= or the hub"
-        from agon_env.envs.tasks.data import local_data_dir, local_file
-
-        missing = [f for f in self.data if local_file(f) is None]
-        if not missing:
-            return "yes"
-        where = local_data_dir() or "$AGON_DATA_DIR (unset)"
-        return f"needs {', '.join(missing)} in {where}, or the hub"
+    """Files it reads from the offline data folder (``$AGON_DATA_DIR``) when there is no hub
+    (:func:`agon_env.envs.tasks.data.offline_status` says whether they are here)."""
 
     def load(self) -> Callable[..., Any]:
         if callable(self.entry_point):
@@ -113,6 +102,28 @@ def register(
     spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline, tuple(data))
     _REGISTRY[id] = spec
     return spec
+
+
+_TASK_ENV: list[Any] = []
+"""The env class a task is wrapped in (one at most; :func:`register_task_env` sets it)."""
+
+
+def register_task_env(env_class: Any) -> None:
+    """Wrap every task ``make`` builds in ``env_class``: an ``AECEnv`` subclass built as
+    ``env_class(task, **keywords)``, whose ``keywords()`` names the keywords it takes.
+
+    The env registers itself (``agon_env.envs.registrations``), so this module imports no env.
+    """
+    _TASK_ENV[:] = [env_class]
+
+
+def task_env() -> Any:
+    """The env class tasks are wrapped in."""
+    if not _TASK_ENV:
+        raise RuntimeError(
+            "no env class wraps tasks: import agon_env (it registers the draft-and-challenge env)"
+        )
+    return _TASK_ENV[0]
 
 
 def spec(id: str) -> EnvSpec:
@@ -156,8 +167,6 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
 
     The env comes order-enforced, with ``.spec`` set (see the module docstring).
     """
-    from agon_env.envs.draft_challenge import DraftChallengeEnv
-
     s = spec(id)
     entry = s.load()
     env: AECEnv
@@ -167,12 +176,13 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
         # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
         kwargs = dict(overrides) if "task" in overrides else {**s.kwargs, **overrides}
         task = kwargs.pop("task", None)
-        env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in ENV_KWARGS}
+        wrapper = task_env()
+        env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in wrapper.keywords()}
         if task is None:
             task = entry(**kwargs)
         elif kwargs:
             raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
-        env = task if isinstance(task, AECEnv) else DraftChallengeEnv(task, **env_kwargs)
+        env = task if isinstance(task, AECEnv) else wrapper(task, **env_kwargs)
     env.unwrapped.spec = s
     # A factory may itself return make()'s result; a second order check would add nothing.
     return env if isinstance(env, OrderEnforcingWrapper) else OrderEnforcingWrapper(env)

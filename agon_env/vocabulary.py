@@ -1,7 +1,10 @@
-"""The game's words, defined once: seats, roles and the reference policy.
+"""The game's words, defined once: seats, roles, the reference policy, the challenger's user
+turn and the role indices.
 
 Every module that names a seat, a role or the adapter-disabled base imports it from
-here, so renaming a seat or adding a role is one edit.
+here, so renaming a seat or adding a role is one edit. Both layers that speak the game
+import it -- the env (``envs``) and the agents, which know no env -- so nothing here
+imports either.
 
 * A **seat** is a player of the PettingZoo env (``possible_agents``). In training each
   seat is played by the LoRA adapter of the same name.
@@ -25,6 +28,9 @@ DRAFTER: Final = "drafter"
 CHALLENGER: Final = "challenger"
 ROLES: Final = (DRAFTER, CHALLENGER)
 """Role names; ``ROLES[i]`` is the role whose observations carry ``role == i``."""
+DRAFT: Final = 0
+CHALLENGE: Final = 1
+"""Stages of an episode, and the observation's ``role`` field (``ROLES[i]`` names them)."""
 
 REFERENCE: Final = "__base__"
 """Adapter name of the reference policy: the shared base with adapters disabled."""
@@ -33,3 +39,19 @@ REFERENCE: Final = "__base__"
 def other_seat(seat: str) -> str:
     """The rival of ``seat``."""
     return SEATS[1 - SEATS.index(seat)]
+
+
+def challenger_text(problem: str, draft: str, own: bool = False) -> str:
+    """The challenger's user turn: the problem, the shown draft and the instruction.
+
+    The env puts it in the observation's ``text`` and an agent renders its worked examples
+    through it, so this is the one place the challenger's prompt is worded. ``own`` words it
+    for self-refinement, where the draft is the player's own. The answer block is removed,
+    but the summary may still state the result: the prompt says only what is true.
+    """
+    whose = "Your own earlier draft" if own else "A rival's draft"
+    return (
+        f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
+        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
+    )
+

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agon_env.agents.prompts import CHALLENGER_EXAMPLES, DRAFTER_EXAMPLES
+from agon_env.agents.prompt_families import CHALLENGER_EXAMPLES, DRAFTER_EXAMPLES
 from agon_env.algorithms.run_log import read_metrics
 from agon_env.envs.tasks.fixtures import FIXTURE_DROPPED, write_deepmath_fixture
 

@@ -5,6 +5,7 @@ from pettingzoo.utils.wrappers import BaseWrapper, OrderEnforcingWrapper
 import agon_env
 from agon_env.envs.draft_challenge import DraftChallengeEnv
 from agon_env.envs.tasks.arith import ArithTask
+from agon_env.envs.tasks.data import offline_status
 from agon_env.registry import _REGISTRY
 
 BUILTIN = {
@@ -121,14 +122,14 @@ def test_agon_envs_says_what_an_offline_id_needs_when_its_data_is_missing(tmp_pa
 
     monkeypatch.delenv("AGON_DATA_DIR", raising=False)
     monkeypatch.chdir(tmp_path)  # no ../shared/data from here
-    assert agon_env.spec("agon/arith-v0").offline_status() == "yes"
+    assert offline_status(agon_env.spec("agon/arith-v0")) == "yes"
     assert (
-        agon_env.spec("agon/mbpp-v0").offline_status()
+        offline_status(agon_env.spec("agon/mbpp-v0"))
         == "needs mbpp.jsonl in $AGON_DATA_DIR (unset), or the hub"
     )
     data = tmp_path / "data"
     data.mkdir()
     (data / "mbpp.jsonl").write_text("")
     monkeypatch.setenv("AGON_DATA_DIR", str(data))
-    assert agon_env.spec("agon/mbpp-v0").offline_status() == "yes"
-    assert agon_env.spec("agon/deepmath-v0").offline_status() == "needs path= or the hub"
+    assert offline_status(agon_env.spec("agon/mbpp-v0")) == "yes"
+    assert offline_status(agon_env.spec("agon/deepmath-v0")) == "needs path= or the hub"

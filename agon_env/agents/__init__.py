@@ -19,7 +19,7 @@ _LAZY = {
     "ALIASES": "agon_env.agents.models",
     "ModelSourceError": "agon_env.agents.models",
     "smollm2_available": "agon_env.agents.models",
-    "RolePrompts": "agon_env.agents.prompts",
+    "RolePrompts": "agon_env.agents.prompt_families",
     "render_prompt": "agon_env.agents.prompts",
     "observation_messages": "agon_env.agents.prompts",
     "ScriptedAgent": "agon_env.agents.scripted",
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from agon_env.agents.hf_backend import HFBackend
     from agon_env.agents.llm_agent import LLMAgent
     from agon_env.agents.models import ALIASES, ModelSourceError, load_base, smollm2_available
-    from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
+    from agon_env.agents.prompt_families import RolePrompts
+    from agon_env.agents.prompts import observation_messages, render_prompt
     from agon_env.agents.scripted import RandomAgent, ScriptedAgent
     from agon_env.agents.vllm_backend import VLLMBackend
 

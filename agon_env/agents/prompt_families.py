@@ -1,43 +1,163 @@
-"""Prompts per task family: format instructions and worked examples that match the task.
+"""The words an agent adds to an observation, in one place: every family's role instructions
+and worked examples (:mod:`agon_env.agents.prompts` renders them).
 
 A task names its family (``task.prompt_family``): ``arithmetic`` (``agon/arith-v0``),
 ``math`` (DeepMath, GSM8K, MATH-style and any ``agon/math-v0`` file), ``code-function``
 (HumanEval, MBPP: a function with a given signature) and ``code-stdio`` (CodeContests: a
-whole program on stdin/stdout). A task that names none gets ``math``. A user task can name
-an existing family or one it registers with :func:`register_prompt_family`.
+whole program on stdin/stdout). A task that names none gets ``math``; a user task can name
+one it registers with :func:`register_prompt_family`. The three system messages (drafting,
+challenging a rival's draft, refining one's own in self mode) share one frame,
+:class:`Instructions`; the challenger's user turn is the env's
+(:func:`agon_env.vocabulary.challenger_text`).
 
 The run config picks the family (``prompts.family``, default: the task's) and whether the
 worked examples are shown (``prompts.few_shot``: on for small models, which copy formats
-but do not follow format instructions; off for instruction-following ones). Every family's
-examples write summaries that state the *method*, not the result, since the summary is
-what the other turn reads; the shown drafts of its challenger examples do the same. Each
-family words self-refinement (self mode's second turn, the player's own draft) apart from
-challenging a rival's draft.
+but do not follow format instructions). Every example's summary states the *method*, not
+the result, since the summary is what the other turn reads.
 """
 
 from __future__ import annotations
 
-import warnings
-from dataclasses import replace
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
-from agon_env.agents.prompts import METHOD_SUMMARY as _FORMAT
-from agon_env.agents.prompts import RolePrompts
-from agon_env.errors import UserError, unknown_id_message
+METHOD_SUMMARY = "write a short <summary>...</summary> of your method (not its result) and"
+"""The summary is what the other turn reads, so every family asks for the method only: a
+summary that states the result hands it over instead of something to check."""
 
-_OWN = "You are shown a problem and the summary of your own earlier draft. Do not trust or paraphrase it:"
+
+@dataclass(frozen=True)
+class Instructions:
+    """A family's role instructions in its own words; :meth:`systems` puts them in the frame
+    every family shares, so the three roles' instructions are worded once."""
+
+    solver: str
+    """Who drafts, e.g. ``You are a careful problem solver.``"""
+    work: str
+    """How the drafter works before it answers, e.g. ``Reason step by step``."""
+    verifier: str
+    """Who challenges a rival's draft, e.g. ``You are a careful verifier.``"""
+    reviser: str
+    """Who refines its own draft (self mode)."""
+    check: str
+    """What the challenger does with the draft before answering (``yourself`` follows)."""
+    answer: str
+    """What the final answer is and where it goes, e.g. ``the final result in <answer>...</answer>``."""
+    draft_answer: str | None = None
+    """The drafter's version of ``answer`` where it says more (None = ``answer``)."""
+    recheck: str | None = None
+    """What self-refinement does with its own draft (None = ``check``)."""
+    shown: str = "a problem"
+    """What the challenger is told it is shown besides the draft."""
+
+    def systems(self) -> dict[str, str]:
+        """The drafter's, challenger's and self-refiner's system messages (:class:`RolePrompts` keys)."""
+        draft, then = self.draft_answer or self.answer, f"Then {METHOD_SUMMARY} {self.answer}."
+        return {
+            "drafter_system": f"{self.solver} {self.work}, then {METHOD_SUMMARY} {draft}.",
+            "challenger_system": (
+                f"{self.verifier} You are shown {self.shown} and a rival's draft summary. "
+                f"Do not trust or paraphrase the draft: {self.check} yourself. {then}"
+            ),
+            "self_system": (
+                f"{self.reviser} You are shown a problem and the summary of your own earlier draft. "
+                f"Do not trust or paraphrase it: {self.recheck or self.check} yourself. {then}"
+            ),
+        }
+
+
+def _rederive(what: str) -> str:  # how the answer-only families check a draft
+    return f"check its method and re-derive the {what}"
+
+
+def _rewrite(what: str, again: str = "") -> str:  # how the code families check a draft
+    return f"check its approach on the edge cases and write the {what}{again}"
+
+
+ARITHMETIC_INSTRUCTIONS = Instructions(
+    solver="You are a careful problem solver.",
+    work="Reason step by step",
+    verifier="You are a careful verifier.",
+    reviser="You are a careful problem solver checking your own work.",
+    check=_rederive("result"),
+    answer="the final result in <answer>...</answer>",
+)
+ARITHMETIC_SYSTEMS = ARITHMETIC_INSTRUCTIONS.systems()
+
+
+# Worked turns: (user, assistant). Short arithmetic, matching how agon/arith-v0 asks. The
+# summaries name the method and never the result (the reasoning line may state it).
+DRAFTER_EXAMPLES: tuple[tuple[str, str], ...] = (
+    (
+        "What is 3 + 4?",
+        "3 + 4 = 7.\n<summary>Added 4 to 3.</summary>\n<answer>7</answer>",
+    ),
+    (
+        "What is 6 * 7?",
+        "6 * 7 = 42.\n<summary>Multiplied 6 by 7.</summary>\n<answer>42</answer>",
+    ),
+)
+# One wrong draft, one right one: the challenger must learn to check, not to contradict. The
+# shown drafts are summaries as a drafter taught by the examples above writes them.
+CHALLENGER_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "What is 5 + 8?",
+        "Multiplied 5 by 8.",
+        "Check: the question adds 5 and 8, it does not multiply them; 5 + 8 = 13. The draft is wrong.\n"
+        "<summary>Added 8 to 5 instead of multiplying.</summary>\n<answer>13</answer>",
+    ),
+    (
+        "What is 9 - 4?",
+        "Subtracted 4 from 9.",
+        "Check: 9 - 4 = 5, and subtracting 4 from 9 is what the question asks. The draft is right.\n"
+        "<summary>Subtracted 4 from 9, as the draft did.</summary>\n<answer>5</answer>",
+    ),
+)
+# Self-refinement reads the player's own draft: the same check, worded as one's own.
+SELF_EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    (
+        "What is 7 + 6?",
+        "Multiplied 7 by 6.",
+        "Check: the question adds 7 and 6, but my draft multiplied them; 7 + 6 = 13. My draft was wrong.\n"
+        "<summary>Added 6 to 7 instead of multiplying.</summary>\n<answer>13</answer>",
+    ),
+    (
+        "What is 8 * 3?",
+        "Multiplied 8 by 3.",
+        "Check: 8 * 3 = 24, and multiplying 8 by 3 is what the question asks. My draft was right.\n"
+        "<summary>Multiplied 8 by 3, as my draft did.</summary>\n<answer>24</answer>",
+    ),
+)
+
+
+@dataclass
+class RolePrompts:
+    """What an agent adds to an observation: a system message and worked examples per role (its
+    defaults are the arithmetic family)."""
+
+    drafter_system: str | None = ARITHMETIC_SYSTEMS["drafter_system"]
+    """System message for role 0; ``None`` leaves the model's default system prompt."""
+    challenger_system: str | None = ARITHMETIC_SYSTEMS["challenger_system"]
+    """System message for role 1 when a rival's draft is shown."""
+    few_shot: bool = True
+    """Prepend the worked examples as user/assistant turns (needed for small models)."""
+    drafter_examples: Sequence[tuple[str, str]] = field(default_factory=lambda: DRAFTER_EXAMPLES)
+    """``(question, completion)`` pairs shown before a drafting question."""
+    challenger_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: CHALLENGER_EXAMPLES)
+    """``(question, draft summary, completion)`` triples shown before a challenge."""
+    self_system: str | None = ARITHMETIC_SYSTEMS["self_system"]
+    """System message for role 1 when the draft shown is the player's own (``obs["own"]``)."""
+    self_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: SELF_EXAMPLES)
+    """``(question, own draft summary, completion)`` triples shown before a self-refinement."""
 
 
 MATH = RolePrompts(
-    drafter_system=(
-        "You are a careful problem solver. Reason step by step, then "
-        f"{_FORMAT} the final answer alone in <answer>...</answer> (a number or a LaTeX expression)."
-    ),
-    challenger_system=(
-        "You are a careful verifier. You are shown a problem and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its method and re-derive the answer yourself. "
-        f"Then {_FORMAT} the final answer alone in <answer>...</answer>."
-    ),
+    **replace(  # arithmetic's roles, answering with the final answer alone
+        ARITHMETIC_INSTRUCTIONS,
+        check=_rederive("answer"),
+        answer="the final answer alone in <answer>...</answer>",
+        draft_answer="the final answer alone in <answer>...</answer> (a number or a LaTeX expression)",
+    ).systems(),
     drafter_examples=(
         (
             "Find the sum of all positive divisors of 12.",
@@ -66,10 +186,6 @@ MATH = RolePrompts(
             "<summary>The positive square root of 49.</summary>\n<answer>7</answer>",
         ),
     ),
-    self_system=(
-        f"You are a careful problem solver checking your own work. {_OWN} check its method and "
-        f"re-derive the answer yourself. Then {_FORMAT} the final answer alone in <answer>...</answer>."
-    ),
     self_examples=(
         (
             "How many positive integers less than 60 are multiples of 8?",
@@ -89,17 +205,21 @@ MATH = RolePrompts(
 )
 
 _CODE_ANSWER = "the code alone, in a ```python block, inside <answer>...</answer>"
+_REVIEWER = "You are a careful code reviewer."
+_PROGRAMS = "You write correct Python programs that"
 
 CODE_FUNCTION = RolePrompts(
-    drafter_system=(
-        "You write correct Python. Think through the task and its edge cases briefly, then "
-        f"{_FORMAT} {_CODE_ANSWER}. Define the function with exactly the requested name and arguments."
-    ),
-    challenger_system=(
-        "You are a careful code reviewer. You are shown a task and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its approach on the edge cases and write "
-        f"the function yourself. Then {_FORMAT} {_CODE_ANSWER}."
-    ),
+    **Instructions(
+        solver="You write correct Python.",
+        work="Think through the task and its edge cases briefly",
+        verifier=_REVIEWER,
+        reviser="You write correct Python and check your own work.",
+        check=_rewrite("function"),
+        recheck=_rewrite("function", " again"),
+        answer=_CODE_ANSWER,
+        draft_answer=f"{_CODE_ANSWER}. Define the function with exactly the requested name and arguments",
+        shown="a task",
+    ).systems(),
     drafter_examples=(
         (
             "Write a function `is_even(n)` that returns True when the integer n is even.",
@@ -131,10 +251,6 @@ CODE_FUNCTION = RolePrompts(
             "<answer>\n```python\ndef total(xs):\n    return sum(xs)\n```\n</answer>",
         ),
     ),
-    self_system=(
-        f"You write correct Python and check your own work. {_OWN} check its approach on the edge "
-        f"cases and write the function again yourself. Then {_FORMAT} {_CODE_ANSWER}."
-    ),
     self_examples=(
         (
             "Write a function `first(xs)` that returns the first element of a non-empty list.",
@@ -154,16 +270,16 @@ CODE_FUNCTION = RolePrompts(
 )
 
 CODE_STDIO = RolePrompts(
-    drafter_system=(
-        "You write correct Python programs that read the input from stdin and print the answer "
-        f"to stdout. Think through the task and its limits briefly, then {_FORMAT} "
-        f"{_CODE_ANSWER}: a complete program, no prompts for input."
-    ),
-    challenger_system=(
-        "You are a careful code reviewer. You are shown a problem and a rival's draft summary. "
-        "Do not trust or paraphrase the draft: check its approach on the edge cases and write the "
-        f"program yourself. Then {_FORMAT} {_CODE_ANSWER}: a complete program reading stdin."
-    ),
+    **Instructions(
+        solver=f"{_PROGRAMS} read the input from stdin and print the answer to stdout.",
+        work="Think through the task and its limits briefly",
+        verifier=_REVIEWER,
+        reviser=f"{_PROGRAMS} read stdin and print to stdout, and check your own work.",
+        check=_rewrite("program"),
+        recheck=_rewrite("program", " again"),
+        answer=f"{_CODE_ANSWER}: a complete program reading stdin",
+        draft_answer=f"{_CODE_ANSWER}: a complete program, no prompts for input",
+    ).systems(),
     drafter_examples=(
         (
             "Two integers a and b are given on one line. Print their sum.",
@@ -195,11 +311,6 @@ CODE_STDIO = RolePrompts(
             "<answer>\n```python\nprint(input()[::-1])\n```\n</answer>",
         ),
     ),
-    self_system=(
-        "You write correct Python programs that read stdin and print to stdout, and check your own "
-        f"work. {_OWN} check its approach on the edge cases and write the program again yourself. "
-        f"Then {_FORMAT} {_CODE_ANSWER}: a complete program reading stdin."
-    ),
     self_examples=(
         (
             "The first line holds n, the second n integers. Print their sum.",
@@ -228,65 +339,3 @@ PROMPT_FAMILIES: dict[str, RolePrompts] = {
 
 DEFAULT_FAMILY = "math"
 """The family of a task that names none (a final answer in ``<answer>``, reasoning first)."""
-
-
-def register_prompt_family(name: str, prompts: RolePrompts) -> None:
-    """Add a family a task can name in ``prompt_family``; re-registering a name is an error."""
-    if name in PROMPT_FAMILIES:
-        raise ValueError(f"prompt family {name!r} is already registered")
-    default = RolePrompts()
-    if (
-        prompts.self_examples == default.self_examples
-        and prompts.challenger_examples != default.challenger_examples
-    ):
-        # Arithmetic self-refinement examples on another task would teach the wrong format.
-        warnings.warn(
-            f"prompt family {name!r} sets no self_examples: self mode shows its challenger examples "
-            "(which speak of a rival's draft); set self_system and self_examples for self-refinement",
-            stacklevel=2,
-        )
-        prompts = replace(prompts, self_examples=prompts.challenger_examples)
-    PROMPT_FAMILIES[name] = prompts
-
-
-class PromptFamilyError(UserError, ValueError):
-    """A prompt family that is not registered (``--prompts.family``, or a task's ``prompt_family``)."""
-
-
-_DEFAULTED: set[str] = set()
-"""Tasks already told that they fell back to the default family (once per task per process)."""
-
-
-def family_of(task: Any, family: str | None = None) -> str:
-    """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`
-    (said once per task: a code task would otherwise be prompted with math examples unawares)."""
-    name = family or getattr(task, "prompt_family", None)
-    if name is None:
-        task_name = str(getattr(task, "name", type(task).__name__))
-        if task_name not in _DEFAULTED:
-            _DEFAULTED.add(task_name)
-            warnings.warn(
-                f"task {task_name!r} names no prompt_family: agents use the {DEFAULT_FAMILY!r} family's "
-                f"worked examples (set prompt_family on the task, one of {sorted(PROMPT_FAMILIES)}, "
-                "or --prompts.family)",
-                stacklevel=2,
-            )
-        name = DEFAULT_FAMILY
-    if name not in PROMPT_FAMILIES:
-        raise PromptFamilyError(unknown_id_message("prompt family", name, sorted(PROMPT_FAMILIES)))
-    return name
-
-
-def prompts_for(task: Any, family: str | None = None, few_shot: bool = True) -> RolePrompts:
-    """The :class:`RolePrompts` an agent uses on ``task`` (see :func:`family_of`)."""
-    return replace(PROMPT_FAMILIES[family_of(task, family)], few_shot=few_shot)
-
-
-def role_prompts(task: Any, section: Any) -> RolePrompts:
-    """The prompts of a run on ``task`` as its config's ``prompts`` section sets them (its
-    ``family`` and ``few_shot``: :class:`agon_env.config.PromptConfig`). ``agon train``'s agents,
-    its held-out check and ``agon eval`` all ask here, so they read the same prompts."""
-    try:
-        return prompts_for(task, section.family, section.few_shot)
-    except PromptFamilyError as exc:
-        raise PromptFamilyError(f"prompts.family: {exc}") from None

@@ -1,9 +1,10 @@
-"""Role prompts and chat-template rendering of env observations.
+"""Which prompts an agent adds (a task's family) and their chat-template rendering of env observations.
 
 The env emits ``{"text", "problem", "draft", "role", "own"}`` and words the user turn itself
-(``text``; see :func:`agon_env.envs.exchange.challenger_text`), so what the model
+(``text``; see :func:`agon_env.vocabulary.challenger_text`), so what the model
 reads is decided in one place. An agent adds only what is about the *model*: a system
-message and worked examples for its role, then ``text`` verbatim as the last user turn.
+message and worked examples for its role (:class:`RolePrompts`, worded in
+:mod:`agon_env.agents.prompt_families`), then ``text`` verbatim as the last user turn.
 A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challenger's
 system message and examples, rendered through the same ``challenger_text``, or, when the
 draft is the player's own (``own`` is 1: self mode's second turn), the self-refinement
@@ -19,95 +20,26 @@ format instructions. Set ``few_shot=False`` for a model that follows instruction
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
-from agon_env.envs.draft_challenge import CHALLENGE
-from agon_env.envs.exchange import challenger_text
+from agon_env.agents.prompt_families import DEFAULT_FAMILY, PROMPT_FAMILIES, RolePrompts
+from agon_env.errors import UserError, unknown_id_message
+from agon_env.vocabulary import CHALLENGE, challenger_text
 
-METHOD_SUMMARY = "write a short <summary>...</summary> of your method (not its result) and"
-"""The summary is what the other turn reads, so every family asks for the method only: a
-summary that states the result hands it over instead of something to check."""
-
-DRAFTER_SYSTEM = (
-    f"You are a careful problem solver. Reason step by step, then {METHOD_SUMMARY} "
-    "the final result in <answer>...</answer>."
-)
-CHALLENGER_SYSTEM = (
-    "You are a careful verifier. You are shown a problem and a rival's draft summary. "
-    "Do not trust or paraphrase the draft: check its method and re-derive the result yourself. "
-    f"Then {METHOD_SUMMARY} the final result in <answer>...</answer>."
-)
-SELF_SYSTEM = (
-    "You are a careful problem solver checking your own work. You are shown a problem and the "
-    "summary of your own earlier draft. Do not trust or paraphrase it: check its method and "
-    f"re-derive the result yourself. Then {METHOD_SUMMARY} the final result in <answer>...</answer>."
-)
-
-# Worked turns: (user, assistant). Short arithmetic, matching how agon/arith-v0 asks. The
-# summaries name the method and never the result (the reasoning line may state it).
-DRAFTER_EXAMPLES: tuple[tuple[str, str], ...] = (
-    (
-        "What is 3 + 4?",
-        "3 + 4 = 7.\n<summary>Added 4 to 3.</summary>\n<answer>7</answer>",
-    ),
-    (
-        "What is 6 * 7?",
-        "6 * 7 = 42.\n<summary>Multiplied 6 by 7.</summary>\n<answer>42</answer>",
-    ),
-)
-# One wrong draft, one right one: the challenger must learn to check, not to contradict. The
-# shown drafts are summaries as a drafter taught by the examples above writes them.
-CHALLENGER_EXAMPLES: tuple[tuple[str, str, str], ...] = (
-    (
-        "What is 5 + 8?",
-        "Multiplied 5 by 8.",
-        "Check: the question adds 5 and 8, it does not multiply them; 5 + 8 = 13. The draft is wrong.\n"
-        "<summary>Added 8 to 5 instead of multiplying.</summary>\n<answer>13</answer>",
-    ),
-    (
-        "What is 9 - 4?",
-        "Subtracted 4 from 9.",
-        "Check: 9 - 4 = 5, and subtracting 4 from 9 is what the question asks. The draft is right.\n"
-        "<summary>Subtracted 4 from 9, as the draft did.</summary>\n<answer>5</answer>",
-    ),
-)
-# Self-refinement reads the player's own draft: the same check, worded as one's own.
-SELF_EXAMPLES: tuple[tuple[str, str, str], ...] = (
-    (
-        "What is 7 + 6?",
-        "Multiplied 7 by 6.",
-        "Check: the question adds 7 and 6, but my draft multiplied them; 7 + 6 = 13. My draft was wrong.\n"
-        "<summary>Added 6 to 7 instead of multiplying.</summary>\n<answer>13</answer>",
-    ),
-    (
-        "What is 8 * 3?",
-        "Multiplied 8 by 3.",
-        "Check: 8 * 3 = 24, and multiplying 8 by 3 is what the question asks. My draft was right.\n"
-        "<summary>Multiplied 8 by 3, as my draft did.</summary>\n<answer>24</answer>",
-    ),
-)
-
-
-@dataclass
-class RolePrompts:
-    """How an agent turns an observation into chat messages."""
-
-    drafter_system: str | None = DRAFTER_SYSTEM
-    """System message for role 0; ``None`` leaves the model's default system prompt."""
-    challenger_system: str | None = CHALLENGER_SYSTEM
-    """System message for role 1 when a rival's draft is shown."""
-    few_shot: bool = True
-    """Prepend the worked examples as user/assistant turns (needed for small models)."""
-    drafter_examples: Sequence[tuple[str, str]] = field(default_factory=lambda: DRAFTER_EXAMPLES)
-    """``(question, completion)`` pairs shown before a drafting question."""
-    challenger_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: CHALLENGER_EXAMPLES)
-    """``(question, draft summary, completion)`` triples shown before a challenge."""
-    self_system: str | None = SELF_SYSTEM
-    """System message for role 1 when the draft shown is the player's own (``obs["own"]``)."""
-    self_examples: Sequence[tuple[str, str, str]] = field(default_factory=lambda: SELF_EXAMPLES)
-    """``(question, own draft summary, completion)`` triples shown before a self-refinement."""
+__all__ = [
+    "PromptFamilyError",
+    "RolePrompts",
+    "family_of",
+    "observation_messages",
+    "prompts_for",
+    "register_prompt_family",
+    "render_prompt",
+    "render_prompts",
+    "role_prompts",
+]
 
 
 def _system(messages: list[dict[str, str]], content: str | None) -> None:
@@ -164,3 +96,65 @@ def render_prompts(
     template_kwargs: Mapping[str, Any] | None = None,
 ) -> list[str]:
     return [render_prompt(o, tokenizer, prompts, template_kwargs) for o in observations]
+
+
+def register_prompt_family(name: str, prompts: RolePrompts) -> None:
+    """Add a family a task can name in ``prompt_family``; re-registering a name is an error."""
+    if name in PROMPT_FAMILIES:
+        raise ValueError(f"prompt family {name!r} is already registered")
+    default = RolePrompts()
+    if (
+        prompts.self_examples == default.self_examples
+        and prompts.challenger_examples != default.challenger_examples
+    ):
+        # Arithmetic self-refinement examples on another task would teach the wrong format.
+        warnings.warn(
+            f"prompt family {name!r} sets no self_examples: self mode shows its challenger examples "
+            "(which speak of a rival's draft); set self_system and self_examples for self-refinement",
+            stacklevel=2,
+        )
+        prompts = replace(prompts, self_examples=prompts.challenger_examples)
+    PROMPT_FAMILIES[name] = prompts
+
+
+class PromptFamilyError(UserError, ValueError):
+    """A prompt family that is not registered (``--prompts.family``, or a task's ``prompt_family``)."""
+
+
+_DEFAULTED: set[str] = set()
+"""Tasks already told that they fell back to the default family (once per task per process)."""
+
+
+def family_of(task: Any, family: str | None = None) -> str:
+    """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`
+    (said once per task: a code task would otherwise be prompted with math examples unawares)."""
+    name = family or getattr(task, "prompt_family", None)
+    if name is None:
+        task_name = str(getattr(task, "name", type(task).__name__))
+        if task_name not in _DEFAULTED:
+            _DEFAULTED.add(task_name)
+            warnings.warn(
+                f"task {task_name!r} names no prompt_family: agents use the {DEFAULT_FAMILY!r} family's "
+                f"worked examples (set prompt_family on the task, one of {sorted(PROMPT_FAMILIES)}, "
+                "or --prompts.family)",
+                stacklevel=2,
+            )
+        name = DEFAULT_FAMILY
+    if name not in PROMPT_FAMILIES:
+        raise PromptFamilyError(unknown_id_message("prompt family", name, sorted(PROMPT_FAMILIES)))
+    return name
+
+
+def prompts_for(task: Any, family: str | None = None, few_shot: bool = True) -> RolePrompts:
+    """The :class:`RolePrompts` an agent uses on ``task`` (see :func:`family_of`)."""
+    return replace(PROMPT_FAMILIES[family_of(task, family)], few_shot=few_shot)
+
+
+def role_prompts(task: Any, section: Any) -> RolePrompts:
+    """The prompts of a run on ``task`` as its config's ``prompts`` section sets them (its
+    ``family`` and ``few_shot``: :class:`agon_env.config.PromptConfig`). ``agon train``'s agents,
+    its held-out check and ``agon eval`` all ask here, so they read the same prompts."""
+    try:
+        return prompts_for(task, section.family, section.few_shot)
+    except PromptFamilyError as exc:
+        raise PromptFamilyError(f"prompts.family: {exc}") from None

@@ -5,8 +5,8 @@ agent for fuzzing -- implements :class:`Agent`. Algorithms train on the token id
 per-token log-probs a completion carries, so nothing is re-tokenised between rollout
 and update.
 
-An *observation* is exactly what the env emits for one agent (see
-``agon_env.envs.draft_challenge``): ``text`` is the user turn the player reads,
+An *observation* is exactly what the env emits for one agent (see the draft-and-challenge
+env's module docstring): ``text`` is the user turn the player reads,
 ``problem`` and ``draft`` are its parts, ``role`` is 0 (draft) or 1 (challenge).
 
 :class:`SamplingParams` is the one description of how to sample, shared by training

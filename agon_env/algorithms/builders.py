@@ -101,9 +101,7 @@ def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
         cfg.env.id,
         mode=plugin.env_mode,
         reward_scheme=plugin.reward_scheme,
-        lam=cfg.env.lam,
-        gamma=cfg.env.gamma,
-        tiebreak_drafter=cfg.env.tiebreak_drafter,
+        **cfg.env.env_keywords(),
         **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
     )
 
@@ -166,7 +164,7 @@ def build_agents(
 ) -> dict[str, Any]:
     """One LLM agent per seat, all sharing ``backend``, each sampling as ``cfg.sampling_of`` its seat."""
     from agon_env.agents import LLMAgent
-    from agon_env.agents.prompt_families import PromptFamilyError, role_prompts
+    from agon_env.agents.prompts import PromptFamilyError, role_prompts
 
     try:
         prompts = role_prompts(task, cfg.prompts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from agon_env.envs.rewards import PAPER_SCHEME
 from agon_env.errors import unknown_id_message
 from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS, other_seat
 
@@ -38,7 +39,7 @@ class AlgorithmPlugin:
     """One line for ``agon train --help`` and the docs."""
     env_mode: str
     """``challenge``, ``solo``, ``self`` or ``hidden`` (see the env's modes)."""
-    reward_scheme: str = "conversion"
+    reward_scheme: str = PAPER_SCHEME
     """``conversion``, ``coop`` or ``margin`` (the challenger's reward; drafters always get 2c + λφ)."""
     adapters: tuple[str, ...] = SEATS
     """Adapter names; one adapter means a single seat plays every role."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from agon_env import metric_names as M
-from agon_env.agents.prompt_families import role_prompts
+from agon_env.agents.prompts import role_prompts
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.builders import resolve_device
 from agon_env.algorithms.checkpoint import prepare_run_dir

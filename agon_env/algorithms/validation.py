@@ -96,6 +96,11 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need(
             "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
         ),
+        need(
+            "env.kwargs",
+            lambda v: not (set(v) & set(c.env.env_keywords())),
+            "env keywords have their own keys: set env.<name> (--env.<name>) instead",
+        ),
     ]
 
 

@@ -55,24 +55,63 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
-import numpy as np
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
 from agon_env.envs.exchange import MAX_SUMMARY_CHARS, NO_SUMMARY, challenger_text, shown_draft
 from agon_env.envs.format import Parsed, parse_completion
-from agon_env.envs.rewards import Outcome, drafter_reward, episode_rewards, get_scheme
+from agon_env.envs.rewards import (
+    FORMAT_WEIGHT,
+    PAPER_SCHEME,
+    Outcome,
+    drafter_reward,
+    episode_rewards,
+    get_scheme,
+)
 from agon_env.envs.scoring import Verdict, score_answer, warn_once
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer, redact_answer
-from agon_env.vocabulary import AGENT_A, ROLES, SEATS, other_seat
+from agon_env.envs.turns import TurnRecord, TurnResult, action_text
+from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
 
-DRAFT, CHALLENGE = 0, 1
-"""Stages of an episode, and the observation's ``role`` field (``ROLES[i]`` names them)."""
+
+@dataclass
+class EnvOptions:
+    """Every keyword of the env, with its default: the one list of them.
+
+    ``agon_env.make`` routes these names to the env and the rest to the task
+    (:data:`ENV_KWARGS`), ``spawn`` passes them on, a run's config has an ``env.<name>`` key
+    and an ``agon train --env.<name>`` flag for each but ``mode`` and ``reward_scheme``
+    (the algorithm picks those), and evaluation keeps them away from the task. So a new
+    keyword is one field here, read in the env as ``self.<name>`` (docs/envs.md).
+    """
+
+    mode: str = "challenge"
+    """Which game: ``challenge``, ``solo``, ``self`` or ``hidden`` (:data:`MODES`)."""
+    reward_scheme: str = PAPER_SCHEME
+    """The challenger's reward (:mod:`agon_env.envs.rewards`): ``conversion``, ``coop``, ``margin``."""
+    lam: float = FORMAT_WEIGHT
+    """Format weight λ in every reward scheme."""
+    gamma: float | None = None
+    """Length tiebreak γ: bonus to the shorter of two correct traces (None = off). Works with any algo."""
+    max_text_length: int = 65536
+    """Longest observation or completion in characters (the text spaces' bound)."""
+    render_mode: str | None = None
+    """``ansi`` (``render()`` returns the text), ``human`` (prints it) or None."""
+    redact_answer: bool = False
+    """Beyond the paper: also blank every statement of the draft's final answer inside the summary
+    the challenger is shown (the paper's rule removes only the answer block; ``summary_leak``
+    measures what that lets through)."""
+    tiebreak_drafter: bool = False
+    """Let the drafter earn γ too; off keeps its reward free of rival terms (plain GRPO)."""
+
+
+ENV_KWARGS = frozenset(f.name for f in fields(EnvOptions))
+"""The keywords ``agon_env.make`` gives the env rather than the task."""
 
 
 @dataclass(frozen=True)
@@ -93,119 +132,66 @@ MODES: dict[str, ModeSpec] = {
 }
 
 
-@dataclass(frozen=True)
-class TurnResult:
-    """One scored turn of an episode, as the env judged it."""
-
-    seat: str
-    role: str
-    """``drafter`` or ``challenger`` (self mode's second turn is a challenger turn)."""
-    text: str
-    """The completion the seat wrote."""
-    answer: str | None
-    """Content of its ``<answer>`` block, as the task scored it."""
-    summary: str | None
-    correct: bool
-    format_ok: bool
-    chars: int
-    tokens: int | None
-    """Completion tokens when the agent reported them (LLM agents do)."""
-    reward: float
-    """What this turn's role earned (a seat that plays twice gets one reward per turn)."""
-    draft: str
-    """What this turn was shown of the draft ('' when none: drafting, hidden mode)."""
-    summary_leak: bool
-    """The draft this turn was shown states the draft's final answer (answer block removed or not)."""
-    score_error: str | None
-    """Why the task's ``score`` gave no verdict (its traceback, or the non-bool it returned); scored 0."""
-    score_timeout: bool
-    """The task's verifier timed out on this answer: scored 0, counted apart from wrong answers."""
-
-    @property
-    def draft_unusable(self) -> bool:
-        """A challenger turn shown :data:`NO_SUMMARY`: the draft gave it nothing to check."""
-        return self.draft == NO_SUMMARY
-
-    def outcome(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
-        kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
-        return {**kept, "draft_unusable": self.draft_unusable, "score_error": self.score_error is not None}
-
-
-_TEXTS = ("text", "summary", "draft", "score_error")
-
-
-@dataclass(frozen=True)
-class _Turn:
-    agent: str
-    text: str
-    tokens: int | None
-    parsed: Parsed
-    outcome: Outcome
-    draft: str
-    summary_leak: bool
-    verdict: Verdict
-
-
 class DraftChallengeEnv(AECEnv):
-    """The draft-and-challenge game over any :class:`~agon_env.envs.tasks.base.Task`."""
+    """The draft-and-challenge game over any :class:`~agon_env.envs.tasks.base.Task`.
+
+    Built as ``DraftChallengeEnv(task, **keywords)`` or ``DraftChallengeEnv(task, options)``,
+    the keywords being :class:`EnvOptions`' fields; each is also an attribute (``env.mode``).
+    """
 
     metadata = {
         "name": "agon_draft_challenge_v0",
         "render_modes": ["ansi", "human"],
         "is_parallelizable": False,
     }
+    options_type: ClassVar[type[EnvOptions]] = EnvOptions
+    """The keywords' dataclass; a subclass with more keywords sets its own subclass of it."""
 
-    def __init__(
-        self,
-        task: Task,
-        mode: str = "challenge",
-        reward_scheme: str = "conversion",
-        lam: float = 0.5,
-        gamma: float | None = None,
-        max_text_length: int = 65536,
-        render_mode: str | None = None,
-        redact_answer: bool = False,
-        tiebreak_drafter: bool = False,
-    ) -> None:
-        """``redact_answer`` (beyond the paper, off by default) also blanks every statement of
-        the draft's final answer inside the summary the challenger is shown; the paper's rule
-        removes only the answer block, and ``summary_leak`` measures what that lets through."""
+    task: Task  # the problems, shared by every spawn()
+    spec_mode: ModeSpec  # what ``mode`` means (MODES[mode])
+    problem: Problem  # this episode's problem (from reset)
+    problem_index: int  # its index in ``task``
+    drafter: str  # the seat that drafts this episode
+    challenger: str  # the seat that plays the second turn (the drafter again in self mode)
+    stage: int  # DRAFT, then CHALLENGE once the draft is in
+    turns: list[TurnRecord]  # the turns played so far, as played
+    results: tuple[TurnResult, ...]  # every turn as scored, once the episode is over; () before
+    final_rewards: dict[str, float]  # each seat's episode reward, kept for render() after agents leave
+
+    def __init__(self, task: Task, options: EnvOptions | None = None, **keywords: Any) -> None:
         super().__init__()
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {sorted(MODES)}")
-        get_scheme(reward_scheme)  # fail at construction, not at the first episode end
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        chosen = self.options_type(**{**(vars(options) if options else {}), **keywords})
+        if chosen.mode not in MODES:
+            raise ValueError(f"unknown mode {chosen.mode!r}; choose one of {sorted(MODES)}")
+        get_scheme(chosen.reward_scheme)  # fail at construction, not at the first episode end
+        if chosen.render_mode is not None and chosen.render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         if len(task) == 0:
             raise ValueError("the task has no problems")
         self.task = task
-        self.mode, self.spec_mode = mode, MODES[mode]
-        self.reward_scheme, self.lam, self.gamma = reward_scheme, lam, gamma
-        self.max_text_length = max_text_length
-        self.redact_answer = redact_answer
-        self.tiebreak_drafter = tiebreak_drafter
-        self.render_mode = render_mode
+        for f in fields(chosen):  # one attribute per keyword: env.lam, env.mode, ...
+            setattr(self, f.name, getattr(chosen, f.name))
+        self.spec_mode = MODES[self.mode]
         self.possible_agents = list(SEATS)
-        text, flag = UnicodeText(max_text_length), Discrete(2)
+        text, flag = UnicodeText(self.max_text_length), Discrete(2)
         self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
-        self._act_space = UnicodeText(max_text_length)
+        self._act_space = UnicodeText(self.max_text_length)
         self._np_random, _ = gymnasium.utils.seeding.np_random(None)
         self.agents = []
 
+    @classmethod
+    def keywords(cls) -> frozenset[str]:
+        """The keywords this env takes besides the task (what ``agon_env.make`` routes to it)."""
+        return frozenset(f.name for f in fields(cls.options_type))
+
+    @property
+    def options(self) -> EnvOptions:
+        """The env's keywords as one :class:`EnvOptions`, read from its attributes."""
+        return self.options_type(**{name: getattr(self, name) for name in self.keywords()})
+
     def spawn(self) -> DraftChallengeEnv:
         """A fresh env sharing this one's task (cheap: for running many episodes in lockstep)."""
-        return type(self)(
-            self.task,
-            mode=self.mode,
-            reward_scheme=self.reward_scheme,
-            lam=self.lam,
-            gamma=self.gamma,
-            max_text_length=self.max_text_length,
-            render_mode=self.render_mode,
-            redact_answer=self.redact_answer,
-            tiebreak_drafter=self.tiebreak_drafter,
-        )
+        return type(self)(self.task, self.options)
 
     def observation_space(self, agent: str) -> Dict:
         return self._obs_space
@@ -232,7 +218,7 @@ class DraftChallengeEnv(AECEnv):
             index = int(self._np_random.integers(len(self.task)))
         elif not 0 <= int(index) < len(self.task):
             raise IndexError(f"problem_index {index} is out of range for a task of {len(self.task)} problems")
-        self.problem: Problem = self.task[int(index)]
+        self.problem = self.task[int(index)]
         longest = len(challenger_text(self.problem.prompt, "x" * MAX_SUMMARY_CHARS))
         if self.spec_mode.shows_draft and longest > self.max_text_length:  # refuse now, not mid-episode
             raise ValueError(
@@ -245,9 +231,9 @@ class DraftChallengeEnv(AECEnv):
         self.challenger = other if self.spec_mode.two_seats else drafter
         self.agents = [drafter, other] if self.spec_mode.two_seats else [drafter]
         self.stage = DRAFT
-        self.turns: list[_Turn] = []
-        self.results: tuple[TurnResult, ...] = ()
-        self.final_rewards: dict[str, float] = {}
+        self.turns = []
+        self.results = ()
+        self.final_rewards = {}
         self.rewards = {a: 0.0 for a in self.agents}
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
@@ -293,7 +279,7 @@ class DraftChallengeEnv(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        text, tokens, outside = _action_text(action, self._act_space)
+        text, tokens, outside = action_text(action, self._act_space)
         if outside is not None:
             warnings.warn(
                 f"{agent}'s completion is outside the action space ({outside}): scored as empty", stacklevel=2
@@ -301,7 +287,9 @@ class DraftChallengeEnv(AECEnv):
         parsed = parse_completion("" if outside else text)
         outcome, verdict = self._outcome(parsed, text, tokens)
         shown = self._draft_shown(self.stage)
-        self.turns.append(_Turn(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), verdict))
+        self.turns.append(
+            TurnRecord(agent, text, tokens, parsed, outcome, shown, self._leaks(shown), verdict)
+        )
         self._cumulative_rewards[agent] = 0.0
         if self.stage == DRAFT and self.spec_mode.challenge:
             self.stage = CHALLENGE
@@ -380,21 +368,3 @@ class DraftChallengeEnv(AECEnv):
 
     def close(self) -> None:
         pass
-
-
-def _action_text(action: Any, space: UnicodeText) -> tuple[str, int | None, str | None]:
-    """A live agent's completion text, its token count when the agent knows it, and why the
-    text is outside the action space (``None`` when it is inside).
-
-    The action is a ``str`` or an object with a ``str`` ``.text`` (an agent's ``Completion``);
-    anything else -- ``None``, bytes, a number -- is refused, never decoded. A string outside
-    the space (longer than ``max_text_length``, or not valid Unicode) is a completion the
-    env does not read: it scores as an empty one, with a warning, so one runaway sample
-    costs its turn but not the run.
-    """
-    text = str(action) if isinstance(action, np.str_) else getattr(action, "text", action)
-    if not isinstance(text, str):
-        what = "None (the action of an agent that is done)" if action is None else type(action).__name__
-        raise TypeError(f"an action must be a completion str (or have a str .text), got {what}")
-    tokens = getattr(action, "num_tokens", None)
-    return text, int(tokens) if tokens else None, space.why_not(text)

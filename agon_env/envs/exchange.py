@@ -5,8 +5,8 @@ the draft's summary with every answer block removed (:func:`shown_draft`), cappe
 length, or :data:`NO_SUMMARY` when the draft gave none -- and it still plays the
 challenger then. :func:`challenger_text` words its user turn; the env puts it in the
 observation's ``text`` and an LLM agent sends that verbatim (its worked examples are
-rendered through the same function), so this module is the one place the challenger's
-prompt is worded.
+rendered through the same function). It is defined in :mod:`agon_env.vocabulary`, which
+the agents import without importing the env, and is the one wording of that turn.
 
 Removing the answer block is the paper's rule. A summary may still state the result in
 words ("Six sevens are 42."); the env measures how often (``summary_leak``) and can blank
@@ -17,6 +17,9 @@ it (``redact_answer=True``, beyond the paper), see
 from __future__ import annotations
 
 from agon_env.envs.format import strip_answer_blocks
+from agon_env.vocabulary import challenger_text
+
+__all__ = ["MAX_SUMMARY_CHARS", "NO_SUMMARY", "challenger_text", "shown_draft"]
 
 MAX_SUMMARY_CHARS = 4000
 """Summaries are cut here so a rambling draft cannot flood the rival's context."""
@@ -27,17 +30,3 @@ NO_SUMMARY = "(the draft gave no usable summary)"
 def shown_draft(summary: str | None) -> str:
     """What the challenger is shown of a draft: its summary without answer blocks, capped."""
     return strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
-
-
-def challenger_text(problem: str, draft: str, own: bool = False) -> str:
-    """The challenger's user turn: the problem, the shown draft and the instruction.
-
-    ``own`` words it for self-refinement, where the draft is the player's own. The
-    answer block is removed, but the summary may still state the result: the prompt
-    says only what is true.
-    """
-    whose = "Your own earlier draft" if own else "A rival's draft"
-    return (
-        f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
-        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
-    )

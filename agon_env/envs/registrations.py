@@ -1,8 +1,12 @@
-"""The built-in env ids. Imported by ``agon_env`` so ``agon_env.make`` knows them."""
+"""The built-in env ids, and the env every task is played in. Imported by ``agon_env`` so
+``agon_env.make`` knows them."""
 
 from __future__ import annotations
 
-from agon_env.registry import register
+from agon_env.envs.draft_challenge import DraftChallengeEnv
+from agon_env.registry import register, register_task_env
+
+register_task_env(DraftChallengeEnv)
 
 register(
     "agon/arith-v0",

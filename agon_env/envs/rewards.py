@@ -27,6 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+FORMAT_WEIGHT = 0.5
+"""λ, the paper's format weight: the default of every reward below and of the env's ``lam``."""
+PAPER_SCHEME = "conversion"
+"""The paper's challenger reward: the default scheme of the functions below and of the env."""
+
 ChallengerTerm = Callable[[int, int], float]
 """``(c_a, c_b) -> correctness part of R(b)`` (the format term is added separately)."""
 
@@ -65,12 +70,14 @@ class Outcome:
     """Trace length used by the tiebreak (tokens when known, else characters)."""
 
 
-def drafter_reward(a: Outcome, lam: float = 0.5) -> float:
+def drafter_reward(a: Outcome, lam: float = FORMAT_WEIGHT) -> float:
     """``R(a) = 2c(a) + λφ(a)``: plain GRPO reward, also used in solo mode."""
     return 2.0 * int(a.correct) + lam * int(a.format_ok)
 
 
-def challenger_reward(a: Outcome, b: Outcome, scheme: str = "conversion", lam: float = 0.5) -> float:
+def challenger_reward(
+    a: Outcome, b: Outcome, scheme: str = PAPER_SCHEME, lam: float = FORMAT_WEIGHT
+) -> float:
     """``R(b)`` under ``scheme``, where ``a`` is b's own paired draft."""
     return float(get_scheme(scheme)(int(a.correct), int(b.correct))) + lam * int(b.format_ok)
 
@@ -85,8 +92,8 @@ def length_tiebreak(a: Outcome, b: Outcome, gamma: float) -> tuple[float, float]
 def episode_rewards(
     a: Outcome,
     b: Outcome,
-    scheme: str = "conversion",
-    lam: float = 0.5,
+    scheme: str = PAPER_SCHEME,
+    lam: float = FORMAT_WEIGHT,
     gamma: float | None = None,
     tiebreak_drafter: bool = False,
 ) -> tuple[float, float]:

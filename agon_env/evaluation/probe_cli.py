@@ -88,9 +88,10 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     import agon_env
     from agon_env.config import parse_assignments
+    from agon_env.envs.draft_challenge import ENV_KWARGS
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
-    from agon_env.registry import ENV_KWARGS, import_modules
+    from agon_env.registry import import_modules
 
     import_modules(cfg.imports)
     start = time.perf_counter()

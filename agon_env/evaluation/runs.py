@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agon_env.agents.prompt_families import family_of, role_prompts
+from agon_env.agents.prompts import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import agon_env
+from agon_env.envs.draft_challenge import ENV_KWARGS
 from agon_env.envs.tasks.base import Task, normalize_prompt
 from agon_env.errors import UserError
-from agon_env.registry import ENV_KWARGS, with_split
+from agon_env.registry import with_split
 from agon_env.seeding import derive_seed
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"

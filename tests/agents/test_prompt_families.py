@@ -8,8 +8,8 @@ import re
 import pytest
 
 import agon_env
-from agon_env.agents.prompt_families import PROMPT_FAMILIES, family_of, prompts_for, register_prompt_family
-from agon_env.agents.prompts import RolePrompts, render_prompt
+from agon_env.agents.prompt_families import PROMPT_FAMILIES
+from agon_env.agents.prompts import RolePrompts, family_of, prompts_for, register_prompt_family, render_prompt
 from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.envs.format import parse_completion
 from agon_env.envs.tasks.data import local_file
@@ -121,7 +121,7 @@ def test_every_family_asks_for_a_method_summary(family):
 def test_a_task_without_a_family_is_told_once_that_it_gets_math() -> None:
     import warnings
 
-    from agon_env.agents.prompt_families import family_of
+    from agon_env.agents.prompts import family_of
 
     class Vowels:
         name = "vowels-without-family"

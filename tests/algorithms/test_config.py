@@ -35,13 +35,17 @@ def _cli(*argv: str) -> TrainConfig:
 
 
 def _documented(cls: type) -> set[str]:
-    """Fields followed by a docstring in ``cls``'s source (what tyro shows as help)."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body  # type: ignore[attr-defined]
-    return {
-        a.target.id
-        for a, b in itertools.pairwise(body)
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
-    }
+    """Fields followed by a docstring in the source of ``cls`` or a dataclass it inherits from
+    (what tyro shows as help: it reads the bases' docstrings too)."""
+    out: set[str] = set()
+    for base in (b for b in cls.__mro__ if dataclasses.is_dataclass(b)):
+        body = ast.parse(textwrap.dedent(inspect.getsource(base))).body[0].body  # type: ignore[attr-defined]
+        out |= {
+            a.target.id
+            for a, b in itertools.pairwise(body)
+            if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+        }
+    return out
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,19 @@ def local_file(name: str) -> Path | None:
     return p if p.exists() else None
 
 
+
+def offline_status(spec: Any) -> str:
+    """``yes`` when ``make(spec.id)`` works here without network, else what it needs, in a few
+    words (an :class:`agon_env.registry.EnvSpec`'s ``offline`` and ``data``)."""
+    if not spec.offline:
+        return "needs path= or the hub"
+    missing = [f for f in spec.data if local_file(f) is None]
+    if not missing:
+        return "yes"
+    where = local_data_dir() or "$AGON_DATA_DIR (unset)"
+    return f"needs {', '.join(missing)} in {where}, or the hub"
+
+
 def load_rows(
     source: str | os.PathLike[str], split: str = "train", **hub_kwargs: Any
 ) -> list[dict[str, Any]]:
