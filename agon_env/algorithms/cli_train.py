@@ -14,7 +14,6 @@ the defaults the flags override. Also runnable as ``python -m agon_env.algorithm
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import typing
@@ -96,18 +95,32 @@ def debugging(argv: Sequence[str]) -> bool:
     return "--debug" in argv or os.environ.get("AGON_DEBUG", "") not in ("", "0")
 
 
+def _own_options(argv: Sequence[str]) -> tuple[str | None, bool, list[str]]:
+    """``(--config's value, --print-config given, the rest)``: the flags of ``agon train`` that
+    are no ``TrainConfig`` field (see :func:`_description`) out of ``argv``; the rest is tyro's."""
+    preset, print_config, rest = None, False, []
+    args = iter(argv)
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if name == "--config":
+            preset = value if sep else next(args, None)
+            if not preset or preset.startswith("--"):
+                raise ConfigError("--config: name a preset or a .yaml path, e.g. --config configs/x.yaml")
+        elif arg == "--print-config":
+            print_config = True
+        elif arg != "--debug":  # read by debugging()
+            rest.append(arg)
+    return preset, print_config, rest
+
+
 def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
     """``(config, print_config)`` from ``agon train`` arguments; the config is validated.
 
     ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
     raises :class:`ConfigError`.
     """
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--config")
-    pre.add_argument("--print-config", action="store_true")
-    pre.add_argument("--debug", action="store_true")
-    known, rest = pre.parse_known_args(list(argv))
-    base = preset_config(known.config) if known.config else TrainConfig()
+    preset, print_config, rest = _own_options(argv)
+    base = preset_config(preset) if preset else TrainConfig()
     args = [_expand(a) for a in rest]
     cfg = tyro.cli(
         TrainConfig,
@@ -125,14 +138,7 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
     cfg.temperatures = {**base.temperatures, **cfg.temperatures}
     cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
-    return ready(cfg), known.print_config
-
-
-def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agon_env.cli import add_forwarding_parser
-
-    help = "train adapters with an algorithm plugin (GRPO, agon, ...); see agon train --help"
-    return add_forwarding_parser(subparsers, "train", help, run_train)
+    return ready(cfg), print_config
 
 
 def run_train(argv: Sequence[str]) -> int:
@@ -151,7 +157,9 @@ def run_train(argv: Sequence[str]) -> int:
 
         train(cfg)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        from agon_env.cli import exit_code
+
+        return exit_code(exc)
     except (ConfigError, SetupError, RunFolderError, TaskScoreError, OnPolicyError) as exc:
         if debugging(argv):
             raise
