@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tyro
@@ -74,6 +74,25 @@ def _dict_rule(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
 def _expand(arg: str) -> str:
     name, sep, value = arg.partition("=")
     return SHORT_NAMES.get(name, name) + sep + value
+
+
+def train_flags(overrides: Mapping[str, Any]) -> list[str]:
+    """``agon train`` flags that set ``overrides`` (dotted ``TrainConfig`` keys, as
+    :func:`~agon_env.algorithms.config.from_dict` reads them): ``{"optim.lr": 1e-4,
+    "progress": False}`` -> ``["--optim.lr", "1e-4", "--no-progress"]``; the inverse of this parser."""
+    flags: list[str] = []
+    for key, value in overrides.items():
+        prefix, _, leaf = key.replace("_", "-").rpartition(".")
+        scope = f"--{prefix}." if prefix else "--"
+        if isinstance(value, bool):
+            flags.append(f"{scope}{'' if value else 'no-'}{leaf}")
+        elif isinstance(value, Mapping):
+            flags += [f"{scope}{leaf}", *(f"{k}={_inline(v)}" for k, v in value.items())]
+        elif isinstance(value, (list, tuple)):
+            flags += [f"{scope}{leaf}", *map(str, value)]
+        else:
+            flags += [f"{scope}{leaf}", str(value)]
+    return flags
 
 
 def _description() -> str:
