@@ -161,35 +161,42 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
 
 
 def run_train(argv: Sequence[str]) -> int:
+    from agon_env.cli import exit_code
+
+    try:
+        cfg, print_config = parse_train_args(argv)
+    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
+        return exit_code(exc)
+    except ConfigError as exc:
+        return _refused(exc, argv)
+    if print_config:
+        print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+        return 0
+    # Only now torch: --help and --print-config stay fast.
     from agon_env.algorithms.builders import SetupError
     from agon_env.algorithms.checkpoint import RunFolderError
     from agon_env.algorithms.rollout import TaskScoreError
     from agon_env.algorithms.rollout_correction import OnPolicyError
+    from agon_env.algorithms.run import train
 
-    cfg: TrainConfig | None = None
     try:
-        cfg, print_config = parse_train_args(argv)
-        if print_config:
-            print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
-            return 0
-        from agon_env.algorithms.run import train
-
         train(cfg)
-    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
-        from agon_env.cli import exit_code
-
-        return exit_code(exc)
     except (ConfigError, SetupError, RunFolderError, TaskScoreError, OnPolicyError) as exc:
-        if debugging(argv):
-            raise
-        print(f"agon train: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc, argv)
     except KeyboardInterrupt:
-        if debugging(argv) or cfg is None:
+        if debugging(argv):
             raise
         print(f"agon train: {interrupted_message(cfg)}", file=sys.stderr)
         return 130  # the shell's code for SIGINT
     return 0
+
+
+def _refused(exc: Exception, argv: Sequence[str]) -> int:
+    """What to fix, in one line on stderr (a traceback with ``--debug``); exit status 2."""
+    if debugging(argv):
+        raise exc
+    print(f"agon train: {exc}", file=sys.stderr)
+    return 2
 
 
 def interrupted_message(cfg: TrainConfig) -> str:
