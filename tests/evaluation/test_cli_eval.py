@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from agon_env.cli import main
 from agon_env.envs.tasks.base import content_split
 from agon_env.envs.tasks.data import local_file
-from agon_env.cli import main
 
 pytest.importorskip("peft")
 
