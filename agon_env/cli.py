@@ -69,15 +69,9 @@ def user_error(prog: str, exc: BaseException, debug: bool = False) -> int:
     return 2
 
 
-def run_command(
-    cls: type[Args],
-    argv: Sequence[str],
-    prog: str,
-    run: Callable[[Args], int | None],
-    errors: tuple[type[BaseException], ...] = USER_ERRORS,
-) -> int:
+def run_command(cls: type[Args], argv: Sequence[str], prog: str, run: Callable[[Args], int | None]) -> int:
     """Parse ``argv`` into ``cls`` (tyro), import its ``imports`` and ``run`` it; a user error
-    (one of ``errors``) is one line on stderr and exit status 2."""
+    (:data:`USER_ERRORS`) is one line on stderr and exit status 2."""
     import tyro
 
     from agon_env.registry import import_modules
@@ -90,7 +84,7 @@ def run_command(
     try:
         import_modules(args.imports)
         return int(run(args) or 0)
-    except errors as exc:
+    except USER_ERRORS as exc:
         return user_error(prog, exc, args.debug)
 
 

@@ -172,7 +172,7 @@ def run_train(argv: Sequence[str]) -> int:
     if print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         return 0
-    # Only now torch: --help and --print-config stay fast.
+    # Only now the trainer (torch): --help stays fast.
     from agon_env.algorithms.builders import SetupError
     from agon_env.algorithms.checkpoint import RunFolderError
     from agon_env.algorithms.rollout import TaskScoreError
