@@ -1,106 +1,67 @@
 """The ``agon`` command line: ``agon envs``, ``agon episode``, ``agon train`` and friends.
 
-Each subcommand lives next to the code it drives and contributes an
-``add_parser(subparsers)`` that sets ``func``; this module only collects them, so a new
-command is one line in ``_COMMANDS`` and heavy imports (torch) happen only when that
-command runs.
+Each subcommand lives next to the code it drives as a ``main(argv) -> int`` over a
+dataclass parsed by tyro (its ``--help`` shows every field's docstring and default);
+:data:`COMMANDS` maps a name to that function by its import path, so a new command is one
+row and heavy imports (torch, transformers, matplotlib) happen only when that command runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from agon_env.errors import UserError
 
-_COMMANDS = (
-    "agon_env.cli:add_envs_parser",
-    "agon_env.cli:add_episode_parser",
-    "agon_env.algorithms.cli_train:add_train_parser",
-    "agon_env.evaluation.cli:add_eval_parser",
-    "agon_env.evaluation.cli:add_plot_parser",
-    "agon_env.evaluation.probe_cli:add_probe_parser",
-)
+COMMANDS = {
+    "envs": ("agon_env.cli_envs:envs_main", "list the registered env ids"),
+    "episode": (
+        "agon_env.cli_envs:episode_main",
+        "play one scripted episode: a wrong draft, a right challenge",
+    ),
+    "train": (
+        "agon_env.algorithms.cli_train:main",
+        "train adapters with an algorithm plugin (GRPO, agon, ...)",
+    ),
+    "eval": (
+        "agon_env.evaluation.cli:eval_main",
+        "evaluate run folders or the untrained base: pass@1 with intervals, baselines, blind spots",
+    ),
+    "plot": ("agon_env.evaluation.cli:plot_main", "figures from run folders and eval reports (PNG)"),
+    "probe": (
+        "agon_env.evaluation.probe_cli:run_probe_cli",
+        "will a rival help here? solve vs verify rates and the cascade gap, before training",
+    ),
+}
+"""Subcommand -> (``module:function`` taking the remaining arguments, one-line help)."""
+
+USER_ERRORS = (UserError, KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
+"""What ``envs``, ``episode``, ``eval``, ``plot`` and ``probe`` show as one line (unless
+``AGON_DEBUG=1``): every :class:`~agon_env.errors.UserError`, and what a mistyped id, keyword
+or path raises from code that is not ours (a task's constructor, ``datasets``, the hub).
+``agon train`` catches ``UserError`` alone: there a ValueError may be a defect."""
 
 
-def add_imports_argument(p: argparse.ArgumentParser) -> None:
-    """``--imports MODULE ...``: modules that register user tasks (every subcommand takes it)."""
-    p.add_argument(
-        "--imports",
-        nargs="+",
-        default=[],
-        metavar="MODULE",
-        help="modules to import first, so the env ids they register exist (the current folder is importable)",
-    )
+@dataclass
+class CommandArgs:
+    """The options every subcommand but ``train`` shares (``train`` has them in ``TrainConfig``)."""
+
+    imports: list[str] = field(default_factory=list)
+    """Modules to import first, so the env ids they register exist (the current folder is importable)."""
+    debug: bool = False
+    """Show tracebacks instead of one-line errors (also ``AGON_DEBUG=1``)."""
 
 
-def add_envs_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("envs", help="list the registered env ids")
-    add_imports_argument(p)
-    p.set_defaults(func=_run_envs)
+Args = TypeVar("Args", bound=CommandArgs)
 
 
-def _run_envs(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    import agon_env
-    from agon_env.envs.tasks.data import offline_status
-
-    table = Table(title="registered envs")
-    table.add_column("id")
-    table.add_column("offline")
-    table.add_column("description")
-    for s in agon_env.all_specs():
-        table.add_row(s.id, offline_status(s), s.description)
-    Console().print(table)
-    return 0
-
-
-def add_episode_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "episode", help="play one scripted episode (a wrong draft, a right challenge) and print it"
-    )
-    p.add_argument("--env", default="agon/arith-v0")
-    p.add_argument("--mode", default="challenge")
-    p.add_argument("--reward-scheme", default="conversion")
-    p.add_argument("--seed", type=int, default=0)
-    add_imports_argument(p)
-    p.set_defaults(func=_run_episode)
-
-
-def _run_episode(args: argparse.Namespace) -> int:
-    import agon_env
-
-    env = agon_env.make(args.env, mode=args.mode, reward_scheme=args.reward_scheme, render_mode="ansi")
-    env.reset(seed=args.seed)
-    gold = env.problem.answer if isinstance(env.problem.answer, str) else "?"
-    wrong = f"I guess quickly. <summary>Guessed without working it out.</summary><answer>{gold}1</answer>"
-    right = f"Re-deriving step by step. <summary>Recomputed each step.</summary><answer>{gold}</answer>"
-    for _agent in env.agent_iter():
-        _obs, _r, term, trunc, _info = env.last()
-        env.step(None if term or trunc else (wrong if not env.turns else right))
-    print(env.render())
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agon", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    for target in _COMMANDS:
-        module, _, attr = target.partition(":")
-        try:
-            add = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:  # an optional layer is not installed
-            sub.add_parser(
-                target.split(":")[1].removeprefix("add_").removesuffix("_parser"), help=f"unavailable: {exc}"
-            )
-            continue
-        add(sub)
-    return parser
+def exit_code(exc: SystemExit) -> int:
+    """The status a ``SystemExit`` carries (tyro's ``--help`` is 0, a refused flag 2)."""
+    return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 
 
 def user_error(prog: str, exc: BaseException, debug: bool = False) -> int:
@@ -112,38 +73,54 @@ def user_error(prog: str, exc: BaseException, debug: bool = False) -> int:
     return 2
 
 
-def add_forwarding_parser(
-    sub: argparse._SubParsersAction, name: str, help: str, run: Callable[[list[str]], int]
-) -> argparse.ArgumentParser:
-    """A subcommand whose every argument goes as is to ``run`` (a tyro dataclass parser):
-    "+" is no flag prefix anyone uses, so argparse forwards ``--flags`` untouched."""
-    p = sub.add_parser(name, help=help, prefix_chars="+", add_help=False)
-    p.add_argument("argv", nargs="*")
-    p.set_defaults(func=lambda args: run(args.argv))
-    return p
+def run_command(cls: type[Args], argv: Sequence[str], prog: str, run: Callable[[Args], int | None]) -> int:
+    """Parse ``argv`` into ``cls`` (tyro), import its ``imports`` and ``run`` it; a user error
+    (:data:`USER_ERRORS`) is one line on stderr and exit status 2."""
+    import tyro
+
+    from agon_env.registry import import_modules
+
+    try:
+        # One flag per bool (--quiet, --no-cache), as the commands have always had.
+        args = tyro.cli(cls, args=list(argv), prog=prog, config=(tyro.conf.FlagCreatePairsOff,))
+    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
+        return exit_code(exc)
+    try:
+        import_modules(args.imports)
+        return int(run(args) or 0)
+    except USER_ERRORS as exc:
+        return user_error(prog, exc, args.debug)
 
 
-USER_ERRORS = (UserError, KeyError, ValueError, TypeError, FileNotFoundError, ImportError)
-"""What ``envs``, ``episode``, ``eval``, ``plot`` and ``probe`` show as one line (unless
-``AGON_DEBUG=1``): every :class:`~agon_env.errors.UserError`, and what a mistyped id, keyword
-or path raises from code that is not ours (a task's constructor, ``datasets``, the hub).
-``agon train`` catches ``UserError`` alone: there a ValueError may be a defect."""
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    rows = "\n".join(f"  {name:<{width}}  {help}" for name, (_, help) in COMMANDS.items())
+    return (
+        f"usage: agon COMMAND [ARGS ...]\n\n{__doc__.splitlines()[0]}\n\ncommands:\n{rows}\n\n"
+        "agon COMMAND --help shows that command's options and their defaults."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if not hasattr(args, "func"):
-        print(f"agon {args.command}: not available in this installation", file=sys.stderr)
-        return 2
-    if args.command not in ("envs", "episode"):
-        return int(args.func(args) or 0)
-    try:
-        from agon_env.registry import import_modules
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        from agon_env.errors import close_matches
 
-        import_modules(args.imports)
-        return int(args.func(args) or 0)
-    except USER_ERRORS as exc:
-        return user_error(f"agon {args.command}", exc)
+        guess = close_matches(name, list(COMMANDS))
+        hint = f"did you mean {' or '.join(guess)}?" if guess else f"choose from {', '.join(COMMANDS)}"
+        print(f"agon: unknown command {name!r}; {hint}", file=sys.stderr)
+        return 2
+    module, _, attr = COMMANDS[name][0].partition(":")
+    try:
+        command = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:  # an optional layer is not installed
+        print(f"agon {name}: not available in this installation ({exc})", file=sys.stderr)
+        return 2
+    return int(command(rest) or 0)
 
 
 if __name__ == "__main__":

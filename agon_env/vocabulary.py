@@ -54,4 +54,3 @@ def challenger_text(problem: str, draft: str, own: bool = False) -> str:
         f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
         "Do not trust or paraphrase the draft: verify it and re-derive the answer."
     )
-

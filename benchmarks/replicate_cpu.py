@@ -29,6 +29,7 @@ the same unit, not even while an orphaned trainer of a killed replicator is stil
 from __future__ import annotations
 
 import argparse
+import copy
 import fcntl
 import json
 import os
@@ -39,6 +40,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, METRICS  # torch-free
 
@@ -47,48 +51,97 @@ TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
 TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
                  "temperature", "lr", "test_problems", "val_problems", "eval_seeds", "prompts")  # fmt: skip
-"""Plan fields a resumed replication must share with the one on disk (seeds and arms may grow)."""
+"""Recorded settings a resumed replication must share with the one on disk (seeds and arms may
+grow); any other ``train`` override must match too (:func:`other_settings`)."""
+RECORDED = {
+    "model": "model.name",
+    "steps": "steps",
+    "batch_problems": "batch_problems",
+    "num_generations": "grpo.num_generations",
+    "max_new_tokens": "sampling.max_new_tokens",
+    "temperature": "sampling.temperature",
+    "lr": "optim.lr",
+    "threads": "threads",
+    "micro_batch_tokens": "grpo.micro_batch_tokens",
+}
+"""The training settings a plan record names (plan.json, the results file's ``plan``: the names
+files have always had), each a ``TrainConfig`` key; also this script's flags of those names."""
+TRAIN = {"steps": 60, "batch_problems": 4, "threads": 1, "grpo.micro_batch_tokens": 2048}
+"""Every unit's ``agon train`` as overrides of its defaults (``TrainConfig()``, the default run):
+one thread per process (two units side by side on 2 cores), and a cap on one update chunk's
+padded tokens so two agon runs side by side stay under ~10 GB."""
+UNIT = {
+    "model.device": "cpu",
+    "progress": False,
+    "time_budget_min": 0,
+    "heldout_problems": 0,
+    "save_every": 5,
+}
+"""What every unit's run is told besides the plan: no wall-clock budget (every arm runs all its
+steps) and no end-of-run held-out check (the evaluation after it is the larger one)."""
 
 
 @dataclass
 class Plan:
     """Every size of one replication; ``--quick`` swaps in :data:`QUICK`."""
 
-    model: str = "smollm2-135m"
     difficulty: float | None = None
     """None = calibrate over ``candidates``."""
     candidates: list[float] = field(default_factory=lambda: [2.5, 3, 2])
     calibration_problems: int = 100
     arms: list[str] = field(default_factory=lambda: ["grpo", "coop", "agon"])
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
-    steps: int = 60
-    batch_problems: int = 4
-    num_generations: int = 4
-    max_new_tokens: int = 80
-    """The default run's budget: a well-formed challenge takes 45–55 tokens (docs/training.md)."""
-    temperature: float = 0.7
-    lr: float = 2e-4
-    threads: int = 1
-    micro_batch_tokens: int = 2048
-    """Caps one update chunk's padded tokens: two agon runs side by side stay under ~10 GB."""
     test_problems: int = 200
     val_problems: int = 50
     eval_seeds: list[int] = field(default_factory=lambda: [0])
     prompts: str = ""
     """Fingerprint of the prompts the units ran with (set when units run; "" = recorded before
     issue #22, i.e. the prompts of 35d8054): a resume under other prompts is refused."""
+    train: dict[str, Any] = field(default_factory=lambda: dict(TRAIN))
+    """``TrainConfig`` overrides (dotted keys) of every unit's training run; the evaluations
+    sample as it does (temperature, max_new_tokens)."""
+
+    def config(self) -> Any:
+        """The ``TrainConfig`` the units train with (torch-free)."""
+        from agon_env.config import from_dict
+
+        return from_dict(self.train)
+
+    def record(self) -> dict[str, Any]:
+        """plan.json and the results file's ``plan``: the fields, and each :data:`RECORDED`
+        setting as it resolves (what the tables and :func:`other_settings` read)."""
+        cfg = self.config()
+        return {**{k: _get(cfg, key) for k, key in RECORDED.items()}, **asdict(self)}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Plan:
+        """A plan back from its record; one written before ``train`` existed (its settings
+        flat, every one given) becomes the same overrides."""
+        fields = {k: v for k, v in record.items() if k not in RECORDED}
+        if "train" not in fields:
+            fields["train"] = {RECORDED[k]: v for k, v in record.items() if k in RECORDED}
+        return cls(**fields)
+
+
+def _get(cfg: Any, key: str) -> Any:
+    for part in key.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
 
 
 QUICK = {
     "candidates": [3],
     "calibration_problems": 16,
     "seeds": [0],
-    "steps": 2,
-    "batch_problems": 2,
-    "num_generations": 2,
-    "max_new_tokens": 24,
     "test_problems": 12,
     "val_problems": 6,
+    "train": {
+        **TRAIN,
+        "steps": 2,
+        "batch_problems": 2,
+        "grpo.num_generations": 2,
+        "sampling.max_new_tokens": 24,
+    },
 }
 """``--quick``: every stage at the smallest sizes that still give every number."""
 
@@ -104,15 +157,9 @@ def say(msg: str) -> None:
 
 def agon_main(argv: list[str]) -> int:
     """``agon`` train/eval/plot in this child process (the parent never imports torch)."""
-    from agon_env.algorithms.cli_train import add_train_parser
-    from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
+    from agon_env.cli import main
 
-    parser = argparse.ArgumentParser(prog="agon")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_train_parser, add_eval_parser, add_plot_parser):
-        add(sub)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    return main(argv)
 
 
 class Runner:
@@ -178,6 +225,17 @@ class Lock:
             self.fd = None
 
 
+def sampling_flags(p: Plan) -> list[str]:
+    """``agon eval`` samples as the units trained (the base too: the same budget and temperature)."""
+    cfg = p.config()
+    return [
+        "--temperature",
+        str(cfg.sampling.temperature),
+        "--max-new-tokens",
+        str(cfg.sampling.max_new_tokens),
+    ]
+
+
 def eval_flags(p: Plan) -> list[str]:
     """What every test-split evaluation shares: the same problems, seeds and sampling."""
     return [
@@ -185,8 +243,7 @@ def eval_flags(p: Plan) -> list[str]:
         "--problems", str(p.test_problems),
         "--val-problems", str(p.val_problems),
         "--seeds", *[str(s) for s in p.eval_seeds],
-        "--temperature", str(p.temperature),
-        "--max-new-tokens", str(p.max_new_tokens),
+        *sampling_flags(p),
         "--quiet",
     ]  # fmt: skip
 
@@ -201,10 +258,9 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
         out = r.out / "calibration" / f"d{d}"
         if not (out / EVAL_REPORT).is_file():
             r.agon(f"calibrate-d{d}", [
-                "eval", "--model", p.model, "--env", "agon/arith-v0", "--env-kwarg", f"difficulty={d}",
-                "--split", "validation", "--methods", "base-few-shot",
-                "--problems", str(p.calibration_problems), "--val-problems", "0",
-                "--temperature", str(p.temperature), "--max-new-tokens", str(p.max_new_tokens),
+                "eval", "--model", p.config().model.name, "--env", "agon/arith-v0",
+                "--env-kwarg", f"difficulty={d}", "--split", "validation", "--methods", "base-few-shot",
+                "--problems", str(p.calibration_problems), "--val-problems", "0", *sampling_flags(p),
                 "--no-cache", "--out", str(out), "--quiet",
             ])  # fmt: skip
         report = json.loads((out / EVAL_REPORT).read_text())
@@ -227,7 +283,7 @@ def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     with lock as mine:
         if mine:
             r.agon("eval-base", [
-                "eval", "--model", p.model, "--env", "agon/arith-v0",
+                "eval", "--model", p.config().model.name, "--env", "agon/arith-v0",
                 "--env-kwarg", f"difficulty={difficulty}", "--methods", "base-few-shot", "base-zero-shot",
                 "moa", *eval_flags(p), "--no-cache", "--out", str(out),
             ], hold=lock)  # fmt: skip
@@ -244,24 +300,21 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
         if not mine:
             say(f"{name}: another replicator holds it, skipped")
             return
-        if not trained(folder, p.steps):
+        if not trained(folder, p.config().steps):
             # A run killed after a checkpoint continues; one killed before its first starts over.
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
                 shutil.rmtree(folder)
-            r.agon(f"train-{name}", [
-                "train", "--algo", arm, "--model", p.model, "--env.kwargs", f"difficulty={difficulty}",
-                "--steps", str(p.steps), "--batch-problems", str(p.batch_problems),
-                "--n", str(p.num_generations), "--lr", str(p.lr), "--seed", str(seed),
-                "--threads", str(p.threads), "--model.device", "cpu", "--no-progress",
-                "--grpo.micro-batch-tokens", str(p.micro_batch_tokens),
-                "--sampling.temperature", str(p.temperature),
-                "--sampling.max-new-tokens", str(p.max_new_tokens),
-                # No wall-clock budget (every arm runs all its steps) and no end-of-run held-out
-                # check (the evaluation below is the larger one).
-                "--time-budget-min", "0", "--heldout-problems", "0",
-                "--save-every", "5", "--out-dir", str(folder), *resume,
-            ], hold=lock)  # fmt: skip
+            unit = {
+                "algo": arm,
+                "seed": seed,
+                "env.kwargs": {"difficulty": difficulty},
+                "out_dir": str(folder),
+            }
+            from agon_env.algorithms.cli_train import train_flags  # light: no torch
+
+            argv = ["train", *train_flags({**p.train, **UNIT, **unit}), *resume]
+            r.agon(f"train-{name}", argv, hold=lock)
         methods = ["standalone", "cascade", *(["self-cascade"] if arm == "grpo" else [])]
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
         r.agon(f"eval-{name}", argv, hold=lock)
@@ -283,11 +336,18 @@ def units(p: Plan) -> list[tuple[str, int]]:
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
-    plan = Plan(**(QUICK if args.quick else {}))
+    """``--quick`` or the defaults, then the flags: a flag of :data:`RECORDED` and ``--train``
+    override the units' ``TrainConfig``; the others set the plan's own fields."""
+    from agon_env.config import parse_assignments
+
+    plan = Plan(**copy.deepcopy(QUICK if args.quick else {}))
     for f in asdict(plan):
         v = getattr(args, f, None)
-        if v is not None:
+        if v is not None and f != "train":
             setattr(plan, f, v)
+    given = {key: getattr(args, k) for k, key in RECORDED.items() if getattr(args, k) is not None}
+    plan.train.update({**given, **parse_assignments(args.train, "--train")})
+    plan.config()  # a mistyped key or value fails here, before anything runs
     unknown = set(plan.arms) - set(ARMS)
     if unknown:
         raise SystemExit(f"--arms: unknown {sorted(unknown)}; choose from {list(ARMS)}")
@@ -299,7 +359,15 @@ def other_settings(old: dict, new: dict) -> list[str]:
     calibration chose, checked once it has)."""
     # A plan recorded before the prompts were fingerprinted ran the prompts of 35d8054 ("").
     old = {"prompts": "", **old}
-    return [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new.get(k, "")]
+    diff = [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new.get(k, "")]
+    # The train overrides besides the named settings (a record before them has none to compare).
+    if "train" in old and _unnamed(old["train"]) != _unnamed(new.get("train", {})):
+        diff.append("train")
+    return diff
+
+
+def _unnamed(train: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in train.items() if k not in RECORDED.values()}
 
 
 def prompts_fingerprint() -> str:
@@ -323,13 +391,13 @@ def check_resumable(plan: Plan, out: Path) -> None:
     path = out / "plan.json"
     if path.is_file():
         old = json.loads(path.read_text())
-        diff = other_settings(old, asdict(plan))
+        diff = other_settings(old, plan.record())
         if diff:
             raise SystemExit(
                 f"{out} holds a replication with other {', '.join(diff)} ({ {k: old[k] for k in diff} }); "
                 "use another --out or the same settings"
             )
-    path.write_text(json.dumps(asdict(plan), indent=1) + "\n")
+    path.write_text(json.dumps(plan.record(), indent=1) + "\n")
 
 
 def main() -> None:
@@ -348,18 +416,17 @@ def main() -> None:
     ap.add_argument(
         "--block", default="replication", help="name of the marked block in --docs (and of its figure)"
     )
-    ap.add_argument("--model", default=None)
     ap.add_argument("--difficulty", type=float, default=None, help="skip the search; still measured")
     ap.add_argument("--candidates", type=float, nargs="+", default=None, help="levels to try, in order")
     ap.add_argument("--calibration-problems", type=int, default=None)
     ap.add_argument("--arms", nargs="+", default=None, help=f"subset of {list(ARMS)}")
     ap.add_argument("--seeds", type=int, nargs="+", default=None, help="training seeds (each arm, each seed)")
-    for name, typ in (
-        *[(n, int) for n in ("steps", "batch-problems", "num-generations", "max-new-tokens", "threads")],
-        *[(n, int) for n in ("micro-batch-tokens", "test-problems", "val-problems")],
-        *[(n, float) for n in ("temperature", "lr")],
-    ):
-        ap.add_argument(f"--{name}", type=typ, default=None)
+    for name in ("test-problems", "val-problems"):
+        ap.add_argument(f"--{name}", type=int, default=None)
+    for name, key in RECORDED.items():  # values are YAML, typed by the TrainConfig key
+        ap.add_argument(f"--{name.replace('_', '-')}", type=yaml.safe_load, default=None, help=f"sets {key}")
+    ap.add_argument("--train", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="any other TrainConfig override of every unit, e.g. grpo.beta=0.04")  # fmt: skip
     ap.add_argument("--eval-seeds", type=int, nargs="+", default=None)
     args = ap.parse_args()
     plan = build_plan(args)
@@ -367,9 +434,9 @@ def main() -> None:
         plan.prompts = prompts_fingerprint()
     out = Path(args.out)
     if args.report_only and (out / "plan.json").is_file():  # report on what ran, not on the flags
-        plan = Plan(**json.loads((out / "plan.json").read_text()))
+        plan = Plan.from_record(json.loads((out / "plan.json").read_text()))
     out.mkdir(parents=True, exist_ok=True)
-    r = Runner(out, plan.threads)
+    r = Runner(out, plan.config().threads)
     start = time.perf_counter()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import replication_report  # sibling files, not a package
@@ -379,7 +446,7 @@ def main() -> None:
     # even when this machine lost the run folders.
     results = Path(args.results) if args.results else None
     previous = replication_report.recorded(results)
-    diff = [] if previous is None else other_settings(previous["plan"], asdict(plan))
+    diff = [] if previous is None else other_settings(previous["plan"], plan.record())
     if diff:
         if not args.force:
             raise SystemExit(f"{results} holds a replication with other {', '.join(diff)}; use another "
@@ -388,7 +455,7 @@ def main() -> None:
     done = replication_report.recorded_units(previous)
     if not args.report_only:
         check_resumable(plan, out)
-        say(f"plan: {json.dumps(asdict(plan))}")
+        say(f"plan: {json.dumps(plan.record())}")
         difficulty, measured = calibrate(plan, r)
         if previous is not None and previous["task"]["difficulty"] != difficulty:
             if not args.force:
@@ -408,7 +475,7 @@ def main() -> None:
     if args.no_report:
         return
     if (out / "plan.json").is_file():
-        plan = Plan(**json.loads((out / "plan.json").read_text()))
+        plan = Plan.from_record(json.loads((out / "plan.json").read_text()))
     result = replication_report.build(plan, out, r.timings, units(plan), previous)
     lost = replication_report.recorded_units(previous) - replication_report.recorded_units(result)
     if lost and not args.force:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +163,7 @@ def collect(
             "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
                 "answers_differ"
             ),
-            "training": _training(out / "runs" / name / METRICS, plan.steps),
+            "training": _training(out / "runs" / name / METRICS, plan.config().steps),
         }
     base_path = out / "eval" / "base" / EVAL_REPORT
     base = None
@@ -376,8 +375,8 @@ def build(
         "command": "python benchmarks/replicate_cpu.py --out runs/replicate-cpu --workers 2 "
         "--results docs/results/replication_cpu.json --docs docs/benchmarks.md",
         "task": {"env": "agon/arith-v0", "difficulty": difficulty},
-        "model": plan.model,
-        "plan": asdict(plan),
+        "model": plan.config().model.name,
+        "plan": plan.record(),
         "calibration": {"split": "validation", "measured": measured, "chosen": difficulty},
         "problems": probs,
         "outcomes": collect(plan, out, difficulty, probs["test"]["ids"], units, kept),

@@ -57,9 +57,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
+
+import yaml
 
 GOALS = {
     "grpo_step_ratio": 0.5,
@@ -70,28 +72,65 @@ GOALS = {
 """Upper bounds from issue #15: ours ÷ TRL per step and in memory, Agon ÷ our GRPO per step and in memory."""
 
 
-@dataclass
-class Workload:
-    """Everything both trainers are told; serialised to the TRL child as JSON."""
+WORKLOAD = {"env.kwargs": {"difficulty": 2}, "steps": 6, "batch_problems": 4, "sampling.max_new_tokens": 48,
+            "threads": 2}  # fmt: skip
+"""The workload as overrides of ``agon train``'s defaults (``TrainConfig()``); TRL is told the
+same ``TrainConfig``, every knob of :data:`SHARED`."""
+SHARED = {
+    "model": "model.name",
+    "difficulty": "env.kwargs.difficulty",
+    "steps": "steps",
+    "batch_problems": "batch_problems",
+    "num_generations": "grpo.num_generations",
+    "max_new_tokens": "sampling.max_new_tokens",
+    "micro_batch": "grpo.micro_batch",
+    "temperature": "sampling.temperature",
+    "top_p": "sampling.top_p",
+    "lr": "optim.lr",
+    "warmup_ratio": "optim.warmup_ratio",
+    "lora_r": "model.lora_r",
+    "lora_alpha": "model.lora_alpha",
+    "eps": "grpo.eps",
+    "max_grad_norm": "grpo.max_grad_norm",
+    "lam": "env.lam",
+    "seed": "seed",
+    "threads": "threads",
+    "beta": "grpo.beta",
+    "inner_iters": "grpo.inner_iters",
+    "advantage": "grpo.advantage",
+    "aggregation": "grpo.aggregation",
+}
+"""Every knob both trainers are told, by its name in a record (``workload`` of each run and of
+the result: the names it has always had) and its ``TrainConfig`` key; also this script's flags."""
+TRL_ADVANTAGE = {"std": "group"}
+"""Our ``grpo.advantage`` as TRL's ``scale_rewards`` (the ones TRL has)."""
+TRL_AGGREGATION = {"seq-mean": "grpo"}
+"""Our ``grpo.aggregation`` as TRL's ``loss_type`` (per-sequence mean, then over sequences)."""
 
-    model: str = "smollm2-135m"
-    difficulty: int = 2
-    steps: int = 6
-    batch_problems: int = 4
-    num_generations: int = 4
-    max_new_tokens: int = 48
-    micro_batch: int = 8
-    temperature: float = 0.7
-    top_p: float = 1.0
-    lr: float = 2e-4
-    warmup_ratio: float = 0.1
-    lora_r: int = 16
-    lora_alpha: int = 32
-    eps: float = 0.2
-    max_grad_norm: float = 1.0
-    lam: float = 0.5
-    seed: int = 0
-    threads: int = 2
+
+def _get(cfg: Any, key: str) -> Any:
+    for part in key.split("."):
+        cfg = cfg[part] if isinstance(cfg, dict) else getattr(cfg, part)
+    return cfg
+
+
+def workload(cfg: Any) -> dict[str, Any]:
+    """The record of ``cfg``: each :data:`SHARED` knob by name."""
+    return {name: _get(cfg, key) for name, key in SHARED.items()}
+
+
+PINNED = {"beta": 0.0, "inner_iters": 1, "advantage": "std", "aggregation": "seq-mean"}
+"""What TRL was told of the knobs a record has not always named: a record without them ran these."""
+
+
+def told(w: dict[str, Any]) -> dict[str, Any]:
+    """The ``TrainConfig`` overrides that give the workload record ``w`` (what the TRL child reads)."""
+    return {k: v for name, value in w.items() for k, v in _overrides(name, value).items()}
+
+
+def _overrides(name: str, value: Any) -> dict[str, Any]:
+    key = SHARED[name]
+    return {"env.kwargs": {"difficulty": value}} if key == "env.kwargs.difficulty" else {key: value}
 
 
 # -- children ------------------------------------------------------------------------------
@@ -113,7 +152,7 @@ def _model_folder(model: str, scratch: Path) -> str:
     return model
 
 
-def _problem_order(w: Workload, size: int) -> list[int]:
+def _problem_order(w: Any, size: int) -> list[int]:
     """The training problems ``agon train`` will see, step by step (its own sampler, same seed)."""
     from agon_env.algorithms.sampler import ProblemSampler
 
@@ -121,8 +160,9 @@ def _problem_order(w: Workload, size: int) -> list[int]:
     return [i for _ in range(w.steps) for i in sampler.take(w.batch_problems)]
 
 
-def trl_child(w: Workload, out: Path, grad_ckpt: bool) -> dict[str, Any]:
-    """One TRL ``GRPOTrainer`` run; returns per-step times and TRL's own logged metrics."""
+def trl_child(cfg: Any, out: Path, grad_ckpt: bool) -> dict[str, Any]:
+    """One TRL ``GRPOTrainer`` run of ``cfg`` (a ``TrainConfig``); returns per-step times and
+    TRL's own logged metrics."""
     import torch
     from datasets import Dataset
     from transformers import TrainerCallback
@@ -132,6 +172,10 @@ def trl_child(w: Workload, out: Path, grad_ckpt: bool) -> dict[str, Any]:
     from agon_env.agents.adapters import LoraSpec
     from agon_env.agents.prompts import observation_messages
 
+    w = SimpleNamespace(**workload(cfg))
+    if w.advantage not in TRL_ADVANTAGE or w.aggregation not in TRL_AGGREGATION:
+        raise SystemExit(f"TRL has no grpo.advantage {w.advantage!r} / grpo.aggregation {w.aggregation!r} "
+                         f"here: use {list(TRL_ADVANTAGE)} / {list(TRL_AGGREGATION)}")  # fmt: skip
     torch.set_num_threads(w.threads)
     torch.manual_seed(w.seed)
     env = agon_env.make("agon/arith-v0", mode="solo", lam=w.lam, difficulty=w.difficulty)
@@ -172,11 +216,11 @@ def trl_child(w: Workload, out: Path, grad_ckpt: bool) -> dict[str, Any]:
         lr_scheduler_type="linear",
         warmup_steps=round(w.warmup_ratio * w.steps),
         max_grad_norm=w.max_grad_norm,
-        beta=0.0,
-        num_iterations=1,
+        beta=w.beta,
+        num_iterations=w.inner_iters,
         epsilon=w.eps,
-        scale_rewards="group",
-        loss_type="grpo",
+        scale_rewards=TRL_ADVANTAGE[w.advantage],
+        loss_type=TRL_AGGREGATION[w.aggregation],
         use_vllm=False,
         use_cpu=True,
         bf16=False,
@@ -227,9 +271,11 @@ def trl_child(w: Workload, out: Path, grad_ckpt: bool) -> dict[str, Any]:
 def child_main(kind: str, spec: str, out: str) -> None:
     import resource
 
-    w = Workload(**json.loads(spec))
+    from agon_env.config import from_dict
+
+    cfg = from_dict(json.loads(spec))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = trl_child(w, Path(out), grad_ckpt=kind == "trl-ckpt")
+    result = trl_child(cfg, Path(out), grad_ckpt=kind == "trl-ckpt")
     result["peak_rss_mb_self"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result))
 
@@ -255,40 +301,14 @@ def run_child(cmd: list[str], log: Path) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, stdout
 
 
-def agon_cmd(w: Workload, algo: str, run_dir: Path) -> list[str]:
-    """``agon train`` with every workload knob spelled out (no reliance on the default preset)."""
-    flags = {
-        "algo": algo,
-        "model.name": w.model,
-        "env.kwargs": f"difficulty={w.difficulty}",
-        "steps": w.steps,
-        "batch-problems": w.batch_problems,
-        "grpo.num-generations": w.num_generations,
-        "sampling.max-new-tokens": w.max_new_tokens,
-        "grpo.micro-batch": w.micro_batch,
-        "sampling.temperature": w.temperature,
-        "sampling.top-p": w.top_p,
-        "optim.lr": w.lr,
-        "optim.warmup-ratio": w.warmup_ratio,
-        "model.lora-r": w.lora_r,
-        "model.lora-alpha": w.lora_alpha,
-        "grpo.eps": w.eps,
-        "grpo.max-grad-norm": w.max_grad_norm,
-        "grpo.beta": 0.0,
-        "grpo.inner-iters": 1,
-        "grpo.advantage": "std",
-        "grpo.aggregation": "seq-mean",
-        "env.lam": w.lam,
-        "seed": w.seed,
-        "threads": w.threads,
-        "model.device": "cpu",
-        # Checkpoint once at the end only: TRL is told save_strategy="no".
-        "save-every": w.steps,
-        "time-budget-min": 0,
-        "out-dir": str(run_dir),
-    }
-    args = [x for k, v in flags.items() for x in (f"--{k}", str(v))]
-    return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args, "--no-progress"]
+def agon_cmd(w: dict[str, Any], algo: str, run_dir: Path) -> list[str]:
+    """``agon train`` with every knob of the workload ``w`` (a :func:`workload` record) spelled out."""
+    from agon_env.algorithms.cli_train import train_flags
+
+    # Checkpoint once at the end only: TRL is told save_strategy="no".
+    run = {"algo": algo, "save_every": w["steps"], "time_budget_min": 0, "out_dir": str(run_dir)}
+    args = train_flags({**told(w), "model.device": "cpu", **run, "progress": False})
+    return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args]
 
 
 def summarize(times: list[float], warmup: int) -> dict[str, float]:
@@ -301,7 +321,7 @@ def summarize(times: list[float], warmup: int) -> dict[str, float]:
     }
 
 
-def run_ours(w: Workload, algo: str, scratch: Path, warmup: int) -> dict[str, Any]:
+def run_ours(w: dict[str, Any], algo: str, scratch: Path, warmup: int) -> dict[str, Any]:
     run_dir = scratch / f"agon-{algo}"
     shutil.rmtree(run_dir, ignore_errors=True)
     load0 = os.getloadavg()[0]
@@ -324,14 +344,15 @@ def run_ours(w: Workload, algo: str, scratch: Path, warmup: int) -> dict[str, An
         "groups_dropped_mean": statistics.fmean(r.get("groups_dropped", 0.0) for r in rows),
         # Tokens per completion: the step's generated tokens over its B·N·turns completions.
         "completion_len_mean": statistics.fmean(
-            r.get("len_tokens/drafter", r["tokens"] / (w.batch_problems * w.num_generations)) for r in rows
+            r.get("len_tokens/drafter", r["tokens"] / (w["batch_problems"] * w["num_generations"]))
+            for r in rows
         ),
         "reward_mean": [r.get("reward/drafter") for r in rows],
     }
     return out
 
 
-def run_trl(w: Workload, kind: str, scratch: Path, warmup: int) -> dict[str, Any]:
+def run_trl(w: dict[str, Any], kind: str, scratch: Path, warmup: int) -> dict[str, Any]:
     out_dir = scratch / kind
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -341,7 +362,7 @@ def run_trl(w: Workload, kind: str, scratch: Path, warmup: int) -> dict[str, Any
         "--child",
         kind,
         "--spec",
-        json.dumps(asdict(w)),
+        json.dumps(told(w)),
         "--child-out",
         str(out_dir),
     ]
@@ -365,9 +386,8 @@ def run_trl(w: Workload, kind: str, scratch: Path, warmup: int) -> dict[str, Any
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    defaults = Workload()
-    for f, v in asdict(defaults).items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+    for name, key in SHARED.items():  # values are YAML, typed by the TrainConfig key
+        ap.add_argument(f"--{name.replace('_', '-')}", type=yaml.safe_load, default=None, help=f"sets {key}")
     ap.add_argument("--warmup", type=int, default=1, help="leading steps left out of the step-time figures")
     ap.add_argument(
         "--trl-grad-ckpt",
@@ -393,12 +413,15 @@ def main() -> None:
         child_main(args.child, args.spec, args.child_out)
         return
 
-    w = Workload(**{f: getattr(args, f) for f in asdict(defaults)})
-    if w.steps <= args.warmup:
-        ap.error(f"--steps ({w.steps}) must exceed --warmup ({args.warmup}) to leave timed steps")
+    from agon_env.config import from_dict
+
+    given = [_overrides(name, getattr(args, name)) for name in SHARED if getattr(args, name) is not None]
+    w = workload(from_dict({k: v for o in [WORKLOAD, *given] for k, v in o.items()}))
+    if w["steps"] <= args.warmup:
+        ap.error(f"--steps ({w['steps']}) must exceed --warmup ({args.warmup}) to leave timed steps")
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="vs_trl-"))
     scratch.mkdir(parents=True, exist_ok=True)
-    print(f"workload: {json.dumps(asdict(w))}; outputs in {scratch}", flush=True)
+    print(f"workload: {json.dumps(w)}; outputs in {scratch}", flush=True)
     plan: dict[str, Any] = {"ours_grpo": lambda: run_ours(w, "grpo", scratch, args.warmup)}
     if args.trl_grad_ckpt in ("off", "both"):
         plan["trl"] = lambda: run_trl(w, "trl", scratch, args.warmup)
@@ -413,13 +436,13 @@ def main() -> None:
         # finished runs of the same workload (each record carries its own load average and time).
         if args.resume and key not in args.rerun and record.is_file():
             saved = json.loads(record.read_text())
-            if saved.get("workload") == asdict(w):
+            if {**PINNED, **saved.get("workload", {})} == w:
                 runs[key] = saved
                 _show(runs[key], reused=True)
                 continue
         runs[key] = {
             **measure(),
-            "workload": asdict(w),
+            "workload": w,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         }
         record.write_text(json.dumps(runs[key]) + "\n")
@@ -444,7 +467,7 @@ def main() -> None:
         print(f"{k:32s} {v:6.3f}{goal}")
     result = {
         "bench": "vs_trl",
-        "workload": asdict(w),
+        "workload": w,
         "warmup_steps_excluded": args.warmup,
         "ratios": ratios,
         "goals": GOALS,

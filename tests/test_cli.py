@@ -104,3 +104,41 @@ def test_every_subcommand_imports_user_tasks_from_the_current_folder(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "me/vowels-v0" in r.stdout
+
+
+def test_help_envs_and_the_help_of_every_command_import_no_heavy_library():
+    # A fresh interpreter: what `agon --help` and `agon envs` cost a user, whatever ran before.
+    code = (
+        "import contextlib, io, sys\n"
+        "from agon_env.cli import COMMANDS, main\n"
+        "argvs = [['--help'], ['envs'], *[[name, '--help'] for name in COMMANDS]]\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    codes = [main(argv) for argv in argvs]\n"
+        "assert codes == [0] * len(argvs), codes\n"
+        "print([m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_eval_help_shows_the_defaults_of_its_dataclass(capsys):
+    from agon_env.config import ModelConfig
+    from agon_env.evaluation.cli import EvalArgs
+
+    assert main(["eval", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert EvalArgs.__dataclass_fields__["device"].default == ModelConfig.device  # train's default
+    for flag, default in (("--device", ModelConfig.device), ("--problems", 100), ("--split", "test")):
+        assert flag in out and f"(default: {default})" in out
+    assert "Interval coverage. (default: 0.95)" in out
+
+
+def test_an_unknown_command_or_flag_is_refused_with_status_2(capsys):
+    assert main(["evl"]) == 2
+    assert capsys.readouterr().err.startswith("agon: unknown command 'evl'; did you mean eval")
+    assert main(["plot", "--no-such-flag"]) == 2
+    assert "--no-such-flag" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ("envs", "episode", "train", "eval", "plot", "probe"))

@@ -56,6 +56,13 @@ class ModelSourceError(UserError, ValueError):
     """An unknown alias, a missing folder, or a hub id that cannot be fetched."""
 
 
+def resolve_device(device: str) -> str:
+    """``auto`` as every command reads it: CUDA when available, else the CPU."""
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
 def cache_dir() -> Path:
     """Where converted models live: ``$AGON_CACHE_DIR`` or ``~/.cache/agon_env/models``."""
     env = os.environ.get("AGON_CACHE_DIR")

@@ -36,9 +36,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 
 def resolve_device(cfg: TrainConfig) -> str:
-    if cfg.model.device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return cfg.model.device
+    """The device of ``cfg.model.device`` (:func:`agon_env.agents.models.resolve_device`)."""
+    from agon_env.agents.models import resolve_device as resolve
+
+    return resolve(cfg.model.device)
 
 
 def resolve_dtype(cfg: TrainConfig) -> torch.dtype:

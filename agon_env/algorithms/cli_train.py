@@ -14,11 +14,10 @@ the defaults the flags override. Also runnable as ``python -m agon_env.algorithm
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tyro
@@ -27,6 +26,7 @@ from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, Pri
 
 from agon_env.algorithms.validation import ready
 from agon_env.config import (
+    ConfigError,
     TrainConfig,
     convert,
     parse_assignments,
@@ -77,6 +77,25 @@ def _expand(arg: str) -> str:
     return SHORT_NAMES.get(name, name) + sep + value
 
 
+def train_flags(overrides: Mapping[str, Any]) -> list[str]:
+    """``agon train`` flags that set ``overrides`` (dotted ``TrainConfig`` keys, as
+    :func:`~agon_env.config.from_dict` reads them): ``{"optim.lr": 1e-4,
+    "progress": False}`` -> ``["--optim.lr", "1e-4", "--no-progress"]``; the inverse of this parser."""
+    flags: list[str] = []
+    for key, value in overrides.items():
+        prefix, _, leaf = key.replace("_", "-").rpartition(".")
+        scope = f"--{prefix}." if prefix else "--"
+        if isinstance(value, bool):
+            flags.append(f"{scope}{'' if value else 'no-'}{leaf}")
+        elif isinstance(value, Mapping):
+            flags += [f"{scope}{leaf}", *(f"{k}={_inline(v)}" for k, v in value.items())]
+        elif isinstance(value, (list, tuple)):
+            flags += [f"{scope}{leaf}", *map(str, value)]
+        else:
+            flags += [f"{scope}{leaf}", str(value)]
+    return flags
+
+
 def _description() -> str:
     from agon_env.algorithms.registry import algorithm_names, get_algorithm
 
@@ -96,18 +115,32 @@ def debugging(argv: Sequence[str]) -> bool:
     return "--debug" in argv or os.environ.get("AGON_DEBUG", "") not in ("", "0")
 
 
+def _own_options(argv: Sequence[str]) -> tuple[str | None, bool, list[str]]:
+    """``(--config's value, --print-config given, the rest)``: the flags of ``agon train`` that
+    are no ``TrainConfig`` field (see :func:`_description`) out of ``argv``; the rest is tyro's."""
+    preset, print_config, rest = None, False, []
+    args = iter(argv)
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if name == "--config":
+            preset = value if sep else next(args, None)
+            if not preset or preset.startswith("--"):
+                raise ConfigError("--config: name a preset or a .yaml path, e.g. --config configs/x.yaml")
+        elif arg == "--print-config":
+            print_config = True
+        elif arg != "--debug":  # read by debugging()
+            rest.append(arg)
+    return preset, print_config, rest
+
+
 def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
     """``(config, print_config)`` from ``agon train`` arguments; the config is validated.
 
     ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
     raises :class:`ConfigError`.
     """
-    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--config")
-    pre.add_argument("--print-config", action="store_true")
-    pre.add_argument("--debug", action="store_true")
-    known, rest = pre.parse_known_args(list(argv))
-    base = preset_config(known.config) if known.config else TrainConfig()
+    preset, print_config, rest = _own_options(argv)
+    base = preset_config(preset) if preset else TrainConfig()
     args = [_expand(a) for a in rest]
     cfg = tyro.cli(
         TrainConfig,
@@ -125,39 +158,42 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
     cfg.temperatures = {**base.temperatures, **cfg.temperatures}
     cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
-    return ready(cfg), known.print_config
-
-
-def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agon_env.cli import add_forwarding_parser
-
-    help = "train adapters with an algorithm plugin (GRPO, agon, ...); see agon train --help"
-    return add_forwarding_parser(subparsers, "train", help, run_train)
+    return ready(cfg), print_config
 
 
 def run_train(argv: Sequence[str]) -> int:
-    cfg: TrainConfig | None = None
+    from agon_env.cli import exit_code
+
     try:
         cfg, print_config = parse_train_args(argv)
-        if print_config:
-            print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
-            return 0
-        from agon_env.algorithms.run import train
-
-        train(cfg)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+        return exit_code(exc)
+    except ConfigError as exc:
+        return _refused(exc, argv)
+    if print_config:
+        print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
+        return 0
+    # Only now the trainer (torch): --help stays fast.
+    from agon_env.algorithms.run import train
+
+    try:
+        train(cfg)
     except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
-        if debugging(argv):
-            raise
-        print(f"agon train: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc, argv)
     except KeyboardInterrupt:
-        if debugging(argv) or cfg is None:
+        if debugging(argv):
             raise
         print(f"agon train: {interrupted_message(cfg)}", file=sys.stderr)
         return 130  # the shell's code for SIGINT
     return 0
+
+
+def _refused(exc: Exception, argv: Sequence[str]) -> int:
+    """What to fix, in one line on stderr (a traceback with ``--debug``); exit status 2."""
+    if debugging(argv):
+        raise exc
+    print(f"agon train: {exc}", file=sys.stderr)
+    return 2
 
 
 def interrupted_message(cfg: TrainConfig) -> str:

@@ -1,4 +1,4 @@
-"""``agon eval`` and ``agon plot``.
+"""``agon eval`` and ``agon plot``: :class:`EvalArgs` and :class:`PlotArgs`, parsed by tyro.
 
     agon eval runs/agon-seed0                  # every method on the run's task
     agon eval                                          # the untrained base (few-/zero-shot, MoA)
@@ -11,16 +11,20 @@ Heavy imports (torch, transformers, matplotlib) happen only when a command runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from agon_env.config import TrainConfig, parse_assignments
+import tyro
+
+from agon_env.agents.protocol import SamplingParams
+from agon_env.cli import CommandArgs, run_command
+from agon_env.config import ModelConfig, TrainConfig, parse_assignments
 from agon_env.evaluation.methods import METHODS
-from agon_env.registry import import_modules
 
 
 def default_cache_dir() -> Path:
@@ -29,86 +33,79 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "agon_env" / "eval-samples"
 
 
-def _user_error(prog: str, exc: BaseException, args: argparse.Namespace) -> int:
-    from agon_env.cli import user_error
+@dataclass
+class EvalArgs(CommandArgs):
+    """Evaluate trained adapters (run folders) or the untrained base on a task's test split:
+    standalone, cascade (direction chosen on validation), MoA, self-cascade and the base with and
+    without the worked examples (base-few-shot, base-zero-shot). Writes eval.json and eval.md (a
+    Table-1-style report)."""
 
-    return user_error(prog, exc, args.debug)
+    runs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN ...")] = field(
+        default_factory=list
+    )
+    """Run folders from ``agon train``; none = the untrained base."""
+    model: str | None = None
+    """Base model (None: the run's, else the default run's)."""
+    env: str | None = None
+    """Registered env id (None: the run's, else the default run's)."""
+    env_kwarg: Annotated[list[str], tyro.conf.UseAppendAction, tyro.conf.arg(metavar="KEY=VALUE")] = field(
+        default_factory=list
+    )
+    """Task keyword on top of the run's (values are YAML), repeatable."""
+    data: str | None = None
+    """A local JSONL/JSON/parquet file: evaluates agon/math-v0 on it."""
+    question_field: str = "question"
+    """With ``--data``: the question column."""
+    answer_field: str = "answer"
+    """With ``--data``: the answer column."""
+    split: str = "test"
+    """Task split to report on, when the task has splits."""
+    allow_overlap: bool = False
+    """Report even if test prompts occur in validation or a training pool (the report says so)."""
+    problems: int = 100
+    """Test problems."""
+    val_problems: int = 50
+    """Validation problems (they choose the cascade direction)."""
+    problem_seed: int = 0
+    """Seed of the test/validation problem sample."""
+    seeds: list[int] = field(default_factory=lambda: [0])
+    """Sampling seeds (several: mean ± std, pass@k)."""
+    methods: Annotated[list[str], tyro.conf.arg(metavar="METHOD ...")] = field(
+        default_factory=lambda: list(METHODS)
+    )
+    """Methods to run."""
+    temperature: float | None = None
+    """Every policy's temperature, the run's per-adapter temperatures included (None: each run's own)."""
+    top_p: float | None = None
+    """None: each run's own."""
+    max_new_tokens: int | None = None
+    """None: each run's own."""
+    batch_size: int = SamplingParams.max_batch_size
+    """Prompts per forward batch (memory, not results)."""
+    device: str = ModelConfig.device
+    """``cpu``, ``cuda`` or ``auto`` (CUDA when available), as in ``agon train``."""
+    confidence: float = 0.95
+    """Interval coverage."""
+    out: str | None = None
+    """Output folder (None: RUN/eval for one run, else ./eval)."""
+    cache_dir: str | None = None
+    """Base sample cache (None: ``$AGON_EVAL_CACHE_DIR``, else ~/.cache/agon_env/eval-samples)."""
+    cache: bool = True
+    """Use the on-disk sample cache of base samples (``--no-cache``: neither read nor write it)."""
+    quiet: bool = False
+    """Print no progress and no report (the files are still written)."""
 
 
-def _imports_argument(p: argparse.ArgumentParser) -> None:
-    from agon_env.cli import add_imports_argument
-
-    add_imports_argument(p)
-
-
-def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "eval",
-        help="evaluate run folders or the untrained base: pass@1 with intervals, baselines, blind spots",
-        description=(
-            "Evaluate trained adapters (run folders) or the untrained base on a task's test split: "
-            "standalone, cascade (direction chosen on validation), MoA, self-cascade and the base with "
-            "and without the worked examples (base-few-shot, base-zero-shot). "
-            "Writes eval.json and eval.md (a Table-1-style report)."
-        ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("runs", nargs="*", help="run folders from `agon train`; none = the untrained base")
-    p.add_argument("--model", default=None, help="base model (default: the run's, else smollm2-135m)")
-    p.add_argument("--env", default=None, help="registered env id (default: the run's, else agon/arith-v0)")
-    p.add_argument(
-        "--env-kwarg", action="append", default=[], metavar="KEY=VALUE", help="task kwarg, repeatable"
-    )
-    p.add_argument(
-        "--data", default=None, help="a local JSONL/JSON/parquet file: evaluates agon/math-v0 on it"
-    )
-    p.add_argument("--question-field", default="question", help="with --data: the question column")
-    p.add_argument("--answer-field", default="answer", help="with --data: the answer column")
-    p.add_argument("--split", default="test", help="task split to report on, when the task has splits")
-    p.add_argument(
-        "--allow-overlap",
-        action="store_true",
-        help="report even if test prompts occur in validation or a training pool (the report says so)",
-    )
-    p.add_argument("--problems", type=int, default=100, help="test problems")
-    p.add_argument("--val-problems", type=int, default=50, help="validation problems (cascade direction)")
-    p.add_argument("--problem-seed", type=int, default=0, help="seed of the test/validation problem sample")
-    p.add_argument(
-        "--seeds", type=int, nargs="+", default=[0], help="sampling seeds (several: mean ± std, pass@k)"
-    )
-    p.add_argument(
-        "--methods",
-        nargs="+",
-        default=list(METHODS),
-        metavar="METHOD",
-        help=f"methods to run: {', '.join(METHODS)}",
-    )
-    p.add_argument(
-        "--temperature",
-        type=float,
-        default=None,
-        help="every policy's, the run's per-adapter temperatures included (default: each run's own)",
-    )
-    p.add_argument("--top-p", type=float, default=None, help="default: each run's own")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="default: each run's own")
-    p.add_argument("--batch-size", type=int, default=32, help="prompts per forward batch (memory bound)")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--confidence", type=float, default=0.95, help="interval coverage")
-    p.add_argument("--out", default=None, help="output folder (default: RUN/eval for one run, else ./eval)")
-    p.add_argument("--cache-dir", default=None, help=f"base sample cache (default {default_cache_dir()})")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the on-disk sample cache")
-    p.add_argument("--quiet", action="store_true")
-    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
-    _imports_argument(p)
-    p.set_defaults(func=run_eval)
-    return p
+def eval_main(argv: Sequence[str]) -> int:
+    """``agon eval ARGV``."""
+    return run_command(EvalArgs, argv, "agon eval", lambda args: run_eval(args, argv))
 
 
 def _kwargs(items: list[str]) -> dict[str, Any]:
     return parse_assignments(items, "--env-kwarg")
 
 
-def _task_choice(args: argparse.Namespace, cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
+def _task_choice(args: EvalArgs, cfg: TrainConfig) -> tuple[str, dict[str, Any]]:
     if args.data:
         kwargs = {"path": args.data, "question_field": args.question_field, "answer_field": args.answer_field}
         return "agon/math-v0", {**kwargs, **_kwargs(args.env_kwarg)}
@@ -118,7 +115,7 @@ def _task_choice(args: argparse.Namespace, cfg: TrainConfig) -> tuple[str, dict[
     return env_id, {**inherited, **_kwargs(args.env_kwarg)}
 
 
-def _one_base(args: argparse.Namespace, configs: list[TrainConfig]) -> None:
+def _one_base(args: EvalArgs, configs: list[TrainConfig]) -> None:
     """Refuse runs on different base models: every run is compared with one untrained base."""
     models = {str(r): args.model or c.model.name for r, c in zip(args.runs, configs, strict=True)}
     if len(set(models.values())) > 1:
@@ -133,8 +130,8 @@ def _shared(values: list[Any]) -> Any:
     return values[0] if all(v == values[0] for v in values) else None
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    from agon_env.cli import USER_ERRORS
+def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
+    """Evaluate as ``args`` say; ``argv`` is what the report records as its command."""
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs, write_report
@@ -153,33 +150,26 @@ def run_eval(args: argparse.Namespace) -> int:
             print(f"agon eval: {msg}", file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    try:
-        import_modules(args.imports)
-        configs = [load_run_config(r) for r in args.runs]
-        _one_base(args, configs)
-        cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
-        env_id, task_kwargs = _task_choice(args, cfg)
-        data = load_eval_data(
-            env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
-        )
-        check_heldout(
-            data,
-            [
-                (str(r), training_pool(c.env.id, c.env.kwargs))
-                for r, c in zip(args.runs, configs, strict=True)
-            ],
-            args.allow_overlap,
-        )
-        overrides = {
-            "temperature": args.temperature,
-            "top_p": args.top_p,
-            "max_new_tokens": args.max_new_tokens,
-            "max_batch_size": args.batch_size,
-        }
-        # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
-        settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
-    except USER_ERRORS as exc:
-        return _user_error("agon eval", exc, args)
+    configs = [load_run_config(r) for r in args.runs]
+    _one_base(args, configs)
+    cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
+    env_id, task_kwargs = _task_choice(args, cfg)
+    data = load_eval_data(
+        env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
+    )
+    check_heldout(
+        data,
+        [(str(r), training_pool(c.env.id, c.env.kwargs)) for r, c in zip(args.runs, configs, strict=True)],
+        args.allow_overlap,
+    )
+    overrides = {
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_new_tokens": args.max_new_tokens,
+        "max_batch_size": args.batch_size,
+    }
+    # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
+    settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
     overlaps = overlap_count(data.check)
     log(
         f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
@@ -189,22 +179,21 @@ def run_eval(args: argparse.Namespace) -> int:
             else f"problems; disjoint from validation and training by {HOW_CHECKED}"
         )
     )
-    loader = PolicyLoader(args.device)
-    cache = SampleCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    from agon_env.agents.models import resolve_device
+
+    loader = PolicyLoader(resolve_device(args.device))
+    cache = SampleCache((args.cache_dir or default_cache_dir()) if args.cache else None)
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
     )
     results = []
-    try:
-        if args.runs:
-            for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
-                policies = loader.run_policies(run, s, index=i, model=args.model)
-                results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
-        else:
-            policies = loader.base_policies(args.model or cfg.model.name, settings[0])
-            results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
-    except USER_ERRORS as exc:
-        return _user_error("agon eval", exc, args)
+    if args.runs:
+        for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
+            policies = loader.run_policies(run, s, index=i, model=args.model)
+            results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
+    else:
+        policies = loader.base_policies(args.model or cfg.model.name, settings[0])
+        results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
     report = {
         "data": data.describe(),
         "seeds": list(args.seeds),
@@ -216,7 +205,7 @@ def run_eval(args: argparse.Namespace) -> int:
         "runs": results,
         "across_runs": across_runs(results, args.confidence),
         "seconds": time.perf_counter() - start,
-        "command": "agon eval " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["eval"] else sys.argv[1:]),
+        "command": " ".join(["agon eval", *map(str, argv)]),
     }
     out = (
         Path(args.out)
@@ -230,38 +219,33 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_plot_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "plot",
-        help="figures from run folders and eval reports (PNG)",
-        description=(
-            "Training curves per adapter, win and conversion rates, trace length over steps (from each "
-            "run's metrics.jsonl), and accuracy vs. trace length per method (from eval reports; "
-            "RUN/eval/eval.json is picked up automatically). Several runs are overlaid."
-        ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+@dataclass
+class PlotArgs(CommandArgs):
+    """Training curves per adapter, win and conversion rates, trace length over steps (from each
+    run's metrics.jsonl), and accuracy vs. trace length per method (from eval reports;
+    RUN/eval/eval.json is picked up automatically). Several runs are overlaid."""
+
+    runs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN ...")] = field(
+        default_factory=list
     )
-    p.add_argument("runs", nargs="*", help="run folders with metrics.jsonl")
-    p.add_argument(
-        "--eval", action="append", default=[], metavar="REPORT", help="an eval.json (or its folder)"
+    """Run folders with metrics.jsonl."""
+    eval: Annotated[list[str], tyro.conf.UseAppendAction, tyro.conf.arg(metavar="REPORT")] = field(
+        default_factory=list
     )
-    p.add_argument("--out", default="plots", help="output folder for the PNGs")
-    p.add_argument("--smooth", type=int, default=None, help="moving-average window (default: steps / 10)")
-    p.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
-    _imports_argument(p)
-    p.set_defaults(func=run_plot)
-    return p
+    """An eval.json (or its folder), repeatable."""
+    out: str = "plots"
+    """Output folder for the PNGs."""
+    smooth: int | None = None
+    """Moving-average window (None: steps / 10)."""
 
 
-def run_plot(args: argparse.Namespace) -> int:
-    from agon_env.cli import USER_ERRORS
+def plot_main(argv: Sequence[str]) -> int:
+    """``agon plot ARGV``."""
+    return run_command(PlotArgs, argv, "agon plot", run_plot)
+
+
+def run_plot(args: PlotArgs) -> None:
     from agon_env.evaluation.plots import plot_all
 
-    try:
-        import_modules(args.imports)
-        paths = plot_all(args.runs, args.out, args.eval, args.smooth)
-    except USER_ERRORS as exc:
-        return _user_error("agon plot", exc, args)
-    for p in paths:
+    for p in plot_all(args.runs, args.out, args.eval, args.smooth):
         print(p)
-    return 0

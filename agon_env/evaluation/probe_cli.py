@@ -12,7 +12,6 @@ Writes ``probe.json`` (every outcome, the rates and the verdict) and prints a ta
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -143,20 +142,14 @@ def print_probe(result: dict[str, Any]) -> None:
     print(f"verdict: {result['verdict']}")
 
 
-def add_probe_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from agon_env.cli import add_forwarding_parser
-
-    help = "will a rival help here? solve vs verify rates and the cascade gap, before training"
-    return add_forwarding_parser(subparsers, "probe", help, run_probe_cli)
-
-
 def run_probe_cli(argv: list[str]) -> int:
-    from agon_env.cli import USER_ERRORS, user_error
+    """``agon probe ARGV``."""
+    from agon_env.cli import USER_ERRORS, exit_code, user_error
 
     try:
         cfg = tyro.cli(ProbeConfig, args=list(argv), prog="agon probe", description=__doc__.splitlines()[0])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
+        return exit_code(exc)
     try:
         result = probe(cfg)
     except USER_ERRORS as exc:

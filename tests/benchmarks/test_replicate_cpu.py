@@ -267,3 +267,29 @@ def test_a_replication_recorded_under_other_prompts_is_not_resumed() -> None:
     assert rc.other_settings({"model": "m"}, now) == ["prompts"]  # recorded before #22: the old prompts
     assert rc.other_settings(dict(now), now) == []
     assert rc.other_settings({"model": "m", "prompts": "0" * 16}, now) == ["prompts"]
+
+
+def test_a_plan_trains_with_train_config_overrides_and_reads_the_records_before_them() -> None:
+    import replicate_cpu as rc
+
+    from agon_env.config import TrainConfig
+
+    plan = rc.Plan()
+    cfg, default = plan.config(), TrainConfig()
+    assert (cfg.steps, cfg.batch_problems, cfg.grpo.micro_batch_tokens) == (60, 4, 2048)
+    assert cfg.sampling == default.sampling and cfg.optim == default.optim  # not restated: the default run's
+    assert rc.Plan.from_record(plan.record()) == plan
+    # A plan.json (and a results file's plan) as written before the overrides: flat settings.
+    legacy = {"model": "smollm2-135m", "difficulty": None, "candidates": [2.5, 3, 2],
+              "calibration_problems": 100, "arms": ["grpo", "coop", "agon"], "seeds": [0, 1, 2],
+              "steps": 60, "batch_problems": 4,
+              "num_generations": 4, "max_new_tokens": 80, "temperature": 0.7, "lr": 0.0002, "threads": 1,
+              "micro_batch_tokens": 2048, "test_problems": 200, "val_problems": 50, "eval_seeds": [0],
+              "prompts": ""}  # fmt: skip
+    assert rc.other_settings(legacy, plan.record()) == []  # resumes: the same training
+    assert {k: v for k, v in plan.record().items() if k in legacy} == legacy  # the same keys, read alike
+    old = rc.Plan.from_record(legacy)
+    assert old.config() == cfg and old.record()["steps"] == 60
+    beta = rc.Plan(train={**rc.TRAIN, "grpo.beta": 0.04})
+    assert rc.other_settings(plan.record(), beta.record()) == ["train"]
+    assert rc.other_settings(plan.record(), rc.Plan(train={**rc.TRAIN, "steps": 3}).record()) == ["steps"]

@@ -1,24 +1,18 @@
 """`agon eval` and `agon plot` end to end on the tiny in-process model (seconds, no files needed)."""
 
-import argparse
 import json
 
 import pytest
 
+from agon_env.cli import main
 from agon_env.envs.tasks.base import content_split
 from agon_env.envs.tasks.data import local_file
-from agon_env.evaluation.cli import add_eval_parser, add_plot_parser
 
 pytest.importorskip("peft")
 
 
 def agon(*argv):
-    parser = argparse.ArgumentParser(prog="agon")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_eval_parser(sub)
-    add_plot_parser(sub)
-    args = parser.parse_args([str(a) for a in argv])
-    return args.func(args)
+    return main([str(a) for a in argv])
 
 
 TINY = ["--problems", "4", "--val-problems", "2", "--max-new-tokens", "6", "--quiet"]

@@ -61,7 +61,6 @@ def local_file(name: str) -> Path | None:
     return p if p.exists() else None
 
 
-
 def offline_status(spec: Any) -> str:
     """``yes`` when ``make(spec.id)`` works here without network, else what it needs, in a few
     words (an :class:`agon_env.registry.EnvSpec`'s ``offline`` and ``data``)."""
