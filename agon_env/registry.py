@@ -43,6 +43,7 @@ ENV_KWARGS = frozenset(
         "max_text_length",
         "render_mode",
         "redact_answer",
+        "exchange",
         "tiebreak_drafter",
     }
 )

@@ -50,6 +50,7 @@ from agon_env.algorithms.checkpoint import (
 from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
+from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, check_trainable, rollout
@@ -279,6 +280,8 @@ class Trainer:
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
         cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
+        if is_latent(cs):  # sampled on the paired draft's cache: the same cache here
+            return latent_logprobs(self.base.model, cs, temperature=temperature, pad_id=pad)
         prompts, completions = [c.prompt_ids for c in cs], [c.completion_ids for c in cs]
         return completion_logprobs(self.base.model, prompts, completions, temperature=temperature, pad_id=pad)
 

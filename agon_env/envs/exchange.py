@@ -1,27 +1,47 @@
-"""What passes from drafter to challenger, worded once: the shown draft and the user turn.
+"""What passes from drafter to challenger, worded once: the exchange channels and the user turn.
 
-The challenger never reads the draft's reasoning or its ``<answer>`` block. It is shown
-the draft's summary with every answer block removed (:func:`shown_draft`), capped in
-length, or :data:`NO_SUMMARY` when the draft gave none -- and it still plays the
-challenger then. :func:`challenger_text` words its user turn; the env puts it in the
-observation's ``text`` and an LLM agent sends that verbatim (its worked examples are
-rendered through the same function), so this module is the one place the challenger's
-prompt is worded.
+One env keyword, ``exchange``, picks a row of :data:`CHANNELS`:
 
-Removing the answer block is the paper's rule. A summary may still state the result in
-words ("Six sevens are 42."); the env measures how often (``summary_leak``) and can blank
-it (``redact_answer=True``, beyond the paper), see
+============  ==============================================================================
+channel       what the challenger's observation carries of the draft
+============  ==============================================================================
+``summary``   the draft's summary with every answer block removed, capped (the paper; default)
+``redacted``  the same with every statement of the draft's result blanked (``[withheld]``)
+``trace``     the whole completion (reasoning and summary) with every answer block removed
+``none``      nothing: the bare problem, rewarded against its unseen paired draft (hidden)
+``latent``    no draft text: an opaque handle naming the draft (:func:`draft_handle`); the
+              agents layer resolves it to the draft's KV cache (:mod:`agon_env.agents.latent`)
+============  ==============================================================================
+
+Today's names still load: ``mode="hidden"`` is ``exchange="none"`` and
+``redact_answer=True`` is ``exchange="redacted"`` (:func:`resolve_exchange`). The
+challenger never reads the draft's ``<answer>`` block in any channel. When a text channel
+has nothing to show (no usable summary, an empty trace) it shows :data:`NO_SUMMARY`, and
+the challenger still plays the challenger.
+
+:func:`challenger_text` words the text channels' user turn and :func:`latent_text` the
+latent one; the env puts it in the observation's ``text`` and an LLM agent sends that
+verbatim (its worked examples are rendered through the same function), so this module is
+the one place the challenger's prompt is worded. A summary may still state the result in
+words ("Six sevens are 42."); the env measures how often (``summary_leak``), see
 :func:`agon_env.envs.tasks.verify.mentions_answer`.
 """
 
 from __future__ import annotations
 
-from agon_env.envs.format import strip_answer_blocks
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agon_env.envs.format import Parsed, strip_answer_blocks
+from agon_env.envs.tasks.verify import redact_answer
 
 MAX_SUMMARY_CHARS = 4000
-"""Summaries are cut here so a rambling draft cannot flood the rival's context."""
+"""Shown drafts are cut here so a rambling draft cannot flood the rival's context."""
 NO_SUMMARY = "(the draft gave no usable summary)"
-"""Shown in place of the summary when the draft has none (truncated, malformed or empty)."""
+"""Shown in place of the draft when a text channel has nothing of it to show."""
+HANDLE_PREFIX = "latent:"
+"""How a latent observation's ``draft`` starts: it names a draft, it is no text of it."""
 
 
 def shown_draft(summary: str | None) -> str:
@@ -29,8 +49,21 @@ def shown_draft(summary: str | None) -> str:
     return strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
 
 
+def draft_handle(problem: str, draft: str) -> str:
+    """The opaque name of a draft: a digest of the problem and the completion text the env
+    received. The agent that wrote the draft computes the same name from its observation's
+    ``problem`` and its completion's ``text``, so no model state passes through the env."""
+    digest = hashlib.sha256(f"{problem}\x00{draft}".encode()).hexdigest()[:24]
+    return f"{HANDLE_PREFIX}{digest}"
+
+
+def is_handle(draft: object) -> bool:
+    """Whether an observation's ``draft`` is a latent handle rather than text to read."""
+    return isinstance(draft, str) and draft.startswith(HANDLE_PREFIX)
+
+
 def challenger_text(problem: str, draft: str, own: bool = False) -> str:
-    """The challenger's user turn: the problem, the shown draft and the instruction.
+    """The challenger's user turn in a text channel: the problem, the shown draft and the instruction.
 
     ``own`` words it for self-refinement, where the draft is the player's own. The
     answer block is removed, but the summary may still state the result: the prompt
@@ -41,3 +74,86 @@ def challenger_text(problem: str, draft: str, own: bool = False) -> str:
         f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
         "Do not trust or paraphrase the draft: verify it and re-derive the answer."
     )
+
+
+def latent_text(problem: str, draft: str, own: bool = False) -> str:
+    """The challenger's user turn in the latent channel: no draft text, and no handle either
+    (a digest means nothing to the model); the draft is in its context as a KV cache."""
+    whose = "Your own earlier draft" if own else "A rival's draft"
+    return (
+        f"{problem}\n\n{whose} precedes this conversation in your context, without its answer block.\n\n"
+        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
+    )
+
+
+Shown = Callable[[str, str, Parsed], str]
+"""``(problem, draft completion text, parsed draft) -> what the challenger is shown ('' = nothing)``."""
+
+
+def _summary(problem: str, text: str, parsed: Parsed) -> str:
+    return shown_draft(parsed.summary)
+
+
+def _redacted(problem: str, text: str, parsed: Parsed) -> str:
+    shown = shown_draft(parsed.summary)
+    return shown if shown == NO_SUMMARY else redact_answer(shown, parsed.answer)
+
+
+def _trace(problem: str, text: str, parsed: Parsed) -> str:
+    return strip_answer_blocks(text).strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
+
+
+def _none(problem: str, text: str, parsed: Parsed) -> str:
+    return ""
+
+
+def _latent(problem: str, text: str, parsed: Parsed) -> str:
+    return draft_handle(problem, text)
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One way the draft reaches the challenger."""
+
+    name: str
+    show: Shown
+    """What a challenger observation's ``draft`` holds."""
+    words: Callable[[str, str, bool], str] = challenger_text
+    """``(problem, shown draft, own) -> the user turn`` when something is shown."""
+    text: bool = True
+    """The shown draft is text the model reads (``summary_leak`` is measured on it)."""
+    reasoning: bool = False
+    """The challenger reads the draft's reasoning (``trace``); the conformance check holds it to that."""
+    latent: bool = False
+    """The draft reaches the challenger as its KV cache (``draft`` is a :func:`draft_handle`)."""
+
+
+CHANNELS: dict[str, Channel] = {
+    c.name: c
+    for c in (
+        Channel("summary", _summary),
+        Channel("redacted", _redacted),
+        Channel("trace", _trace, reasoning=True),
+        Channel("none", _none, text=False),
+        Channel("latent", _latent, words=latent_text, text=False, latent=True),
+    )
+}
+"""The exchange channels by name (the env keyword ``exchange``, ``agon train --exchange``)."""
+DEFAULT = "summary"
+
+
+def resolve_exchange(mode: str, exchange: str | None, redact: bool = False) -> str:
+    """The channel an env runs: ``exchange``, or the one today's names imply.
+
+    ``mode="hidden"`` implies ``none`` and ``redact_answer=True`` implies ``redacted`` (old
+    configs keep loading); an explicit ``exchange`` that contradicts them is refused.
+    """
+    implied = "none" if mode == "hidden" else "redacted" if redact else None
+    if exchange is None:
+        return implied or DEFAULT
+    if exchange not in CHANNELS:
+        raise ValueError(f"unknown exchange {exchange!r}; choose one of {list(CHANNELS)}")
+    if implied is not None and exchange != implied:
+        why = "mode='hidden'" if mode == "hidden" else "redact_answer=True"
+        raise ValueError(f"{why} is exchange={implied!r}, but exchange={exchange!r} was given; drop one")
+    return exchange
