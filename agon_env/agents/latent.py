@@ -44,16 +44,12 @@ from transformers import DynamicCache
 
 from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
 from agon_env.agents.kv_cache import BufferCache
-from agon_env.agents.latent_spans import LatentConfig, span_tokens
+from agon_env.agents.latent_spans import VLLM_REFUSAL, LatentConfig, span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
 from agon_env.envs.exchange import draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""
-VLLM_REFUSAL = (
-    "the latent exchange needs the HF backend (--model.backend hf): vLLM cannot take an injected "
-    "KV cache (docs/agents.md, 'Latent exchange')"
-)
 
 
 @dataclass(frozen=True)
@@ -350,6 +346,13 @@ class LatentAgent:
             if self.keep_prefix:
                 c.meta[PREFIX] = p
         return completions
+
+    def __getattr__(self, name: str) -> Any:
+        # Everything else (sampling, prompts, adapter, render) is the wrapped LLM agent's: the
+        # held-out check and agon eval read those of any agent they are handed.
+        if name.startswith("__") or "agent" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["agent"], name)
 
     def __repr__(self) -> str:
         return f"LatentAgent({self.agent!r}, span={self.config.span!r})"

@@ -48,6 +48,12 @@ class LatentConfig:
     At the other layers the challenger attends only to its own prompt."""
 
 
+VLLM_REFUSAL = (
+    "exchange = 'latent' needs the HF backend (--model.backend hf): vLLM cannot take an injected "
+    "KV cache (docs/agents.md, 'Latent exchange')"
+)
+"""The one line that refuses ``--exchange latent`` with vLLM (config validation and :class:`LatentAgent`)."""
+
 _SUMMARY = re.compile(r"<summary>.*?</summary>", re.IGNORECASE | re.DOTALL)
 _ANSWER = re.compile(r"<answer>", re.IGNORECASE)
 

@@ -103,6 +103,7 @@ def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
         lam=cfg.env.lam,
         gamma=cfg.env.gamma,
         tiebreak_drafter=cfg.env.tiebreak_drafter,
+        exchange=cfg.exchange,
         **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
     )
 
@@ -167,7 +168,7 @@ def build_agents(
     from agon_env.agents import LLMAgent
 
     prompts = role_prompts(cfg, task)
-    return {
+    agents = {
         name: LLMAgent(
             name=name,
             base=base,
@@ -179,6 +180,11 @@ def build_agents(
         )
         for name in plugin.adapters
     }
+    if cfg.exchange == "latent":  # the seats record their drafts and read each other's caches
+        from agon_env.agents.latent import latent_agents
+
+        return latent_agents(agents, cfg.latent)
+    return agents
 
 
 def role_prompts(cfg: TrainConfig, task: Any) -> Any:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.algorithms.config import TrainConfig, parse_assignments
-from agon_env.evaluation.methods import METHODS
+from agon_env.evaluation.methods import DEFAULT_METHODS, METHODS
 from agon_env.registry import import_modules
 
 
@@ -79,7 +79,7 @@ def add_eval_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     p.add_argument(
         "--methods",
         nargs="+",
-        default=list(METHODS),
+        default=list(DEFAULT_METHODS),
         metavar="METHOD",
         help=f"methods to run: {', '.join(METHODS)}",
     )

@@ -25,7 +25,7 @@ from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
-from agon_env.evaluation.methods import BASE, METHODS, Method, plan_methods
+from agon_env.evaluation.methods import BASE, DEFAULT_METHODS, Method, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData, Part
 from agon_env.evaluation.stats import (
@@ -60,6 +60,10 @@ class Policies:
     identities: dict[str, str] = field(default_factory=dict)
     algo: str = ""
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
+    exchange: str | None = None
+    """The run's exchange channel (``TrainConfig.exchange``): methods without their own use it."""
+    latent: Any = None
+    """The run's :class:`~agon_env.agents.latent_spans.LatentConfig` (``exchange="latent"``)."""
 
     def agent(self, name: str, few_shot: bool | None = None) -> Agent:
         """The policy's agent; ``few_shot`` set: with the worked examples on or off."""
@@ -205,7 +209,7 @@ class Evaluator:
 
     data: EvalData
     seeds: Sequence[int] = (0,)
-    methods: Sequence[str] = tuple(METHODS)
+    methods: Sequence[str] = DEFAULT_METHODS
     confidence: float = 0.95
     cache: SampleCache = field(default_factory=SampleCache)
     log: Callable[[str], None] = lambda _msg: None
@@ -221,7 +225,8 @@ class Evaluator:
         seeds: Sequence[int],
         stream: str = "",
     ) -> dict[int, list[Episode]]:
-        env = self.data.env(method.family.env_mode, part)
+        exchange = method.family.exchange or policies.exchange
+        env = self.data.env(method.family.env_mode, part, exchange)
         indices = part.indices
         shots = method.family.few_shot
         who = {seat: policies.identity(name, shots) for seat, name in method.seats}
@@ -229,6 +234,14 @@ class Evaluator:
             seat: CachedAgent(policies.agent(name, shots), who[seat], self.cache, persistent=name == BASE)
             for seat, name in method.seats
         }
+        if exchange == "latent":  # drafts come from the sample cache; challenges read their caches
+            from agon_env.agents.latent import LatentAgent, LatentStore
+
+            store = LatentStore()
+            seats = {
+                seat: LatentAgent(policies.agent(name, shots), store, policies.latent, seats[seat], False)
+                for seat, name in method.seats
+            }
         problem_ids = part.ids()
         out = {}
         for seed in seeds:
