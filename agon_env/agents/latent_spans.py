@@ -18,9 +18,9 @@ span            tokens
 
 Why ``summary`` is the default (not measured: the CPU comparison of issue 25 is not run):
 it carries what the paper's text channel carries, so ``summary`` vs ``latent`` compares the
-medium (text vs cache) on the same content, and it is the short span (~10-20 tokens on
-arith against ~50-80 for a whole completion), so its stored caches cost a fraction of the
-memory (SmolLM2-135M: 46 080 bytes per token in fp32). A draft without a summary gives an
+medium (text vs cache) on the same content, and it is the shorter span (a part of the
+completion), so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080
+bytes per token in fp32). A draft without a summary gives an
 empty span: the challenger then reads no cache at all, as the text channel shows
 ``NO_SUMMARY``.
 """
