@@ -175,12 +175,12 @@ class TrainConfig:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
+    """Which prompt family and whether its worked examples are shown (``agon_env.agents.prompt_families``)."""
     exchange: str | None = None
     """What the challenger reads of the draft: summary, redacted, trace, none or latent (its KV cache, HF
     backend); None: the algorithm's own (summary; none for hidden-draft). ``agon eval``'s cascade uses it."""
     latent: LatentConfig = field(default_factory=LatentConfig)
     """``exchange=latent`` only: which draft span, its token cap, the layers that read it."""
-    """Which prompt family and whether its worked examples are shown (``agon_env.agents.prompt_families``)."""
 
     @property
     def run_dir(self) -> Path:
