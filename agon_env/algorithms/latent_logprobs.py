@@ -24,7 +24,18 @@ from torch import Tensor
 from transformers import DynamicCache
 
 from agon_env.agents.latent import PREFIX, LatentPrefix, prefix_layers, stack_prefixes
+from agon_env.algorithms import metrics as M
 from agon_env.algorithms.logprobs import completion_mask, token_logprobs
+
+
+def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
+    """The step's :data:`~agon_env.algorithms.metrics.LATENT_TOKENS` and ``LATENT_BYTES`` (none
+    when no turn read a cache): what the stored caches cost, measured on the tensors."""
+    prefixes = [t.completion.meta[PREFIX] for t in turns if PREFIX in getattr(t.completion, "meta", {})]
+    if not prefixes:
+        return {}
+    tokens = sum(p.length for p in prefixes) / len(prefixes)
+    return {M.LATENT_TOKENS: tokens, M.LATENT_BYTES: float(sum(p.nbytes for p in prefixes))}
 
 
 def is_latent(completions: Sequence[Any]) -> bool:

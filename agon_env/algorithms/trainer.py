@@ -50,7 +50,7 @@ from agon_env.algorithms.checkpoint import (
 from agon_env.algorithms.config import TrainConfig
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
-from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
+from agon_env.algorithms.latent_logprobs import is_latent, latent_figures, latent_logprobs
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, check_trainable, rollout
@@ -205,7 +205,7 @@ class Trainer:
             episode_offset=first * cfg.grpo.num_generations,
         )
         check_scoring(batch, self.step, self.ctx)
-        return batch, self._divergence_kl(batch, seats)
+        return batch, {**self._divergence_kl(batch, seats), **latent_figures(batch.turns)}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""

@@ -52,6 +52,16 @@ def test_agon_train_exchange_latent_trains_both_streams(tmp_path):
     kls = {k: v for r in records for k, v in r.items() if k.startswith("onpolicy/kl/")}
     assert kls and all(v < 1e-6 for v in kls.values()), kls
     assert {k.split("/")[1] for r in records for k in r if k.startswith("loss/")} == {"agent_a", "agent_b"}
+    # The stored caches are measured: B × N = 8 challenger turns of at most 4 tokens (the draft's
+    # whole completion), at 2 layers × 2 × kv heads × head dim × 4 bytes per token for the tiny model.
+    from agon_env.agents.models import load_base
+
+    cfg = load_base("tiny")[0].config
+    per_token = (
+        2 * cfg.num_hidden_layers * cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads) * 4
+    )
+    for r in records:
+        assert 1 <= r["latent/tokens"] <= 4 and r["latent/bytes"] == 8 * r["latent/tokens"] * per_token
 
 
 def test_agon_train_refuses_latent_with_vllm_in_one_line(tmp_path, capsys):
