@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import yaml
 
+from agon_env.agents.latent_spans import LatentConfig
 from agon_env.agents.protocol import SamplingParams
 from agon_env.envs.draft_challenge import ENV_KWARGS, EnvOptions
 from agon_env.errors import UserError, close_matches
@@ -188,6 +189,9 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
     """Which prompt family and whether its worked examples are shown (``agon_env.agents.prompt_families``)."""
+    latent: LatentConfig = field(default_factory=LatentConfig)
+    """``env.exchange=latent`` (``--exchange latent``) only: which draft span, its token cap, the
+    layers that read it."""
 
     @property
     def run_dir(self) -> Path:

@@ -22,9 +22,10 @@ from typing import Any
 
 from pettingzoo.test import api_test, seed_test
 
+from agon_env.envs.exchange import CHANNELS
 from agon_env.envs.scoring import as_verdict
 from agon_env.registry import make
-from agon_env.vocabulary import AGENT_B
+from agon_env.vocabulary import AGENT_B, is_handle
 
 EnvFactory = Callable[[], Any]
 
@@ -58,7 +59,10 @@ def check_problems_fit(env: Any, limit: int = 200) -> int:
 
 
 def check_episode_contract(env: Any) -> None:
-    """The drafter acts first; the challenger never sees the drafter's answer block or reasoning."""
+    """The drafter acts first; the challenger never sees the drafter's answer block, and sees
+    its reasoning only in the ``trace`` channel, its summary only in a text channel, and no
+    draft text at all in the ``latent`` one (there ``draft`` names the draft)."""
+    channel = getattr(getattr(env, "unwrapped", env), "channel", CHANNELS["summary"])
     env.reset(seed=0, options={"drafter": AGENT_B})
     assert env.agent_selection == AGENT_B, "the drafter named in reset options must act first"
     secret_reasoning, secret_answer = "SECRET-REASONING-7731", "SECRET-ANSWER-9944"
@@ -68,8 +72,14 @@ def check_episode_contract(env: Any) -> None:
         obs = env.observe(env.agent_selection)
         text = " ".join(str(v) for v in obs.values())
         assert secret_answer not in text, "the challenger's observation leaks the drafter's answer block"
-        assert secret_reasoning not in text, "the challenger's observation leaks the drafter's reasoning"
-        if obs["draft"]:
+        if not channel.reasoning:
+            assert secret_reasoning not in text, "the challenger's observation leaks the drafter's reasoning"
+        elif obs["draft"]:
+            assert secret_reasoning in obs["draft"], f"the {channel.name} channel lacks the draft's reasoning"
+        if channel.latent:
+            assert is_handle(obs["draft"]), "a latent observation must name its draft with a handle"
+            assert "SUMMARY-OK" not in text, "the latent channel's observation carries draft text"
+        elif obs["draft"]:
             assert "SUMMARY-OK" in obs["draft"], "the challenger's observation lacks the drafter's summary"
 
 

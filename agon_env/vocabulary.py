@@ -1,5 +1,5 @@
 """The game's words, defined once: seats, roles, the reference policy, the challenger's user
-turn and the role indices.
+turns (text and latent), the latent draft handle and the role indices.
 
 Every module that names a seat, a role or the adapter-disabled base imports it from
 here, so renaming a seat or adding a role is one edit. Both layers that speak the game
@@ -17,6 +17,7 @@ imports either.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final
 
 AGENT_A: Final = "agent_a"
@@ -41,16 +42,44 @@ def other_seat(seat: str) -> str:
     return SEATS[1 - SEATS.index(seat)]
 
 
+HANDLE_PREFIX: Final = "latent:"
+"""How a latent observation's ``draft`` starts: it names a draft, it is no text of it."""
+_CHECK_IT = "Do not trust or paraphrase the draft: verify it and re-derive the answer."
+
+
+def _whose(own: bool) -> str:
+    return "Your own earlier draft" if own else "A rival's draft"
+
+
 def challenger_text(problem: str, draft: str, own: bool = False) -> str:
-    """The challenger's user turn: the problem, the shown draft and the instruction.
+    """The challenger's user turn in a text channel: the problem, the shown draft and the instruction.
 
     The env puts it in the observation's ``text`` and an agent renders its worked examples
     through it, so this is the one place the challenger's prompt is worded. ``own`` words it
     for self-refinement, where the draft is the player's own. The answer block is removed,
     but the summary may still state the result: the prompt says only what is true.
     """
-    whose = "Your own earlier draft" if own else "A rival's draft"
+    return f"{problem}\n\n{_whose(own)}, summarised (its answer block is removed):\n{draft}\n\n{_CHECK_IT}"
+
+
+def latent_text(problem: str, draft: str, own: bool = False) -> str:
+    """The challenger's user turn in the latent channel: no draft text, and no handle either
+    (a digest means nothing to the model); the draft is in its context as a KV cache."""
     return (
-        f"{problem}\n\n{whose}, summarised (its answer block is removed):\n{draft}\n\n"
-        "Do not trust or paraphrase the draft: verify it and re-derive the answer."
+        f"{problem}\n\n{_whose(own)} precedes this conversation in your context, without its answer "
+        f"block.\n\n{_CHECK_IT}"
     )
+
+
+def draft_handle(problem: str, draft: str) -> str:
+    """The opaque name of a draft (the latent channel's ``draft``): a digest of the problem and
+    the completion text the env received. The agent that wrote the draft computes the same
+    name from its observation's ``problem`` and its completion's ``text``, so no model state
+    passes through the env, and the agents resolve it without importing the env."""
+    digest = hashlib.sha256(f"{problem}\x00{draft}".encode()).hexdigest()[:24]
+    return f"{HANDLE_PREFIX}{digest}"
+
+
+def is_handle(draft: object) -> bool:
+    """Whether an observation's ``draft`` is a latent handle rather than text to read."""
+    return isinstance(draft, str) and draft.startswith(HANDLE_PREFIX)

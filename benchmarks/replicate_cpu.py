@@ -376,7 +376,7 @@ def prompts_fingerprint() -> str:
     import hashlib
 
     from agon_env.agents.prompt_families import PROMPT_FAMILIES
-    from agon_env.envs.exchange import challenger_text
+    from agon_env.vocabulary import challenger_text
 
     text = (
         repr(sorted(PROMPT_FAMILIES.items()))

@@ -4,6 +4,7 @@ import pytest
 
 import agon_env
 from agon_env.conformance import check_env, check_problems_fit
+from agon_env.envs.exchange import CHANNELS
 from agon_env.envs.tasks.data import local_file
 
 NEEDS = {
@@ -30,6 +31,12 @@ def test_offline_env_conforms(env_id):
 @pytest.mark.parametrize("mode", ["challenge", "solo", "self", "hidden"])
 def test_every_mode_conforms(mode):
     check_env("agon/arith-v0", mode=mode, num_cycles=20, seed_cycles=20, max_problems=20)
+
+
+@pytest.mark.parametrize("exchange", list(CHANNELS))
+@pytest.mark.parametrize("mode", ["challenge", "self"])
+def test_every_exchange_channel_conforms(mode, exchange):
+    check_env("agon/arith-v0", mode=mode, exchange=exchange, num_cycles=10, seed_cycles=10, max_problems=10)
 
 
 def test_math_v0_with_in_memory_problems_conforms():

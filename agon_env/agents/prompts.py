@@ -27,7 +27,7 @@ from typing import Any
 
 from agon_env.agents.prompt_families import DEFAULT_FAMILY, PROMPT_FAMILIES, RolePrompts
 from agon_env.errors import UserError, unknown_id_message
-from agon_env.vocabulary import CHALLENGE, challenger_text
+from agon_env.vocabulary import CHALLENGE, challenger_text, is_handle, latent_text
 
 __all__ = [
     "PromptFamilyError",
@@ -54,12 +54,14 @@ def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = N
     messages: list[dict[str, str]] = []
     if reading:
         own = bool(obs.get("own", 0))
+        # A latent turn's examples are worded as it is: no draft text (the draft is a KV cache).
+        words = latent_text if is_handle(obs.get("draft")) else challenger_text
         system = p.self_system if own else p.challenger_system
         examples = p.self_examples if own else p.challenger_examples
         _system(messages, system)
         if p.few_shot:
             for q, d, a in examples:
-                messages.append({"role": "user", "content": challenger_text(q, d, own=own)})
+                messages.append({"role": "user", "content": words(q, d, own)})
                 messages.append({"role": "assistant", "content": a})
     else:
         _system(messages, p.drafter_system)

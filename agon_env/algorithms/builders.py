@@ -171,7 +171,7 @@ def build_agents(
         prompts = role_prompts(task, cfg.prompts)
     except PromptFamilyError as exc:
         raise SetupError(str(exc)) from exc
-    return {
+    agents = {
         name: LLMAgent(
             name=name,
             base=base,
@@ -183,3 +183,8 @@ def build_agents(
         )
         for name in plugin.adapters
     }
+    if cfg.env.exchange == "latent":  # the seats record their drafts and read each other's caches
+        from agon_env.agents.latent import latent_agents
+
+        return latent_agents(agents, cfg.latent)
+    return agents

@@ -41,6 +41,7 @@ SHORT_NAMES = {
     "--env": "--env.id",
     "--n": "--grpo.num-generations",
     "--lr": "--optim.lr",
+    "--exchange": "--env.exchange",
 }
 """The only flags that are not a dotted key: ``--model tiny`` is ``--model.name tiny``."""
 

@@ -48,6 +48,7 @@ from agon_env.algorithms.checkpoint import (
 )
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, k3_kl, token_weights
+from agon_env.algorithms.latent_logprobs import is_latent, latent_figures, latent_logprobs
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_samples, summarize
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
@@ -204,7 +205,7 @@ class Trainer:
             episode_offset=first * cfg.grpo.num_generations,
         )
         check_scoring(batch, self.step, self.ctx)
-        return batch, self._divergence_kl(batch, seats)
+        return batch, {**self._divergence_kl(batch, seats), **latent_figures(batch.turns)}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""
@@ -279,6 +280,8 @@ class Trainer:
 
     def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
         cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
+        if is_latent(cs):  # sampled on the paired draft's cache: the same cache here
+            return latent_logprobs(self.base.model, cs, temperature=temperature, pad_id=pad)
         prompts, completions = [c.prompt_ids for c in cs], [c.completion_ids for c in cs]
         return completion_logprobs(self.base.model, prompts, completions, temperature=temperature, pad_id=pad)
 

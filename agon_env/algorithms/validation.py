@@ -17,11 +17,13 @@ from agon_env.config import ConfigError, TrainConfig, compose, import_modules
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     # The choice tables live with the code that uses them; torch loads only here.
+    from agon_env.agents.latent_spans import SPANS, VLLM_REFUSAL
     from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
+    from agon_env.envs.exchange import CHANNELS
 
     def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
         value = functools.reduce(getattr, key.split("."), c)
@@ -100,6 +102,16 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             "env.kwargs",
             lambda v: not (set(v) & set(c.env.env_keywords())),
             "env keywords have their own keys: set env.<name> (--env.<name>) instead",
+        ),
+        need("env.exchange", lambda v: v is None or v in CHANNELS, f"choose one of {list(CHANNELS)} or null"),
+        one_of("latent.span", SPANS),
+        need("latent.max_tokens", lambda v: v >= 1, at_least_1),
+        need("latent.layers", lambda v: all(i >= 0 for i in v), "layer indices are 0 or more"),
+        (c.env.exchange != "latent" or c.model.backend == "hf", VLLM_REFUSAL),
+        need(
+            "model.gradient_checkpointing",
+            lambda v: not (v and c.env.exchange == "latent"),
+            "exchange = 'latent' reads a stored cache, which transformers drops under gradient checkpointing",
         ),
     ]
 

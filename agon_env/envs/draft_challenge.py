@@ -18,18 +18,18 @@ mode           seats   what happens
 ``solo``       one     the drafter alone, rewarded ``2c + λφ`` (plain GRPO)
 ``self``       one     the drafter then reads its *own* summary and answers again
                        (self-refinement); its reward is the sum over both turns
-``hidden``     two     the challenger sees only the problem, but its reward is
-                       computed against its own paired draft (hidden-draft cell)
+``hidden``     two     ``challenge`` with ``exchange="none"``: the challenger sees only the
+                       problem, rewarded against its own paired draft (hidden-draft cell)
 =============  ======  =============================================================
 
 Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
-the player reads, worded in one place (:func:`agon_env.envs.exchange.challenger_text`); an LLM agent
+the player reads, worded in one place (:func:`agon_env.vocabulary.challenger_text`); an LLM agent
 sends it verbatim after its system prompt and worked examples. ``problem`` and
-``draft`` are its parts: ``draft`` is what the challenger is shown of the draft -- its
-summary with every answer block removed, or :data:`~agon_env.envs.exchange.NO_SUMMARY` when the draft gave no
-usable summary (the challenger still plays the challenger) -- and is empty when no
-draft is shown (drafting, hidden mode). ``role`` is 0 for drafting and 1 for challenging;
-``own`` is 1 when the draft shown is the reader's own (self mode). Actions are the agent's
+``draft`` are its parts: ``draft`` is what the challenger is shown of the draft, as the
+``exchange`` channel says (:data:`~agon_env.envs.exchange.CHANNELS`; by default its summary
+without answer blocks, or ``NO_SUMMARY``), empty when none is shown (drafting, ``none``).
+``role`` is 0 for drafting and 1 for challenging; ``own`` is 1 when the draft shown is the
+reader's own (self mode). Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
 ``Completion``. Any string is a legal action: malformed completions score format 0, and one outside
@@ -61,7 +61,7 @@ import gymnasium
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
-from agon_env.envs.exchange import MAX_SUMMARY_CHARS, NO_SUMMARY, challenger_text, shown_draft
+from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel, resolve_exchange
 from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import (
     FORMAT_WEIGHT,
@@ -74,7 +74,7 @@ from agon_env.envs.rewards import (
 from agon_env.envs.scoring import Verdict, score_answer, warn_once
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
-from agon_env.envs.tasks.verify import mentions_answer, redact_answer
+from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, action_text
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
 
@@ -108,6 +108,10 @@ class EnvOptions:
     measures what that lets through)."""
     tiebreak_drafter: bool = False
     """Let the drafter earn γ too; off keeps its reward free of rival terms (plain GRPO)."""
+    exchange: str | None = None
+    """What the challenger is shown of the draft: a row of :data:`~agon_env.envs.exchange.CHANNELS`
+    (``summary``, ``redacted``, ``trace``, ``none``, ``latent``); None is ``summary``, or what
+    ``mode="hidden"`` (``none``) and ``redact_answer=True`` (``redacted``) imply."""
 
 
 ENV_KWARGS = frozenset(f.name for f in fields(EnvOptions))
@@ -155,6 +159,7 @@ class DraftChallengeEnv(AECEnv):
     challenger: str  # the seat that plays the second turn (the drafter again in self mode)
     stage: int  # DRAFT, then CHALLENGE once the draft is in
     turns: list[TurnRecord]  # the turns played so far, as played
+    channel: Channel  # what the challenger is shown of the draft (the CHANNELS row exchange resolves to)
     results: tuple[TurnResult, ...]  # every turn as scored, once the episode is over; () before
     final_rewards: dict[str, float]  # each seat's episode reward, kept for render() after agents leave
 
@@ -172,6 +177,9 @@ class DraftChallengeEnv(AECEnv):
         for f in fields(chosen):  # one attribute per keyword: env.lam, env.mode, ...
             setattr(self, f.name, getattr(chosen, f.name))
         self.spec_mode = MODES[self.mode]
+        # One channel from exchange and today's names for it (ValueError: unknown or contradicted);
+        # the keywords stay as given, so ``options`` and ``spawn`` hand on what was asked for.
+        self.channel = CHANNELS[resolve_exchange(self.mode, self.exchange, self.redact_answer)]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)
         self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
@@ -219,7 +227,7 @@ class DraftChallengeEnv(AECEnv):
         elif not 0 <= int(index) < len(self.task):
             raise IndexError(f"problem_index {index} is out of range for a task of {len(self.task)} problems")
         self.problem = self.task[int(index)]
-        longest = len(challenger_text(self.problem.prompt, "x" * MAX_SUMMARY_CHARS))
+        longest = len(self.channel.words(self.problem.prompt, "x" * MAX_SUMMARY_CHARS, False))
         if self.spec_mode.shows_draft and longest > self.max_text_length:  # refuse now, not mid-episode
             raise ValueError(
                 f"problem {self.problem.id}: with a full-length summary its challenger observation is "
@@ -250,14 +258,12 @@ class DraftChallengeEnv(AECEnv):
         """What a turn in ``role`` reads of the draft ('' when it reads none)."""
         if role != CHALLENGE or not self.spec_mode.shows_draft or not self.turns:
             return ""
-        draft = self.turns[0].parsed
-        shown = shown_draft(draft.summary)
-        return redact_answer(shown, draft.answer) if self.redact_answer and shown != NO_SUMMARY else shown
+        return self.channel.show(self.problem.prompt, self.turns[0].text, self.turns[0].parsed)
 
     def _leaks(self, shown: str) -> bool:
         """Whether the shown draft states the draft's own final answer (the task's matching)."""
         answer = self.turns[0].parsed.answer if self.turns else None
-        if not shown or shown == NO_SUMMARY or not answer:
+        if not self.channel.text or not shown or shown == NO_SUMMARY or not answer:
             return False
         mentions = getattr(self.task, "mentions_answer", mentions_answer)
         return bool(mentions(shown, answer))
@@ -266,7 +272,7 @@ class DraftChallengeEnv(AECEnv):
         role = self._role(agent)
         draft, problem, cap = self._draft_shown(role), self.problem.prompt, self.max_text_length
         own = int(bool(draft) and not self.spec_mode.two_seats)  # self mode reads its own draft
-        text = challenger_text(problem, draft, own=bool(own)) if draft else problem
+        text = self.channel.words(problem, draft, bool(own)) if draft else problem
         if len(text) > cap:  # a cut observation would silently hide the end of the problem or draft
             raise ValueError(
                 f"problem {self.problem.id}: the observation is {len(text)} characters, over "

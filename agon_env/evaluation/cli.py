@@ -24,7 +24,7 @@ import tyro
 from agon_env.agents.protocol import SamplingParams
 from agon_env.cli import CommandArgs, run_command
 from agon_env.config import ModelConfig, TrainConfig, parse_assignments
-from agon_env.evaluation.methods import METHODS
+from agon_env.evaluation.methods import DEFAULT_METHODS
 
 
 def default_cache_dir() -> Path:
@@ -71,9 +71,9 @@ class EvalArgs(CommandArgs):
     seeds: list[int] = field(default_factory=lambda: [0])
     """Sampling seeds (several: mean ± std, pass@k)."""
     methods: Annotated[list[str], tyro.conf.arg(metavar="METHOD ...")] = field(
-        default_factory=lambda: list(METHODS)
+        default_factory=lambda: list(DEFAULT_METHODS)
     )
-    """Methods to run."""
+    """Methods to run (default: all but those a run must opt into, e.g. ``latent-cascade``)."""
     temperature: float | None = None
     """Every policy's temperature, the run's per-adapter temperatures included (None: each run's own)."""
     top_p: float | None = None

@@ -22,7 +22,7 @@ from typing import Any
 
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
-from agon_env.evaluation.methods import BASE, METHODS, Method, Policies, plan_methods
+from agon_env.evaluation.methods import BASE, DEFAULT_METHODS, Method, Policies, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData, Part
 from agon_env.seeding import derive_seed
@@ -146,7 +146,7 @@ class Evaluator:
 
     data: EvalData
     seeds: Sequence[int] = (0,)
-    methods: Sequence[str] = tuple(METHODS)
+    methods: Sequence[str] = DEFAULT_METHODS
     confidence: float = 0.95
     cache: SampleCache = field(default_factory=SampleCache)
     log: Callable[[str], None] = lambda _msg: None
@@ -162,7 +162,8 @@ class Evaluator:
         seeds: Sequence[int],
         stream: str = "",
     ) -> dict[int, list[Episode]]:
-        env = self.data.env(method.family.env_mode, part)
+        exchange = method.family.exchange or policies.exchange
+        env = self.data.env(method.family.env_mode, part, exchange)
         indices = part.indices
         shots = method.family.few_shot
         who = {seat: policies.identity(name, shots) for seat, name in method.seats}
@@ -170,6 +171,14 @@ class Evaluator:
             seat: CachedAgent(policies.agent(name, shots), who[seat], self.cache, persistent=name == BASE)
             for seat, name in method.seats
         }
+        if exchange == "latent":  # drafts come from the sample cache; challenges read their caches
+            from agon_env.agents.latent import LatentAgent, LatentStore
+
+            store = LatentStore()
+            seats = {
+                seat: LatentAgent(policies.agent(name, shots), store, policies.latent, seats[seat], False)
+                for seat, name in method.seats
+            }
         problem_ids = part.ids()
         out = {}
         for seed in seeds:

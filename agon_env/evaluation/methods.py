@@ -19,8 +19,12 @@ family              env mode     seats
 ``standalone``      solo         each adapter alone on the bare prompt
 ``self-cascade``    self         each adapter reads its own draft (the GRPO two-pass
                                  control)
-``cascade``         challenge    X drafts, Y answers after reading the summary, both
-                                 orders; the reported order is chosen on validation
+``cascade``         challenge    X drafts, Y answers after reading the draft as the run's
+                                 ``exchange`` says (summary by default), both orders; the
+                                 reported order is chosen on validation
+``latent-cascade``  challenge    X drafts, Y answers conditioned on the draft's KV cache
+                                 (``exchange="latent"``, the run's ``latent`` settings),
+                                 both orders, all reported; not run unless asked for
 ==================  ===========  =======================================================
 
 :class:`Policies` is what is evaluated (the base and the adapters, as agents): methods
@@ -36,6 +40,7 @@ import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
@@ -68,6 +73,11 @@ class MethodFamily:
     few_shot: bool | None = None
     """Shows the worked examples (``True``) or not (``False``) whatever the run's prompts say;
     ``None`` keeps the run's."""
+    exchange: str | None = None
+    """The env's exchange channel (:data:`agon_env.envs.exchange.CHANNELS`); ``None``: the run's
+    (``env.exchange``)."""
+    default: bool = True
+    """Run by ``agon eval`` unless ``--methods`` says otherwise."""
 
     def method_id(self, seating: Seating) -> str:
         policies = [p for _, p in seating]
@@ -93,7 +103,7 @@ METHODS: dict[str, MethodFamily] = {
         ),
         MethodFamily(
             "moa", "challenge", "MoA (untrained base → base)", _one(((AGENT_A, BASE), (AGENT_B, BASE))),
-            uses_base=True, marker="s",
+            uses_base=True, marker="s", exchange="summary",
         ),
         MethodFamily(
             "standalone", "solo", "Standalone {x}", lambda names: [((AGENT_A, n),) for n in names],
@@ -108,8 +118,15 @@ METHODS: dict[str, MethodFamily] = {
             lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
             chooses_direction=True, marker="*",
         ),
+        MethodFamily(
+            "latent-cascade", "challenge", "Latent cascade {x} → {y}",
+            lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
+            marker="P", exchange="latent", default=False,
+        ),
     )
 }  # fmt: skip
+DEFAULT_METHODS: tuple[str, ...] = tuple(n for n, f in METHODS.items() if f.default)
+"""What ``agon eval`` runs without ``--methods``."""
 
 
 LEGACY_NAMES: dict[str, str] = {"zero-shot": "base-few-shot"}
@@ -157,6 +174,10 @@ class Policies:
     identities: dict[str, str] = field(default_factory=dict)
     algo: str = ""
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
+    exchange: str | None = None
+    """The run's exchange channel (``env.exchange``): methods without their own use it."""
+    latent: Any = None
+    """The run's :class:`~agon_env.agents.latent_spans.LatentConfig` (``exchange="latent"``)."""
 
     def agent(self, name: str, few_shot: bool | None = None) -> Agent:
         """The policy's agent; ``few_shot`` set: with the worked examples on or off."""

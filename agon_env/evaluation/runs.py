@@ -168,7 +168,7 @@ class PolicyLoader:
         cfg = settings.cfg
         model = model or cfg.model.name
         policies = self.base_policies(model, settings, label=str(run_dir))
-        policies.algo = cfg.algo
+        policies.algo, policies.exchange, policies.latent = cfg.algo, cfg.env.exchange, cfg.latent
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
             unique = f"r{index}_{name}"

@@ -59,9 +59,12 @@ class EvalData:
     check: dict[str, Any] = field(default_factory=dict)
     """Filled by :func:`check_heldout`: overlap counts and whether overlap was allowed."""
 
-    def env(self, mode: str, part: Part) -> Any:
-        """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy)."""
-        return agon_env.make(self.env_id, task=part.task, mode=mode)
+    def env(self, mode: str, part: Part, exchange: str | None = None) -> Any:
+        """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy),
+        with ``exchange`` (the channel) when given."""
+        return agon_env.make(
+            self.env_id, task=part.task, mode=mode, **({"exchange": exchange} if exchange else {})
+        )
 
     def describe(self) -> dict[str, Any]:
         return {

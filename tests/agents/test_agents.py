@@ -4,9 +4,8 @@ import pytest
 
 import agon_env
 from agon_env.agents import Agent, Completion, LLMAgent, RandomAgent, SamplingParams, ScriptedAgent
-from agon_env.envs.exchange import challenger_text
 from agon_env.envs.format import parse_completion
-from agon_env.vocabulary import REFERENCE
+from agon_env.vocabulary import REFERENCE, challenger_text
 
 OBS = [
     {"text": "What is 2 + 2?", "problem": "What is 2 + 2?", "draft": "", "role": 0},

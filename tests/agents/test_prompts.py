@@ -7,7 +7,7 @@ import pytest
 from agon_env.agents.prompt_families import PROMPT_FAMILIES
 from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
 from agon_env.agents.tiny import build_tiny_tokenizer
-from agon_env.envs.exchange import challenger_text
+from agon_env.vocabulary import challenger_text
 
 DRAFT_OBS = {"text": "What is 2 + 3?", "problem": "What is 2 + 3?", "draft": "", "role": 0}
 CHALLENGE_OBS = {

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 
 import agon_env
 from agon_env.envs.draft_challenge import DraftChallengeEnv, TurnResult
-from agon_env.envs.exchange import NO_SUMMARY, challenger_text, shown_draft
+from agon_env.envs.exchange import NO_SUMMARY, shown_draft
 from agon_env.envs.tasks.base import ListTask, Problem
+from agon_env.vocabulary import challenger_text
 
 PROBLEMS = [
     {"question": "What is 17 + 25?", "answer": "42"},

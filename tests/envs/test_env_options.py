@@ -73,7 +73,7 @@ def test_a_field_added_to_env_options_reaches_env_config_and_cli(tmp_path: Path)
         text=True,
         timeout=300,
     )
-    assert "--env.shout" in help_run.stdout and "added here and nowhere else" in help_run.stdout, (
+    assert "--env.shout" in help_run.stdout and "A test keyword" in help_run.stdout, (
         help_run.stdout[-3000:] + help_run.stderr[-2000:]
     )
 

@@ -1,0 +1,81 @@
+"""``agon train --exchange latent``: both streams train, on-policy, and the run records its channel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.run_log import read_metrics
+
+HERE = Path(__file__).parent
+TINY = [
+    "--model", "tiny", "--imports", "latent_parity_env", "--env", "test/parity-latent-v0",
+    "--batch-problems", "2", "--n", "4", "--sampling.max-new-tokens", "4", "--no-progress",
+    "--lr", "1e-2", "--threads", "1", "--heldout-problems", "0",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _on_path(monkeypatch):
+    monkeypatch.syspath_prepend(str(HERE))
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_agon_train_exchange_latent_trains_both_streams(tmp_path):
+    run = tmp_path / "run"
+    args = [
+        *TINY,
+        "--steps",
+        "2",
+        "--exchange",
+        "latent",
+        "--latent.span",
+        "completion",
+        "--out-dir",
+        str(run),
+    ]
+    assert main(args) == 0
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    assert saved["env"]["exchange"] == "latent" and saved["latent"]["span"] == "completion"
+    records = read_metrics(run)
+    assert [r["step"] for r in records] == [0, 1]
+    # Both role streams produced updates, the challenger's (sampled on its draft's cache) included,
+    # and each update's sampler and trainer log-probs agreed to round-off (the on-policy guard).
+    assert any(r["groups_dropped/challenger"] < 1 for r in records)
+    assert any(r["groups_dropped/drafter"] < 1 for r in records)
+    kls = {k: v for r in records for k, v in r.items() if k.startswith("onpolicy/kl/")}
+    assert kls and all(v < 1e-6 for v in kls.values()), kls
+    assert {k.split("/")[1] for r in records for k in r if k.startswith("loss/")} == {"agent_a", "agent_b"}
+    # The stored caches are measured: B × N = 8 challenger turns of at most 4 tokens (the draft's
+    # whole completion), at 2 layers × 2 × kv heads × head dim × 4 bytes per token for the tiny model.
+    from agon_env.agents.models import load_base
+
+    cfg = load_base("tiny")[0].config
+    per_token = (
+        2 * cfg.num_hidden_layers * cfg.num_key_value_heads * (cfg.hidden_size // cfg.num_attention_heads) * 4
+    )
+    for r in records:
+        assert 1 <= r["latent/tokens"] <= 4 and r["latent/bytes"] == 8 * r["latent/tokens"] * per_token
+
+
+def test_agon_train_refuses_latent_with_vllm_in_one_line(tmp_path, capsys):
+    args = [
+        *TINY,
+        "--steps",
+        "1",
+        "--exchange",
+        "latent",
+        "--model.backend",
+        "vllm",
+        "--out-dir",
+        str(tmp_path / "r"),
+    ]
+    assert main(args) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "vLLM cannot take an injected KV cache" in err[0]
