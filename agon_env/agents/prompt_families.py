@@ -21,6 +21,7 @@ import warnings
 from dataclasses import replace
 from typing import Any
 
+from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
 from agon_env.agents.prompts import METHOD_SUMMARY as _FORMAT
 from agon_env.agents.prompts import RolePrompts
 from agon_env.registry import unknown_id_message
@@ -223,6 +224,7 @@ PROMPT_FAMILIES: dict[str, RolePrompts] = {
     "math": MATH,
     "code-function": CODE_FUNCTION,
     "code-stdio": CODE_STDIO,
+    **CHECKABLE_FAMILIES,  # countdown, divides, linear: agon_env.agents.checkable_prompts
 }
 """Prompts by family name; :class:`RolePrompts`'s own defaults are the arithmetic family."""
 
