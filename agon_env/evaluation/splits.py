@@ -27,6 +27,10 @@ from agon_env.seeding import derive_seed
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
 
 
+EXCHANGE_KWARGS = ("redact_answer",)
+"""Env keywords that change what a second turn is shown, so evaluation keeps a run's own."""
+
+
 class OverlapError(ValueError):
     """The test problems overlap the validation problems or the training pool."""
 
@@ -58,8 +62,10 @@ class EvalData:
     """Filled by :func:`check_heldout`: overlap counts and whether overlap was allowed."""
 
     def env(self, mode: str, part: Part) -> Any:
-        """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy)."""
-        return agon_env.make(self.env_id, task=part.task, mode=mode)
+        """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy),
+        with the exchange the kwargs ask for: a run trained on redacted summaries is read redacted."""
+        exchange = {k: v for k, v in self.task_kwargs.items() if k in EXCHANGE_KWARGS}
+        return agon_env.make(self.env_id, task=part.task, mode=mode, **exchange)
 
     def describe(self) -> dict[str, Any]:
         return {

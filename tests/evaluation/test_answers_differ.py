@@ -57,3 +57,12 @@ def test_eval_reports_how_often_the_adapters_standalone_answers_differ():
     assert (comp["both_wrong"], comp["exactly_one_wrong"]) == (4, 2)
     table = "\n".join(_complementarity_section(res["complementarity"]))
     assert "| answers differ |" in table and "| 4/8 (50.0%) |" in table
+
+
+def test_a_run_trained_on_redacted_summaries_is_evaluated_with_them() -> None:
+    """The run's env kwargs reach eval as task kwargs: the exchange ones shape the eval envs too."""
+    kwargs = {"difficulty": 4, "redact_answer": True}
+    data = load_eval_data("agon/arith-v0", kwargs, problems=2, val_problems=0, seed=0)
+    assert data.env("challenge", data.test).unwrapped.redact_answer is True
+    plain = load_eval_data("agon/arith-v0", {"difficulty": 4}, problems=2, val_problems=0, seed=0)
+    assert plain.env("challenge", plain.test).unwrapped.redact_answer is False
