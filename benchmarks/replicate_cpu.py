@@ -19,6 +19,8 @@ sittings and resumes with the same command:
     nohup python benchmarks/replicate_cpu.py --out runs/replicate-cpu > replicate.log 2>&1 &
     python benchmarks/replicate_cpu.py --out runs/replicate-cpu --report-only
     python benchmarks/replicate_cpu.py --quick --model tiny --difficulty 1 --out /tmp/q   # plumbing
+    python benchmarks/replicate_cpu.py --plan study-2 --out runs/study-2 --workers 2 \
+      --results docs/results/study_2.json --docs docs/benchmarks.md --block study-2       # issue #26
 
 ``--workers 2`` runs two units at a time (one torch thread each: on 2 cores two single-
 threaded processes do more work than one two-threaded one). A unit another process is
@@ -39,25 +41,42 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHECKPOINT = "checkpoint.pt"
 """The trainer's checkpoint file name (``agon_env.algorithms.checkpoint.CHECKPOINT``), kept
 literal so this parent process never imports torch."""
-ARMS = ("grpo", "coop", "agon", "hidden-draft")
+ARMS: dict[str, tuple[str, dict[str, object]]] = {
+    "grpo": ("grpo", {}),
+    "coop": ("coop", {}),
+    "agon": ("agon", {}),
+    "hidden-draft": ("hidden-draft", {}),
+    "agon-redacted": ("agon", {"redact_answer": True}),
+}
+"""Arm -> (``agon train --algo``, env keywords beyond the level). ``agon-redacted`` is agon whose
+challenger reads the draft's summary with every statement of the draft's answer blanked, in
+training and in evaluation (the run's env keywords reach ``agon eval``)."""
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
-TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
-                 "temperature", "lr", "test_problems", "val_problems", "eval_seeds", "prompts")  # fmt: skip
+ARITH = "agon/arith-v0"
+"""The task whose level calibration searches (``difficulty``); any other env runs as its kwargs say."""
+TRAINING_KEYS = ("model", "env", "task_kwargs", "difficulty", "steps", "batch_problems", "num_generations",
+                 "max_new_tokens", "temperature", "lr", "test_problems", "val_problems", "eval_seeds",
+                 "prompts")  # fmt: skip
 """Plan fields a resumed replication must share with the one on disk (seeds and arms may grow)."""
 
 
 @dataclass
 class Plan:
-    """Every size of one replication; ``--quick`` swaps in :data:`QUICK`."""
+    """Every size of one replication; ``--plan NAME`` starts from :data:`PLANS` (``--quick``: ``quick``)."""
 
     model: str = "smollm2-135m"
+    env: str = ARITH
+    """The registered task every unit trains and evaluates on."""
+    task_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Task keywords besides the level (``{"options": 3}`` for ``agon/divides-v0``)."""
     difficulty: float | None = None
-    """None = calibrate over ``candidates``."""
+    """``agon/arith-v0``'s level; None = calibrate over ``candidates`` (other envs: measured once)."""
     candidates: list[float] = field(default_factory=lambda: [2.5, 3, 2])
     calibration_problems: int = 100
     arms: list[str] = field(default_factory=lambda: ["grpo", "coop", "agon"])
@@ -79,6 +98,10 @@ class Plan:
     """Fingerprint of the prompts the units ran with (set when units run; "" = recorded before
     issue #22, i.e. the prompts of 35d8054): a resume under other prompts is refused."""
 
+    def task(self, difficulty: float | None) -> dict[str, Any]:
+        """The task keywords of every unit at the level calibration chose (None: no level)."""
+        return {**({} if difficulty is None else {"difficulty": lv(difficulty)}), **self.task_kwargs}
+
 
 QUICK = {
     "candidates": [3],
@@ -92,6 +115,16 @@ QUICK = {
     "val_problems": 6,
 }
 """``--quick``: every stage at the smallest sizes that still give every number."""
+
+STUDY_2 = {
+    "difficulty": 2.5,
+    "arms": ["grpo", "coop", "agon", "agon-redacted"],
+    "test_problems": 300,
+    "val_problems": 150,
+}
+"""``--plan study-2``: the pre-registered second study (docs/results/preregistration-2.md); every
+other size is the replication's."""
+PLANS = {"quick": QUICK, "study-2": STUDY_2}
 
 
 def lv(d: float) -> int | float:
@@ -192,17 +225,25 @@ def eval_flags(p: Plan) -> list[str]:
     ]  # fmt: skip
 
 
-def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
-    """Base few-shot pass@1 per level on the validation split (never test); the level to train at."""
+def kwarg_flags(kwargs: dict[str, Any], flag: str | None = "--env-kwarg") -> list[str]:
+    """``KEY=VALUE`` words (YAML values: ``true`` for a bool), each after ``flag`` when given."""
+    words = [f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in kwargs.items()]
+    return [x for w in words for x in ([flag, w] if flag else [w])]
+
+
+def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
+    """Base few-shot pass@1 per level on the validation split (never test); the level to train at
+    (None off ``agon/arith-v0``: the task as its kwargs size it, measured once)."""
     from agon_env.evaluation.methods import current_name  # light: no torch
 
-    levels = [p.difficulty] if p.difficulty is not None else p.candidates
+    levels = [p.difficulty] if p.difficulty is not None else (p.candidates if p.env == ARITH else [None])
     measured: dict[str, float] = {}
-    for d in map(lv, levels):
-        out = r.out / "calibration" / f"d{d}"
+    for d in [None if x is None else lv(x) for x in levels]:
+        tag = "default" if d is None else str(d)
+        out = r.out / "calibration" / f"d{tag}"
         if not (out / "eval.json").is_file():
-            r.agon(f"calibrate-d{d}", [
-                "eval", "--model", p.model, "--env", "agon/arith-v0", "--env-kwarg", f"difficulty={d}",
+            r.agon(f"calibrate-d{tag}", [
+                "eval", "--model", p.model, "--env", p.env, *kwarg_flags(p.task(d)),
                 "--split", "validation", "--methods", "base-few-shot",
                 "--problems", str(p.calibration_problems), "--val-problems", "0",
                 "--temperature", str(p.temperature), "--max-new-tokens", str(p.max_new_tokens),
@@ -210,17 +251,17 @@ def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
             ])  # fmt: skip
         report = json.loads((out / "eval.json").read_text())
         methods = {current_name(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
-        measured[str(d)] = methods["base-few-shot"]["pass@1"]["rate"]
-        say(f"base few-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
-        if p.difficulty is None and TARGET_BAND[0] <= measured[str(d)] <= TARGET_BAND[1]:
+        measured[tag] = methods["base-few-shot"]["pass@1"]["rate"]
+        say(f"base few-shot at difficulty {tag}: {100 * measured[tag]:.1f}%")
+        if d is not None and p.difficulty is None and TARGET_BAND[0] <= measured[tag] <= TARGET_BAND[1]:
             return d, measured
-    if p.difficulty is not None:
-        return lv(p.difficulty), measured
+    if p.difficulty is not None or p.env != ARITH:
+        return None if p.difficulty is None else lv(p.difficulty), measured
     middle = sum(TARGET_BAND) / 2
     return lv(float(min(measured, key=lambda d: abs(measured[d] - middle)))), measured
 
 
-def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
+def base_unit(p: Plan, r: Runner, difficulty: float | None, done: set[str]) -> None:
     out = r.out / "eval" / "base"
     if (out / "eval.json").is_file() or "base" in done:
         return
@@ -228,13 +269,13 @@ def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     with lock as mine:
         if mine:
             r.agon("eval-base", [
-                "eval", "--model", p.model, "--env", "agon/arith-v0",
-                "--env-kwarg", f"difficulty={difficulty}", "--methods", "base-few-shot", "base-zero-shot",
+                "eval", "--model", p.model, "--env", p.env, *kwarg_flags(p.task(difficulty)),
+                "--methods", "base-few-shot", "base-zero-shot",
                 "moa", *eval_flags(p), "--no-cache", "--out", str(out),
             ], hold=lock)  # fmt: skip
 
 
-def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: set[str]) -> None:
+def run_unit(p: Plan, r: Runner, difficulty: float | None, arm: str, seed: int, done: set[str]) -> None:
     """Train ``arm`` with ``seed`` (resuming a killed run), then evaluate that run alone."""
     name = f"{arm}-seed{seed}"
     folder, evald = r.out / "runs" / name, r.out / "eval" / name
@@ -250,8 +291,10 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
                 shutil.rmtree(folder)
+            algo, extra = ARMS[arm]
+            kwargs = kwarg_flags({**p.task(difficulty), **extra}, None)
             r.agon(f"train-{name}", [
-                "train", "--algo", arm, "--model", p.model, "--env.kwargs", f"difficulty={difficulty}",
+                "train", "--algo", algo, "--model", p.model, "--env.id", p.env, "--env.kwargs", *kwargs,
                 "--steps", str(p.steps), "--batch-problems", str(p.batch_problems),
                 "--n", str(p.num_generations), "--lr", str(p.lr), "--seed", str(seed),
                 "--threads", str(p.threads), "--model.device", "cpu", "--no-progress",
@@ -263,7 +306,7 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
                 "--time-budget-min", "0", "--heldout-problems", "0",
                 "--save-every", "5", "--out-dir", str(folder), *resume,
             ], hold=lock)  # fmt: skip
-        methods = ["standalone", "cascade", *(["self-cascade"] if arm == "grpo" else [])]
+        methods = ["standalone", "cascade", *(["self-cascade"] if ARMS[arm][0] == "grpo" else [])]
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
         r.agon(f"eval-{name}", argv, hold=lock)
 
@@ -284,7 +327,8 @@ def units(p: Plan) -> list[tuple[str, int]]:
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
-    plan = Plan(**(QUICK if args.quick else {}))
+    name = args.plan or ("quick" if args.quick else None)
+    plan = Plan(**(PLANS[name] if name else {}))
     for f in asdict(plan):
         v = getattr(args, f, None)
         if v is not None:
@@ -305,17 +349,17 @@ def other_settings(old: dict, new: dict) -> list[str]:
 
 def prompts_fingerprint() -> str:
     """A hash of everything a unit's model reads besides the problem: every family's system
-    messages and worked examples and the exchange wording (torch-free imports)."""
+    messages and worked examples and the exchange wording (torch-free imports). The checkable
+    tasks' families are left out: no unit reads them (units train on ``agon/arith-v0``), and
+    adding them must not refuse a replication recorded before they existed."""
     import hashlib
 
+    from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
     from agon_env.agents.prompt_families import PROMPT_FAMILIES
     from agon_env.envs.exchange import challenger_text
 
-    text = (
-        repr(sorted(PROMPT_FAMILIES.items()))
-        + challenger_text("Q", "D")
-        + challenger_text("Q", "D", own=True)
-    )
+    read = {k: v for k, v in PROMPT_FAMILIES.items() if k not in CHECKABLE_FAMILIES}
+    text = repr(sorted(read.items())) + challenger_text("Q", "D") + challenger_text("Q", "D", own=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -339,7 +383,8 @@ def main() -> None:
         sys.exit(agon_main(sys.argv[1:]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/replicate-cpu", help="output folder (re-running continues in it)")
-    ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test)")
+    ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test): --plan quick")
+    ap.add_argument("--plan", choices=sorted(PLANS), default=None, help="a named plan; flags override it")
     ap.add_argument("--workers", type=int, default=1, help="units run at once (2 on a 2-core machine)")
     ap.add_argument("--report-only", action="store_true", help="report on the finished units; train nothing")
     ap.add_argument("--no-report", action="store_true", help="run the units only")

@@ -267,3 +267,90 @@ def test_a_replication_recorded_under_other_prompts_is_not_resumed() -> None:
     assert rc.other_settings({"model": "m"}, now) == ["prompts"]  # recorded before #22: the old prompts
     assert rc.other_settings(dict(now), now) == []
     assert rc.other_settings({"model": "m", "prompts": "0" * 16}, now) == ["prompts"]
+
+
+def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange(tmp_path: Path) -> None:
+    """``--plan study-2``: its arms and counts, and what each unit hands to ``agon train``/``eval``."""
+    import argparse
+
+    import replicate_cpu as rc
+
+    args = argparse.Namespace(plan="study-2", quick=False, seeds=[0, 1, 2, 3])
+    plan = rc.build_plan(args)
+    assert plan.arms == ["grpo", "coop", "agon", "agon-redacted"] and plan.seeds == [0, 1, 2, 3]
+    assert plan.test_problems >= 300 and plan.val_problems >= 150 and plan.difficulty == 2.5
+    assert set(plan.arms) <= set(rr.TWO_STAGE) and ("agon-redacted", "agon") in rr.PAIRS
+
+    calls: list[tuple[str, list[str]]] = []
+
+    class Recorder:
+        out = tmp_path
+
+        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
+            calls.append((name, argv))
+
+    for arm in ("agon-redacted", "grpo"):
+        rc.run_unit(plan, Recorder(), 2.5, arm, 0, set())  # type: ignore[arg-type]
+    (_, train), (_, evaluate), (_, grpo_train), (_, grpo_eval) = calls
+    at = train.index("--env.kwargs")
+    assert train[train.index("--algo") + 1] == "agon"
+    assert train[at + 1 : at + 3] == ["difficulty=2.5", "redact_answer=true"] and train[at + 3].startswith(
+        "--"
+    )
+    assert "self-cascade" not in evaluate and str(tmp_path / "runs" / "agon-redacted-seed0") in evaluate
+    assert grpo_train[grpo_train.index("--env.kwargs") + 2].startswith("--") and "self-cascade" in grpo_eval
+
+
+def test_an_arms_exchange_keywords_pick_no_other_problems(tmp_path: Path) -> None:
+    import replicate_cpu as rc
+
+    plan = rc.Plan(test_problems=5, val_problems=2)
+    kwargs = {"difficulty": 2.5, "redact_answer": True}
+    data = {"env": "agon/arith-v0", "task_kwargs": kwargs, "split": "test",
+            "test_problems": 5, "validation_problems": 2}  # fmt: skip
+    rr.check_eval({"data": data}, plan, 2.5, tmp_path)  # the redacted arm's eval.json
+    with pytest.raises(SystemExit, match="difficulty"):
+        rr.check_eval({"data": data}, plan, 3, tmp_path)
+
+
+def test_the_checkable_families_leave_the_recorded_fingerprint_alone() -> None:
+    import replicate_cpu as rc
+
+    recorded = json.loads((BENCH.parent / "docs" / "results" / "replication_cpu_v2.json").read_text())
+    assert rc.prompts_fingerprint() == recorded["plan"]["prompts"]
+
+
+def test_a_plan_on_another_task_trains_evaluates_and_records_that_task(tmp_path: Path) -> None:
+    """Off ``agon/arith-v0`` there is no level: every unit gets the plan's env and task keywords."""
+    import replicate_cpu as rc
+
+    plan = rc.Plan(env="agon/divides-v0", task_kwargs={"options": 3}, test_problems=6, val_problems=3)
+    assert plan.task(None) == {"options": 3} and rc.Plan().task(2.5) == {"difficulty": 2.5}
+    calls: list[list[str]] = []
+
+    class Recorder:
+        out = tmp_path
+
+        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
+            calls.append(argv)
+
+    rc.run_unit(plan, Recorder(), None, "agon-redacted", 0, set())  # type: ignore[arg-type]
+    rc.base_unit(plan, Recorder(), None, set())  # type: ignore[arg-type]
+    train, _, base = calls
+    at = train.index("--env.kwargs")
+    assert train[train.index("--env.id") + 1] == "agon/divides-v0"
+    assert train[at + 1 : at + 3] == ["options=3", "redact_answer=true"]
+    assert base[base.index("--env") + 1 : base.index("--env") + 4] == [
+        "agon/divides-v0",
+        "--env-kwarg",
+        "options=3",
+    ]
+    probs = rr.problems(plan, None)
+    assert len(probs["test"]["ids"]) == 6 and probs["test_prompts_in_training_pool"] == 0
+    assert rr.task_record(plan, None) == {
+        "env": "agon/divides-v0",
+        "difficulty": None,
+        "kwargs": {"options": 3},
+    }
+    assert rt.task_label(rr.task_record(plan, None)) == "`agon/divides-v0` options=3"
+    assert rt.task_label({"env": "agon/arith-v0", "difficulty": 2.5}) == "`agon/arith-v0` level 2.5"
