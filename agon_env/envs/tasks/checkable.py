@@ -14,9 +14,11 @@ divides       Which one of 4, 7, 10, 11 divides 63 exactly?                one d
 linear        Find x such that 7x + 3 = 59.                                 substitute x
 ============  ===========================================================  ====================
 
-``agon/countdown-v0`` takes ``numbers`` (2 or 3); all three take ``size``, ``seed`` and
-``split``. Like ``agon/arith-v0`` a problem is generated from ``(seed, split, index)``
-alone and the splits partition the prompt space by
+``agon/countdown-v0`` takes ``numbers`` (2 or 3) and ``divides`` takes ``options`` (2–4);
+all three take ``largest`` (the largest operand, :class:`Sizes`), ``size``, ``seed`` and
+``split``, and name their own prompt family (worked examples of the same kind:
+:mod:`agon_env.agents.checkable_prompts`). Like ``agon/arith-v0`` a problem is generated
+from ``(seed, split, index)`` alone and the splits partition the prompt space by
 :func:`~agon_env.envs.tasks.base.content_split`, so train, validation and test share no
 prompt. Countdown scores any expression that uses the given numbers once each and hits
 the target, not only the generator's (its gold answer is one solution, for reference).
