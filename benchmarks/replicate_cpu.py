@@ -455,7 +455,8 @@ def main() -> None:
         return
     if (out / "plan.json").is_file():
         plan = Plan(**json.loads((out / "plan.json").read_text()))
-    result = replication_report.build(plan, out, r.timings, units(plan), previous)
+    command = " ".join(["python", "benchmarks/replicate_cpu.py", *sys.argv[1:]])
+    result = replication_report.build(plan, out, r.timings, units(plan), previous, command)
     lost = replication_report.recorded_units(previous) - replication_report.recorded_units(result)
     if lost and not args.force:
         raise SystemExit(f"{results} holds {', '.join(sorted(lost))}, which this report would drop "

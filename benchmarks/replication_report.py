@@ -363,10 +363,10 @@ def recorded_units(previous: dict[str, Any] | None) -> set[str]:
     return names | ({"base"} if o.get("base") else set())
 
 
-def build(
-    plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]], previous: dict | None
-) -> dict:
-    """The results document; ``previous`` (same settings) fills in units whose folders are gone."""
+def build(plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]],
+          previous: dict | None, command: str = "") -> dict:  # fmt: skip
+    """The results document; ``previous`` (same settings) fills in units whose folders are gone;
+    ``command`` is the replicator's own command line, recorded as what produced it."""
     cal_path = out / "calibration.json"
     if cal_path.is_file():
         difficulty = json.loads(cal_path.read_text())["difficulty"]
@@ -385,8 +385,7 @@ def build(
     kept = previous and previous["outcomes"]
     doc: dict[str, Any] = {
         "bench": "replicate_cpu",
-        "command": "python benchmarks/replicate_cpu.py --out runs/replicate-cpu --workers 2 "
-        "--results docs/results/replication_cpu.json --docs docs/benchmarks.md",
+        "command": command,
         "task": task_record(plan, difficulty),
         "model": plan.model,
         "plan": asdict(plan),
