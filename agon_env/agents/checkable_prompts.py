@@ -5,9 +5,10 @@ SmolLM2-135M copies the format of its worked examples, not its instructions
 ``2x + 3 = 11``) it solved 0–1 % of these tasks: it wrote LaTeX derivations that ran out of
 the 80-token budget, and almost never an expression in the tags (``docs/benchmarks.md``,
 the probe table). Each kind therefore gets examples of its own kind, with other numbers:
-the drafter writes the one short computation that finds the answer (countdown: every
-operation on the two numbers; divides: the number as a product; linear: the inverse
-steps), and the reader checks the way the task is built to be checked (evaluate the
+the drafter writes the one short computation that finds the answer (countdown: the
+operations on the two numbers until one makes the target -- ``numbers=3`` is shown the same
+two-number examples; divides: the number as a product; linear: the inverse steps), and the
+reader checks the way the task is built to be checked (evaluate the
 draft's operation, multiply back, substitute). Summaries state the method, not the result,
 as in every family; the countdown summary names the operation, which is its method.
 
