@@ -347,19 +347,22 @@ def other_settings(old: dict, new: dict) -> list[str]:
     return [k for k in TRAINING_KEYS if k != "difficulty" and k in old and old[k] != new.get(k, "")]
 
 
+FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
+"""The prompt families the fingerprint hashes: the built-in ones it has always hashed. The checkable
+tasks' families are not among them (no unit reads them: units train on ``agon/arith-v0``, and adding
+them must not refuse a replication recorded before them), nor is any family registered at run time."""
+
+
 def prompts_fingerprint() -> str:
-    """A hash of everything a unit's model reads besides the problem: every family's system
-    messages and worked examples and the exchange wording (torch-free imports). The checkable
-    tasks' families are left out: no unit reads them (units train on ``agon/arith-v0``), and
-    adding them must not refuse a replication recorded before they existed."""
+    """A hash of everything a unit's model reads besides the problem: the :data:`FINGERPRINTED`
+    families' system messages and worked examples and the exchange wording (torch-free imports)."""
     import hashlib
 
-    from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
     from agon_env.agents.prompt_families import PROMPT_FAMILIES
     from agon_env.envs.exchange import challenger_text
 
-    read = {k: v for k, v in PROMPT_FAMILIES.items() if k not in CHECKABLE_FAMILIES}
-    text = repr(sorted(read.items())) + challenger_text("Q", "D") + challenger_text("Q", "D", own=True)
+    read = sorted((k, PROMPT_FAMILIES[k]) for k in FINGERPRINTED)
+    text = repr(read) + challenger_text("Q", "D") + challenger_text("Q", "D", own=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

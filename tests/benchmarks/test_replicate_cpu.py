@@ -313,9 +313,14 @@ def test_an_arms_exchange_keywords_pick_no_other_problems(tmp_path: Path) -> Non
         rr.check_eval({"data": data}, plan, 3, tmp_path)
 
 
-def test_the_checkable_families_leave_the_recorded_fingerprint_alone() -> None:
+def test_the_checkable_families_leave_the_recorded_fingerprint_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nor does a family some other code registers in this process (the prompt-family tests do)."""
     import replicate_cpu as rc
 
+    from agon_env.agents.prompt_families import PROMPT_FAMILIES
+    from agon_env.agents.prompts import RolePrompts
+
+    monkeypatch.setitem(PROMPT_FAMILIES, "fingerprint-test", RolePrompts(drafter_system="Solve."))
     recorded = json.loads((BENCH.parent / "docs" / "results" / "replication_cpu_v2.json").read_text())
     assert rc.prompts_fingerprint() == recorded["plan"]["prompts"]
 
