@@ -133,6 +133,7 @@ def test_each_kind_is_prompted_with_worked_examples_of_its_own_kind(env_id: str)
     family = PROMPT_FAMILIES[family_of(task)]
     assert family_of(task) == task.kind
     question = task[0].prompt
+
     # The examples ask as the task asks: the same wording with other numbers.
     def shape(text: str) -> str:
         return re.sub(r"[+−]", "±", re.sub(r"\d+", "N", text))
