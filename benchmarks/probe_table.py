@@ -14,6 +14,9 @@ from pathlib import Path
 
 from agon_env.evaluation.probe import ProbeOutcome, analyse
 
+SOLVE_BAND = (0.20, 0.60)
+"""Base solve rates the issue sizes the tasks to: a cascade has right drafts to keep and wrong ones to fix."""
+
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f}"
@@ -37,7 +40,8 @@ def row(path: Path) -> tuple[str, dict]:
         _pct(r["summary_leak"]),
         r["verdict"].split(":")[0],
     ]
-    return "| " + " | ".join(cells) + " |", {"file": path.name, "gap": gap, "verdict": r["verdict"]}
+    data = {"file": path.name, "solve": r["solve"]["rate"], "gap": gap, "verdict": r["verdict"]}
+    return "| " + " | ".join(cells) + " |", data
 
 
 def main(paths: list[str]) -> None:
@@ -50,7 +54,12 @@ def main(paths: list[str]) -> None:
         print(line)
         found.append(data)
     best = max(found, key=lambda d: d["gap"]["mean"]) if found else None
-    print(json.dumps({"bench": "probe_table", "files": len(found), "largest_gap": best}))
+    # A row the base cannot solve has a gap of 0 by construction (no right draft to keep): the
+    # study's pick (docs/results/preregistration-2.md) is among the rows inside the design band.
+    banded = [d for d in found if SOLVE_BAND[0] <= d["solve"] <= SOLVE_BAND[1]]
+    pick = max(banded, key=lambda d: d["gap"]["mean"]) if banded else None
+    print(json.dumps({"bench": "probe_table", "files": len(found), "largest_gap": best,
+                      "largest_gap_in_band": pick}))  # fmt: skip
 
 
 if __name__ == "__main__":

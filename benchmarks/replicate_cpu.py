@@ -19,6 +19,8 @@ sittings and resumes with the same command:
     nohup python benchmarks/replicate_cpu.py --out runs/replicate-cpu > replicate.log 2>&1 &
     python benchmarks/replicate_cpu.py --out runs/replicate-cpu --report-only
     python benchmarks/replicate_cpu.py --quick --model tiny --difficulty 1 --out /tmp/q   # plumbing
+    python benchmarks/replicate_cpu.py --plan study-2 --out runs/study-2 --workers 2 \
+      --results docs/results/study_2.json --docs docs/benchmarks.md --block study-2       # issue #26
 
 ``--workers 2`` runs two units at a time (one torch thread each: on 2 cores two single-
 threaded processes do more work than one two-threaded one). A unit another process is
@@ -46,15 +48,29 @@ import yaml
 
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, METRICS  # torch-free
 
-ARMS = ("grpo", "coop", "agon", "hidden-draft")
+ARMS: dict[str, tuple[str, dict[str, object]]] = {
+    "grpo": ("grpo", {}),
+    "coop": ("coop", {}),
+    "agon": ("agon", {}),
+    "hidden-draft": ("hidden-draft", {}),
+    "agon-redacted": ("agon", {"env.redact_answer": True}),
+}
+"""Arm -> (``agon train --algo``, ``TrainConfig`` overrides beyond the plan's). ``agon-redacted`` is
+agon whose challenger reads the draft's summary with every statement of the draft's answer
+blanked, in training and in evaluation (``agon eval`` reads a run with its own exchange)."""
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
-TRAINING_KEYS = ("model", "difficulty", "steps", "batch_problems", "num_generations", "max_new_tokens",
-                 "temperature", "lr", "test_problems", "val_problems", "eval_seeds", "prompts")  # fmt: skip
+ARITH = "agon/arith-v0"
+"""The task whose level calibration searches (``difficulty``); any other env runs as its kwargs say."""
+TRAINING_KEYS = ("model", "env", "task_kwargs", "difficulty", "steps", "batch_problems", "num_generations",
+                 "max_new_tokens", "temperature", "lr", "test_problems", "val_problems", "eval_seeds",
+                 "prompts")  # fmt: skip
 """Recorded settings a resumed replication must share with the one on disk (seeds and arms may
 grow); any other ``train`` override must match too (:func:`other_settings`)."""
 RECORDED = {
     "model": "model.name",
+    "env": "env.id",
+    "task_kwargs": "env.kwargs",
     "steps": "steps",
     "batch_problems": "batch_problems",
     "num_generations": "grpo.num_generations",
@@ -83,10 +99,10 @@ steps) and no end-of-run held-out check (the evaluation after it is the larger o
 
 @dataclass
 class Plan:
-    """Every size of one replication; ``--quick`` swaps in :data:`QUICK`."""
+    """Every size of one replication; ``--plan NAME`` starts from :data:`PLANS` (``--quick``: ``quick``)."""
 
     difficulty: float | None = None
-    """None = calibrate over ``candidates``."""
+    """``agon/arith-v0``'s level; None = calibrate over ``candidates`` (other envs: measured once)."""
     candidates: list[float] = field(default_factory=lambda: [2.5, 3, 2])
     calibration_problems: int = 100
     arms: list[str] = field(default_factory=lambda: ["grpo", "coop", "agon"])
@@ -122,6 +138,10 @@ class Plan:
             fields["train"] = {RECORDED[k]: v for k, v in record.items() if k in RECORDED}
         return cls(**fields)
 
+    def task(self, difficulty: float | None) -> dict[str, Any]:
+        """Every unit's task keywords (``env.kwargs``) at the level calibration chose (None: none)."""
+        return {**({} if difficulty is None else {"difficulty": lv(difficulty)}), **self.config().env.kwargs}
+
 
 def _get(cfg: Any, key: str) -> Any:
     for part in key.split("."):
@@ -144,6 +164,16 @@ QUICK = {
     },
 }
 """``--quick``: every stage at the smallest sizes that still give every number."""
+
+STUDY_2 = {
+    "difficulty": 2.5,
+    "arms": ["grpo", "coop", "agon", "agon-redacted"],
+    "test_problems": 300,
+    "val_problems": 150,
+}
+"""``--plan study-2``: the pre-registered second study (docs/results/preregistration-2.md); every
+other size is the replication's."""
+PLANS = {"quick": QUICK, "study-2": STUDY_2}
 
 
 def lv(d: float) -> int | float:
@@ -248,34 +278,46 @@ def eval_flags(p: Plan) -> list[str]:
     ]  # fmt: skip
 
 
-def calibrate(p: Plan, r: Runner) -> tuple[float, dict[str, float]]:
-    """Base few-shot pass@1 per level on the validation split (never test); the level to train at."""
+def kwarg_flags(kwargs: dict[str, Any], flag: str | None = "--env-kwarg") -> list[str]:
+    """``KEY=VALUE`` words (YAML values: ``true`` for a bool), each after ``flag`` when given."""
+    words = [f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in kwargs.items()]
+    return [x for w in words for x in ([flag, w] if flag else [w])]
+
+
+def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
+    """Base few-shot pass@1 per level on the validation split (never test); the level to train at
+    (None off ``agon/arith-v0``: the task as its kwargs size it, measured once)."""
     from agon_env.evaluation.methods import current_name  # light: no torch
 
-    levels = [p.difficulty] if p.difficulty is not None else p.candidates
+    levels = (
+        [p.difficulty]
+        if p.difficulty is not None
+        else (p.candidates if p.config().env.id == ARITH else [None])
+    )
     measured: dict[str, float] = {}
-    for d in map(lv, levels):
-        out = r.out / "calibration" / f"d{d}"
+    for d in [None if x is None else lv(x) for x in levels]:
+        tag = "default" if d is None else str(d)
+        out = r.out / "calibration" / f"d{tag}"
         if not (out / EVAL_REPORT).is_file():
-            r.agon(f"calibrate-d{d}", [
-                "eval", "--model", p.config().model.name, "--env", "agon/arith-v0",
-                "--env-kwarg", f"difficulty={d}", "--split", "validation", "--methods", "base-few-shot",
+            r.agon(f"calibrate-d{tag}", [
+                "eval", "--model", p.config().model.name, "--env", p.config().env.id, *kwarg_flags(p.task(d)),
+                "--split", "validation", "--methods", "base-few-shot",
                 "--problems", str(p.calibration_problems), "--val-problems", "0", *sampling_flags(p),
                 "--no-cache", "--out", str(out), "--quiet",
             ])  # fmt: skip
         report = json.loads((out / EVAL_REPORT).read_text())
         methods = {current_name(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
-        measured[str(d)] = methods["base-few-shot"]["pass@1"]["rate"]
-        say(f"base few-shot at difficulty {d}: {100 * measured[str(d)]:.1f}%")
-        if p.difficulty is None and TARGET_BAND[0] <= measured[str(d)] <= TARGET_BAND[1]:
+        measured[tag] = methods["base-few-shot"]["pass@1"]["rate"]
+        say(f"base few-shot at difficulty {tag}: {100 * measured[tag]:.1f}%")
+        if d is not None and p.difficulty is None and TARGET_BAND[0] <= measured[tag] <= TARGET_BAND[1]:
             return d, measured
-    if p.difficulty is not None:
-        return lv(p.difficulty), measured
+    if p.difficulty is not None or p.config().env.id != ARITH:
+        return None if p.difficulty is None else lv(p.difficulty), measured
     middle = sum(TARGET_BAND) / 2
     return lv(float(min(measured, key=lambda d: abs(measured[d] - middle)))), measured
 
 
-def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
+def base_unit(p: Plan, r: Runner, difficulty: float | None, done: set[str]) -> None:
     out = r.out / "eval" / "base"
     if (out / EVAL_REPORT).is_file() or "base" in done:
         return
@@ -283,13 +325,13 @@ def base_unit(p: Plan, r: Runner, difficulty: float, done: set[str]) -> None:
     with lock as mine:
         if mine:
             r.agon("eval-base", [
-                "eval", "--model", p.config().model.name, "--env", "agon/arith-v0",
-                "--env-kwarg", f"difficulty={difficulty}", "--methods", "base-few-shot", "base-zero-shot",
+                "eval", "--model", p.config().model.name, "--env", p.config().env.id,
+                *kwarg_flags(p.task(difficulty)), "--methods", "base-few-shot", "base-zero-shot",
                 "moa", *eval_flags(p), "--no-cache", "--out", str(out),
             ], hold=lock)  # fmt: skip
 
 
-def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: set[str]) -> None:
+def run_unit(p: Plan, r: Runner, difficulty: float | None, arm: str, seed: int, done: set[str]) -> None:
     """Train ``arm`` with ``seed`` (resuming a killed run), then evaluate that run alone."""
     name = f"{arm}-seed{seed}"
     folder, evald = r.out / "runs" / name, r.out / "eval" / name
@@ -305,17 +347,19 @@ def run_unit(p: Plan, r: Runner, difficulty: float, arm: str, seed: int, done: s
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
                 shutil.rmtree(folder)
+            algo, extra = ARMS[arm]
             unit = {
-                "algo": arm,
+                "algo": algo,
                 "seed": seed,
-                "env.kwargs": {"difficulty": difficulty},
+                "env.kwargs": p.task(difficulty),
+                **extra,
                 "out_dir": str(folder),
             }
             from agon_env.algorithms.cli_train import train_flags  # light: no torch
 
             argv = ["train", *train_flags({**p.train, **UNIT, **unit}), *resume]
             r.agon(f"train-{name}", argv, hold=lock)
-        methods = ["standalone", "cascade", *(["self-cascade"] if arm == "grpo" else [])]
+        methods = ["standalone", "cascade", *(["self-cascade"] if ARMS[arm][0] == "grpo" else [])]
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
         r.agon(f"eval-{name}", argv, hold=lock)
 
@@ -336,11 +380,12 @@ def units(p: Plan) -> list[tuple[str, int]]:
 
 
 def build_plan(args: argparse.Namespace) -> Plan:
-    """``--quick`` or the defaults, then the flags: a flag of :data:`RECORDED` and ``--train``
-    override the units' ``TrainConfig``; the others set the plan's own fields."""
+    """``--plan``/``--quick`` or the defaults, then the flags: a flag of :data:`RECORDED` and
+    ``--train`` override the units' ``TrainConfig``; the others set the plan's own fields."""
     from agon_env.config import parse_assignments
 
-    plan = Plan(**copy.deepcopy(QUICK if args.quick else {}))
+    name = args.plan or ("quick" if args.quick else None)
+    plan = Plan(**copy.deepcopy(PLANS[name] if name else {}))
     for f in asdict(plan):
         v = getattr(args, f, None)
         if v is not None and f != "train":
@@ -370,19 +415,22 @@ def _unnamed(train: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in train.items() if k not in RECORDED.values()}
 
 
+FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
+"""The prompt families the fingerprint hashes: the built-in ones it has always hashed. The checkable
+tasks' families are not among them (no unit reads them: units train on ``agon/arith-v0``, and adding
+them must not refuse a replication recorded before them), nor is any family registered at run time."""
+
+
 def prompts_fingerprint() -> str:
-    """A hash of everything a unit's model reads besides the problem: every family's system
-    messages and worked examples and the exchange wording (torch-free imports)."""
+    """A hash of everything a unit's model reads besides the problem: the :data:`FINGERPRINTED`
+    families' system messages and worked examples and the exchange wording (torch-free imports)."""
     import hashlib
 
-    from agon_env.agents.prompt_families import PROMPT_FAMILIES
+    from agon_env.agents.prompts import PROMPT_FAMILIES
     from agon_env.vocabulary import challenger_text
 
-    text = (
-        repr(sorted(PROMPT_FAMILIES.items()))
-        + challenger_text("Q", "D")
-        + challenger_text("Q", "D", own=True)
-    )
+    read = sorted((k, PROMPT_FAMILIES[k]) for k in FINGERPRINTED)
+    text = repr(read) + challenger_text("Q", "D") + challenger_text("Q", "D", own=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -400,13 +448,12 @@ def check_resumable(plan: Plan, out: Path) -> None:
     path.write_text(json.dumps(plan.record(), indent=1) + "\n")
 
 
-def main() -> None:
-    if sys.argv[1:2] == ["--agon"]:
-        sys.argv = ["agon", *sys.argv[2:]]  # what eval.json records as its command
-        sys.exit(agon_main(sys.argv[1:]))
+def parser() -> argparse.ArgumentParser:
+    """This script's flags (:func:`build_plan` reads them)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/replicate-cpu", help="output folder (re-running continues in it)")
-    ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test)")
+    ap.add_argument("--quick", action="store_true", help="smallest sizes (the plumbing test): --plan quick")
+    ap.add_argument("--plan", choices=sorted(PLANS), default=None, help="a named plan; flags override it")
     ap.add_argument("--workers", type=int, default=1, help="units run at once (2 on a 2-core machine)")
     ap.add_argument("--report-only", action="store_true", help="report on the finished units; train nothing")
     ap.add_argument("--no-report", action="store_true", help="run the units only")
@@ -428,7 +475,14 @@ def main() -> None:
     ap.add_argument("--train", nargs="+", default=[], metavar="KEY=VALUE",
                     help="any other TrainConfig override of every unit, e.g. grpo.beta=0.04")  # fmt: skip
     ap.add_argument("--eval-seeds", type=int, nargs="+", default=None)
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--agon"]:
+        sys.argv = ["agon", *sys.argv[2:]]  # what eval.json records as its command
+        sys.exit(agon_main(sys.argv[1:]))
+    args = parser().parse_args()
     plan = build_plan(args)
     if not args.report_only:
         plan.prompts = prompts_fingerprint()
@@ -476,7 +530,8 @@ def main() -> None:
         return
     if (out / "plan.json").is_file():
         plan = Plan.from_record(json.loads((out / "plan.json").read_text()))
-    result = replication_report.build(plan, out, r.timings, units(plan), previous)
+    command = " ".join(["python", "benchmarks/replicate_cpu.py", *sys.argv[1:]])
+    result = replication_report.build(plan, out, r.timings, units(plan), previous, command)
     lost = replication_report.recorded_units(previous) - replication_report.recorded_units(result)
     if lost and not args.force:
         raise SystemExit(f"{results} holds {', '.join(sorted(lost))}, which this report would drop "

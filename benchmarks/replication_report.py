@@ -36,7 +36,8 @@ LEGACY_CHANGED = "divergence/answer_disagreement"
 """What runs before issue #22 logged instead: the same comparison, but with a missing answer on
 one side counted as a change (both missing: no change) and unusable drafts included."""
 PER_STEP = (CHANGED, "conversion_rate", "time/step")
-TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade"}
+TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade",
+             "agon-redacted": "cascade"}  # fmt: skip
 """Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
 PAIRS = (
     ("agon", "grpo"),
@@ -44,8 +45,11 @@ PAIRS = (
     ("agon", "coop"),
     ("hidden-draft", "grpo"),
     ("hidden-draft", "agon"),
+    ("agon-redacted", "agon"),
 )
-"""Paired differences reported: the paper's claims (agon > coop > grpo) and the bonus alone (agon − coop)."""
+"""Paired differences reported: the paper's claims (agon > coop > grpo), the bonus alone (agon − coop)
+and what the summary's stated answer is worth (agon-redacted − agon). A pair is reported once both
+arms have run."""
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
                   "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
@@ -58,14 +62,14 @@ def sha(prompt: str) -> str:
     return hashlib.sha256(normalize_prompt(prompt).encode()).hexdigest()
 
 
-def problems(plan: Any, difficulty: float) -> dict[str, Any]:
+def problems(plan: Any, difficulty: float | None) -> dict[str, Any]:
     """The test and validation problems every evaluation used, and their distance from training."""
     from agon_env.envs.tasks.base import normalize_prompt
     from agon_env.evaluation.splits import load_eval_data, training_pool
 
-    kwargs = {"difficulty": difficulty}
-    data = load_eval_data("agon/arith-v0", kwargs, "test", plan.test_problems, plan.val_problems, seed=0)
-    pool = training_pool("agon/arith-v0", kwargs)
+    kwargs = plan.task(difficulty)
+    data = load_eval_data(plan.config().env.id, kwargs, "test", plan.test_problems, plan.val_problems, seed=0)
+    pool = training_pool(plan.config().env.id, kwargs)
     train = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
     test = [data.test.task[i].prompt for i in data.test.indices]
     val = [data.validation.task[i].prompt for i in data.validation.indices]
@@ -111,13 +115,21 @@ def current_methods(methods: dict[str, Any]) -> dict[str, Any]:
     return {current_name(k): v for k, v in methods.items()}
 
 
-def check_eval(report: dict[str, Any], plan: Any, difficulty: float, path: Path) -> None:
+def task_record(plan: Any, difficulty: float | None) -> dict[str, Any]:
+    """The results file's ``task``: the env, the level calibration chose and any other task keywords."""
+    env = plan.config().env
+    extra = {"kwargs": env.kwargs} if env.kwargs else {}
+    return {"env": env.id, "difficulty": difficulty, **extra}
+
+
+def check_eval(report: dict[str, Any], plan: Any, difficulty: float | None, path: Path) -> None:
     """Refuse an ``eval.json`` of another level, split or size: problem ids are positions, so
     another level's ``test-86`` would silently pair with this one's."""
     data = report["data"]
-    want = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": difficulty}, "split": "test",
+    want = {"env": plan.config().env.id, "task_kwargs": plan.task(difficulty), "split": "test",
             "test_problems": plan.test_problems, "validation_problems": plan.val_problems}  # fmt: skip
     got = {k: data.get(k) for k in want}
+    got["task_kwargs"] = got["task_kwargs"] or {}
     if got != want:
         raise SystemExit(f"{path} evaluated {got}, this replication needs {want}")
 
@@ -125,7 +137,7 @@ def check_eval(report: dict[str, Any], plan: Any, difficulty: float, path: Path)
 def collect(
     plan: Any,
     out: Path,
-    difficulty: float,
+    difficulty: float | None,
     ids: Sequence[str],
     units: Sequence[tuple[str, int]],
     previous: dict | None = None,
@@ -350,10 +362,10 @@ def recorded_units(previous: dict[str, Any] | None) -> set[str]:
     return names | ({"base"} if o.get("base") else set())
 
 
-def build(
-    plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]], previous: dict | None
-) -> dict:
-    """The results document; ``previous`` (same settings) fills in units whose folders are gone."""
+def build(plan: Any, out: Path, timings: dict[str, float], units: Sequence[tuple[str, int]],
+          previous: dict | None, command: str = "") -> dict:  # fmt: skip
+    """The results document; ``previous`` (same settings) fills in units whose folders are gone;
+    ``command`` is the replicator's own command line, recorded as what produced it."""
     cal_path = out / "calibration.json"
     if cal_path.is_file():
         difficulty = json.loads(cal_path.read_text())["difficulty"]
@@ -372,9 +384,8 @@ def build(
     kept = previous and previous["outcomes"]
     doc: dict[str, Any] = {
         "bench": "replicate_cpu",
-        "command": "python benchmarks/replicate_cpu.py --out runs/replicate-cpu --workers 2 "
-        "--results docs/results/replication_cpu.json --docs docs/benchmarks.md",
-        "task": {"env": "agon/arith-v0", "difficulty": difficulty},
+        "command": command,
+        "task": task_record(plan, difficulty),
         "model": plan.config().model.name,
         "plan": plan.record(),
         "calibration": {"split": "validation", "measured": measured, "chosen": difficulty},

@@ -328,14 +328,3 @@ CODE_STDIO = RolePrompts(
         ),
     ),
 )
-
-PROMPT_FAMILIES: dict[str, RolePrompts] = {
-    "arithmetic": RolePrompts(),
-    "math": MATH,
-    "code-function": CODE_FUNCTION,
-    "code-stdio": CODE_STDIO,
-}
-"""Prompts by family name; :class:`RolePrompts`'s own defaults are the arithmetic family."""
-
-DEFAULT_FAMILY = "math"
-"""The family of a task that names none (a final answer in ``<answer>``, reasoning first)."""

@@ -25,11 +25,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from agon_env.agents.prompt_families import DEFAULT_FAMILY, PROMPT_FAMILIES, RolePrompts
+from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
+from agon_env.agents.prompt_families import CODE_FUNCTION, CODE_STDIO, MATH, RolePrompts
 from agon_env.errors import UserError, unknown_id_message
 from agon_env.vocabulary import CHALLENGE, challenger_text, is_handle, latent_text
 
 __all__ = [
+    "DEFAULT_FAMILY",
+    "PROMPT_FAMILIES",
     "PromptFamilyError",
     "RolePrompts",
     "family_of",
@@ -40,6 +43,19 @@ __all__ = [
     "render_prompts",
     "role_prompts",
 ]
+
+
+PROMPT_FAMILIES: dict[str, RolePrompts] = {
+    "arithmetic": RolePrompts(),
+    "math": MATH,
+    "code-function": CODE_FUNCTION,
+    "code-stdio": CODE_STDIO,
+    **CHECKABLE_FAMILIES,  # countdown, divides, linear: agon_env.agents.checkable_prompts
+}
+"""Prompts by family name; :class:`RolePrompts`'s own defaults are the arithmetic family."""
+
+DEFAULT_FAMILY = "math"
+"""The family of a task that names none (a final answer in ``<answer>``, reasoning first)."""
 
 
 def _system(messages: list[dict[str, str]], content: str | None) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from agon_env.agents.prompts import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
+from agon_env.envs.exchange import resolve_exchange
 from agon_env.evaluation.methods import BASE, Policies
 from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
@@ -125,6 +126,13 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> s
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
+
+def exchange_of(cfg: TrainConfig) -> str:
+    """The channel a run's cascades read drafts through: its ``env.exchange``, or what its
+    ``env.redact_answer`` implies, so a run trained on redacted summaries is evaluated on them.
+    Evaluation always plays the challenge mode, so a hidden-draft run's cascade reads summaries."""
+    return resolve_exchange("challenge", cfg.env.exchange, cfg.env.redact_answer)
+
 class PolicyLoader:
     """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""
 
@@ -168,7 +176,7 @@ class PolicyLoader:
         cfg = settings.cfg
         model = model or cfg.model.name
         policies = self.base_policies(model, settings, label=str(run_dir))
-        policies.algo, policies.exchange, policies.latent = cfg.algo, cfg.env.exchange, cfg.latent
+        policies.algo, policies.exchange, policies.latent = cfg.algo, exchange_of(cfg), cfg.latent
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
             unique = f"r{index}_{name}"

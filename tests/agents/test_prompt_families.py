@@ -8,8 +8,14 @@ import re
 import pytest
 
 import agon_env
-from agon_env.agents.prompt_families import PROMPT_FAMILIES
-from agon_env.agents.prompts import RolePrompts, family_of, prompts_for, register_prompt_family, render_prompt
+from agon_env.agents.prompts import (
+    PROMPT_FAMILIES,
+    RolePrompts,
+    family_of,
+    prompts_for,
+    register_prompt_family,
+    render_prompt,
+)
 from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.envs.format import parse_completion
 from agon_env.envs.tasks.data import local_file

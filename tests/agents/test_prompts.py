@@ -4,8 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from agon_env.agents.prompt_families import PROMPT_FAMILIES
-from agon_env.agents.prompts import RolePrompts, observation_messages, render_prompt
+from agon_env.agents.prompts import PROMPT_FAMILIES, RolePrompts, observation_messages, render_prompt
 from agon_env.agents.tiny import build_tiny_tokenizer
 from agon_env.vocabulary import challenger_text
 

@@ -273,7 +273,7 @@ def test_a_run_whose_scorer_always_raises_stops_and_removes_its_folder(tmp_path,
 
 
 def test_agents_get_their_tasks_prompt_family_or_the_configured_one(tmp_path):
-    from agon_env.agents.prompt_families import PROMPT_FAMILIES
+    from agon_env.agents.prompts import PROMPT_FAMILIES
     from agon_env.algorithms.builders import SetupError
     from agon_env.envs.tasks.fixtures import write_mbpp_fixture
 

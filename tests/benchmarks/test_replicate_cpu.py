@@ -293,3 +293,90 @@ def test_a_plan_trains_with_train_config_overrides_and_reads_the_records_before_
     beta = rc.Plan(train={**rc.TRAIN, "grpo.beta": 0.04})
     assert rc.other_settings(plan.record(), beta.record()) == ["train"]
     assert rc.other_settings(plan.record(), rc.Plan(train={**rc.TRAIN, "steps": 3}).record()) == ["steps"]
+
+
+def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange(tmp_path: Path) -> None:
+    """``--plan study-2``: its arms and counts, and what each unit hands to ``agon train``/``eval``."""
+    import replicate_cpu as rc
+
+    args = rc.parser().parse_args(["--plan", "study-2", "--seeds", "0", "1", "2", "3"])
+    plan = rc.build_plan(args)
+    assert plan.arms == ["grpo", "coop", "agon", "agon-redacted"] and plan.seeds == [0, 1, 2, 3]
+    assert plan.test_problems >= 300 and plan.val_problems >= 150 and plan.difficulty == 2.5
+    assert set(plan.arms) <= set(rr.TWO_STAGE) and ("agon-redacted", "agon") in rr.PAIRS
+
+    calls: list[tuple[str, list[str]]] = []
+
+    class Recorder:
+        out = tmp_path
+
+        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
+            calls.append((name, argv))
+
+    for arm in ("agon-redacted", "grpo"):
+        rc.run_unit(plan, Recorder(), 2.5, arm, 0, set())  # type: ignore[arg-type]
+    (_, train), (_, evaluate), (_, grpo_train), (_, grpo_eval) = calls
+    at = train.index("--env.kwargs")
+    assert train[train.index("--algo") + 1] == "agon" and "--env.redact-answer" in train
+    assert train[at + 1] == "difficulty=2.5" and train[at + 2].startswith("--")
+    assert "self-cascade" not in evaluate and str(tmp_path / "runs" / "agon-redacted-seed0") in evaluate
+    assert "--env.redact-answer" not in grpo_train and "self-cascade" in grpo_eval
+
+
+def test_an_eval_of_another_level_is_refused(tmp_path: Path) -> None:
+    import replicate_cpu as rc
+
+    plan = rc.Plan(test_problems=5, val_problems=2)
+    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 2.5}, "split": "test",
+            "test_problems": 5, "validation_problems": 2}  # fmt: skip
+    rr.check_eval({"data": data}, plan, 2.5, tmp_path)
+    with pytest.raises(SystemExit, match="difficulty"):
+        rr.check_eval({"data": data}, plan, 3, tmp_path)
+
+
+def test_the_checkable_families_leave_the_recorded_fingerprint_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nor does a family some other code registers in this process (the prompt-family tests do)."""
+    import replicate_cpu as rc
+
+    from agon_env.agents.prompts import PROMPT_FAMILIES, RolePrompts
+
+    monkeypatch.setitem(PROMPT_FAMILIES, "fingerprint-test", RolePrompts(drafter_system="Solve."))
+    recorded = json.loads((BENCH.parent / "docs" / "results" / "replication_cpu_v2.json").read_text())
+    assert rc.prompts_fingerprint() == recorded["plan"]["prompts"]
+
+
+def test_a_plan_on_another_task_trains_evaluates_and_records_that_task(tmp_path: Path) -> None:
+    """Off ``agon/arith-v0`` there is no level: every unit gets the plan's env and task keywords."""
+    import replicate_cpu as rc
+
+    train = {**rc.TRAIN, "env.id": "agon/divides-v0", "env.kwargs": {"options": 3}}
+    plan = rc.Plan(train=train, test_problems=6, val_problems=3)
+    assert plan.task(None) == {"options": 3} and rc.Plan().task(2.5) == {"difficulty": 2.5}
+    calls: list[list[str]] = []
+
+    class Recorder:
+        out = tmp_path
+
+        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
+            calls.append(argv)
+
+    rc.run_unit(plan, Recorder(), None, "agon-redacted", 0, set())  # type: ignore[arg-type]
+    rc.base_unit(plan, Recorder(), None, set())  # type: ignore[arg-type]
+    train, _, base = calls
+    at = train.index("--env.kwargs")
+    assert train[train.index("--env.id") + 1] == "agon/divides-v0"
+    assert train[at + 1] == "options=3" and "--env.redact-answer" in train
+    assert base[base.index("--env") + 1 : base.index("--env") + 4] == [
+        "agon/divides-v0",
+        "--env-kwarg",
+        "options=3",
+    ]
+    probs = rr.problems(plan, None)
+    assert len(probs["test"]["ids"]) == 6 and probs["test_prompts_in_training_pool"] == 0
+    assert rr.task_record(plan, None) == {
+        "env": "agon/divides-v0",
+        "difficulty": None,
+        "kwargs": {"options": 3},
+    }
+    assert rt.task_label(rr.task_record(plan, None)) == "`agon/divides-v0` options=3"
+    assert rt.task_label({"env": "agon/arith-v0", "difficulty": 2.5}) == "`agon/arith-v0` level 2.5"

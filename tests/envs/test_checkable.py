@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import agon_env
@@ -80,3 +82,62 @@ def test_two_number_countdown_has_enough_distinct_problems_per_split() -> None:
         s: len({CheckableTask("countdown", 2000, split=s)[i].prompt for i in range(2000)}) for s in SPLITS
     }
     assert counts["validation"] >= 40 and counts["test"] >= 100, counts
+
+
+@pytest.mark.parametrize(
+    ("kind", "kwargs", "name"),
+    [
+        ("countdown", {"largest": 9}, "countdown-2-largest9"),
+        ("divides", {"options": 3}, "divides-options3"),
+        ("divides", {"options": 2, "largest": 6}, "divides-largest6-options2"),
+        ("linear", {"largest": 5}, "linear-largest5"),
+    ],
+)
+def test_sizes_bound_every_operand_and_name_the_task(kind: str, kwargs: dict, name: str) -> None:
+    task = CheckableTask(kind, size=300, **kwargs)
+    assert task.name == name
+    hi = kwargs.get("largest", 12)
+    for i in range(len(task)):
+        p = task[i]
+        assert task.score(p, p.answer), (p.prompt, p.answer)
+        m = p.meta
+        if kind == "countdown":
+            assert max(m["numbers"]) <= hi
+        elif kind == "divides":
+            assert len(m["options"]) == kwargs.get("options", 4) and max(m["options"]) <= hi + 1
+            assert [o for o in m["options"] if m["number"] % o == 0] == [int(p.answer)]
+        else:
+            assert 1 <= int(p.answer) <= hi and m["a"] <= 9 and m["b"] <= 5 * hi // 2 and m["c"] > 0
+
+
+def test_the_default_sizes_are_the_registered_ones() -> None:
+    assert (
+        CheckableTask("countdown").name == "countdown-2"
+        and CheckableTask("countdown", numbers=3).name == "countdown-3"
+    )
+    assert CheckableTask("countdown", largest=20).name == "countdown-2"
+    assert agon_env.make("agon/divides-v0", options=3).task.name == "divides-options3"
+    with pytest.raises(ValueError, match="options"):
+        CheckableTask("divides", options=5)
+    with pytest.raises(ValueError, match="largest"):
+        CheckableTask("linear", largest=3)
+    with pytest.raises(ValueError, match="numbers"):
+        CheckableTask("linear", numbers=3)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_each_kind_is_prompted_with_worked_examples_of_its_own_kind(env_id: str) -> None:
+    from agon_env.agents.prompts import PROMPT_FAMILIES, family_of
+
+    task = agon_env.make(env_id).task
+    family = PROMPT_FAMILIES[family_of(task)]
+    assert family_of(task) == task.kind
+    question = task[0].prompt
+
+    # The examples ask as the task asks: the same wording with other numbers.
+    def shape(text: str) -> str:
+        return re.sub(r"[+−]", "±", re.sub(r"\d+", "N", text))
+
+    for q, _ in family.drafter_examples:
+        assert shape(q) == shape(question), (q, question)
+        assert normalize_prompt(q) not in {normalize_prompt(task[i].prompt) for i in range(50)}

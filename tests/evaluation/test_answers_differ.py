@@ -58,3 +58,17 @@ def test_eval_reports_how_often_the_adapters_standalone_answers_differ():
     assert (comp["both_wrong"], comp["exactly_one_wrong"]) == (4, 2)
     table = "\n".join(_complementarity_section(res["complementarity"]))
     assert "| answers differ |" in table and "| 4/8 (50.0%) |" in table
+
+
+def test_a_run_trained_on_redacted_summaries_is_evaluated_with_them() -> None:
+    """A run's ``env.redact_answer`` (or ``env.exchange``) picks the channel its cascades read."""
+    from agon_env.config import from_dict
+    from agon_env.evaluation.runs import exchange_of
+
+    assert exchange_of(from_dict({"env.redact_answer": True})) == "redacted"
+    assert exchange_of(from_dict({})) == "summary"
+    assert exchange_of(from_dict({"env.exchange": "trace"})) == "trace"
+    assert exchange_of(from_dict({"algo": "hidden-draft"})) == "summary"  # eval plays challenge mode
+    data = load_eval_data("agon/arith-v0", {"difficulty": 4}, problems=2, val_problems=0, seed=0)
+    assert data.env("challenge", data.test, "redacted").unwrapped.channel.name == "redacted"
+    assert data.env("challenge", data.test).unwrapped.channel.name == "summary"

@@ -14,9 +14,11 @@ divides       Which one of 4, 7, 10, 11 divides 63 exactly?                one d
 linear        Find x such that 7x + 3 = 59.                                 substitute x
 ============  ===========================================================  ====================
 
-``agon/countdown-v0`` takes ``numbers`` (2 or 3); all three take ``size``, ``seed`` and
-``split``. Like ``agon/arith-v0`` a problem is generated from ``(seed, split, index)``
-alone and the splits partition the prompt space by
+``agon/countdown-v0`` takes ``numbers`` (2 or 3) and ``divides`` takes ``options`` (2–4);
+all three take ``largest`` (the largest operand, :class:`Sizes`), ``size``, ``seed`` and
+``split``, and name their own prompt family (worked examples of the same kind:
+:mod:`agon_env.agents.checkable_prompts`). Like ``agon/arith-v0`` a problem is generated
+from ``(seed, split, index)`` alone and the splits partition the prompt space by
 :func:`~agon_env.envs.tasks.base.content_split`, so train, validation and test share no
 prompt. Countdown scores any expression that uses the given numbers once each and hits
 the target, not only the generator's (its gold answer is one solution, for reference).
@@ -28,6 +30,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agon_env.envs.tasks.arith import evaluate
@@ -42,8 +45,25 @@ _OPS = "+−×"
 _ASCII = str.maketrans({"-": "−", "*": "×", "x": "×", "X": "×", "·": "×", "\u2212": "−"})
 
 
-def _countdown(rng: random.Random, numbers: int) -> Generated:
-    hi = 20 if numbers == 2 else 9  # two numbers in 2..9 would give only ~100 distinct prompts
+@dataclass(frozen=True)
+class Sizes:
+    """How big one kind's problems are (the probe sizes them so the base solves 20–60 %)."""
+
+    numbers: int = 2
+    """Countdown: how many numbers to combine (2 or 3)."""
+    largest: int = 12
+    """The largest operand: countdown's numbers, divides' divisor and cofactor, linear's x (its
+    coefficient stays ≤ 9 and its constant ≤ 2.5 × this)."""
+    options: int = 4
+    """Divides: how many options are shown (exactly one divides)."""
+
+
+DEFAULT_LARGEST = {"countdown": {2: 20, 3: 9}, "divides": {2: 12}, "linear": {2: 12}}
+"""``largest`` when not given, by kind and (countdown) ``numbers``: the sizes first registered."""
+
+
+def _countdown(rng: random.Random, size: Sizes) -> Generated:
+    numbers, hi = size.numbers, size.largest
     while True:
         nums = [rng.randint(2, hi) for _ in range(numbers)]
         ops = [rng.choice(_OPS) for _ in range(numbers - 1)]
@@ -62,19 +82,23 @@ def _countdown(rng: random.Random, numbers: int) -> Generated:
     return prompt, expr, {"numbers": shown, "target": target}
 
 
-def _divides(rng: random.Random, numbers: int) -> Generated:
-    d, m = rng.randint(3, 12), rng.randint(2, 12)
-    x = d * m
-    others = [n for n in range(2, 14) if x % n and n != d]
-    options = sorted([d, *rng.sample(others, 3)])
+def _divides(rng: random.Random, size: Sizes) -> Generated:
+    while True:  # small sizes: redraw until enough options do not divide
+        d, m = rng.randint(3, size.largest), rng.randint(2, size.largest)
+        x = d * m
+        others = [n for n in range(2, size.largest + 2) if x % n and n != d]
+        if len(others) >= size.options - 1:
+            break
+    options = sorted([d, *rng.sample(others, size.options - 1)])
     listed = ", ".join(map(str, options[:-1])) + f" and {options[-1]}"
     prompt = f"Which one of {listed} divides {x} exactly? Answer with that number."
     return prompt, str(d), {"options": options, "number": x}
 
 
-def _linear(rng: random.Random, numbers: int) -> Generated:
-    a, x, b = rng.randint(2, 9), rng.randint(1, 12), rng.randint(1, 30)
-    sign = rng.choice("+−")
+def _linear(rng: random.Random, size: Sizes) -> Generated:
+    hi = size.largest
+    a, x, b = rng.randint(2, min(9, hi)), rng.randint(1, hi), rng.randint(1, max(2, 5 * hi // 2))
+    sign = rng.choice("+−") if a * x > b else "+"  # c stays positive: "= −4" is a trick, not a check
     c = a * x + b if sign == "+" else a * x - b
     return f"Find x such that {a}x {sign} {b} = {c}.", str(x), {"a": a, "b": b, "sign": sign, "c": c}
 
@@ -105,7 +129,7 @@ def _check_gold(problem: Problem, answer: str) -> bool:
     return answers_match(problem.answer, answer)
 
 
-KINDS: dict[str, tuple[Callable[[random.Random, int], Generated], Callable[[Problem, str], bool]]] = {
+KINDS: dict[str, tuple[Callable[[random.Random, Sizes], Generated], Callable[[Problem, str], bool]]] = {
     "countdown": (_countdown, _check_countdown),
     "divides": (_divides, _check_gold),
     "linear": (_linear, _check_gold),
@@ -116,10 +140,15 @@ KINDS: dict[str, tuple[Callable[[random.Random, int], Generated], Callable[[Prob
 class CheckableTask:
     """Procedural problems of one :data:`KINDS` entry, per split."""
 
-    prompt_family = "math"
-
     def __init__(
-        self, kind: str, size: int = 10_000, seed: int = 0, split: str = "train", numbers: int = 2
+        self,
+        kind: str,
+        size: int = 10_000,
+        seed: int = 0,
+        split: str = "train",
+        numbers: int = 2,
+        largest: int | None = None,
+        options: int = 4,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {sorted(KINDS)}, got {kind!r}")
@@ -127,10 +156,21 @@ class CheckableTask:
             raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
         if size < 1:
             raise ValueError(f"size must be positive, got {size}")
-        if numbers not in (2, 3):
-            raise ValueError(f"numbers must be 2 or 3, got {numbers!r}")
-        self.kind, self.size, self.seed, self.split, self.numbers = kind, size, seed, split, numbers
-        self.name = kind if kind != "countdown" else f"countdown-{numbers}"
+        if numbers not in (2, 3) or (numbers == 3 and kind != "countdown"):
+            raise ValueError(f"numbers must be 2 (or 3 for countdown), got {numbers!r}")
+        default = DEFAULT_LARGEST[kind][numbers]
+        largest = default if largest is None else largest
+        if not 4 <= largest <= 99:
+            raise ValueError(f"largest must be in 4..99, got {largest!r}")
+        if not 2 <= options <= 4:
+            raise ValueError(f"options must be 2, 3 or 4, got {options!r}")
+        self.kind, self.size, self.seed, self.split = kind, size, seed, split
+        self.sizes = Sizes(numbers, largest, options)
+        self.name = kind + (f"-{numbers}" if kind == "countdown" else "")
+        self.name += (f"-largest{largest}" if largest != default else "") + (
+            f"-options{options}" if options != 4 else ""
+        )
+        self.prompt_family = kind  # worked examples of its own kind (agon_env.agents.checkable_prompts)
         self._generate, self._check = KINDS[kind]
 
     def __len__(self) -> int:
@@ -139,26 +179,32 @@ class CheckableTask:
     def __getitem__(self, index: int) -> Problem:
         if not 0 <= index < self.size:
             raise IndexError(index)
-        rng = random.Random(derive_seed(self.seed, self.kind, self.split, self.numbers, index))
-        prompt, gold, meta = self._generate(rng, self.numbers)
+        rng = random.Random(derive_seed(self.seed, self.kind, self.split, self.sizes.numbers, index))
+        prompt, gold, meta = self._generate(rng, self.sizes)
         while content_split(prompt) != self.split:  # rejection: stay in this split's part
-            prompt, gold, meta = self._generate(rng, self.numbers)
+            prompt, gold, meta = self._generate(rng, self.sizes)
         return Problem(id=f"{self.split}-{index}", prompt=prompt, answer=gold, meta=meta)
 
     def score(self, problem: Problem, answer: str) -> bool:
         return self._check(problem, answer)
 
 
-def countdown(size: int = 10_000, seed: int = 0, split: str = "train", numbers: int = 2) -> CheckableTask:
+def countdown(
+    size: int = 10_000, seed: int = 0, split: str = "train", numbers: int = 2, largest: int | None = None
+) -> CheckableTask:
     """``agon/countdown-v0``."""
-    return CheckableTask("countdown", size, seed, split, numbers)
+    return CheckableTask("countdown", size, seed, split, numbers, largest)
 
 
-def divides(size: int = 10_000, seed: int = 0, split: str = "train") -> CheckableTask:
+def divides(
+    size: int = 10_000, seed: int = 0, split: str = "train", largest: int | None = None, options: int = 4
+) -> CheckableTask:
     """``agon/divides-v0``."""
-    return CheckableTask("divides", size, seed, split)
+    return CheckableTask("divides", size, seed, split, largest=largest, options=options)
 
 
-def linear(size: int = 10_000, seed: int = 0, split: str = "train") -> CheckableTask:
+def linear(
+    size: int = 10_000, seed: int = 0, split: str = "train", largest: int | None = None
+) -> CheckableTask:
     """``agon/linear-v0``."""
-    return CheckableTask("linear", size, seed, split)
+    return CheckableTask("linear", size, seed, split, largest=largest)
