@@ -56,6 +56,7 @@ from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scor
 from agon_env.algorithms.rollout_correction import OnPolicyError, correct, guard
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
+from agon_env.algorithms.stream_prefix import stream_prefix
 from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
@@ -277,10 +278,11 @@ class Trainer:
         sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature)
         return sb, keep
 
-    def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
+    def _logprobs(self, turns: list[Turn], temperature: float, prefix: Any = None) -> torch.Tensor:
         cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
         prompts, completions = [c.prompt_ids for c in cs], [c.completion_ids for c in cs]
-        return completion_logprobs(self.base.model, prompts, completions, temperature=temperature, pad_id=pad)
+        kw = {"temperature": temperature, "pad_id": pad, "prefix": prefix}
+        return completion_logprobs(self.base.model, prompts, completions, **kw)
 
     def _update(self, adapter: str, streams: list[StreamBatch], scale: float = 1.0) -> dict[str, float]:
         """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``.
@@ -290,8 +292,7 @@ class Trainer:
         """
         if not dist.all_max([float(bool(streams))], self.ctx)[0]:
             return {}
-        g = self.cfg.grpo
-        opt = self.optimizers[adapter]
+        g, opt = self.cfg.grpo, self.optimizers[adapter]
         params = self.base.parameters(adapter)
         stats: dict[str, list[float]] = defaultdict(list)
         onpolicy: dict[str, float] = {}
@@ -339,11 +340,13 @@ class Trainer:
         are computed from it, and the mismatch sums go into ``seen``. No extra forward."""
         g, total = self.cfg.grpo, 0.0
         lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) for t in sb.turns]
+        prompts = [t.completion.prompt_ids for t in sb.turns]  # the shared part runs once per pass:
+        prefix = stream_prefix(self.base.model, prompts) if g.stream_prefix else None
         for k, part in enumerate(micro_batches(lengths, g.micro_batch, g.micro_batch_tokens)):
             turns = sb.turns[part]
             w = sb.weights[part]
             width = w.shape[1]
-            logp = self._logprobs(turns, sb.temperature)
+            logp = self._logprobs(turns, sb.temperature, prefix)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
             dev = logp.device
             if seen is not None:
@@ -374,6 +377,8 @@ class Trainer:
             total += float(loss.detach())
             for name in ("clip_frac", "kl", "ratio_mean"):
                 stats[name].append(st[name])
+        if prefix is not None:  # its gradient, summed over the micro-batches, sent back once
+            prefix.backward()
         return total
 
     @torch.no_grad()
