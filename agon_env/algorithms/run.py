@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -42,28 +43,18 @@ MIN_HELDOUT = 10
 """Fewer held-out problems than this say nothing (±0.3 at 95 %): the check is skipped instead."""
 
 
-def _heldout_seconds(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], problems: int) -> float:
-    """Seconds a held-out check on ``problems`` will likely take: its samples (base and each
-    adapter) at training's seconds per rollout, the mean of the last three steps after the
-    first (which warms up). A step's rollout time is one process's shard (B / world problems),
-    and rank 0 runs the check alone. An over-estimate: it batches 32 rows, training 8-16."""
-    if not problems or not rollout_times:
-        return 0.0
-    recent = (rollout_times[1:] or rollout_times)[-3:]
-    turns = 1 if trainer.plugin.env_mode == "solo" else 2
-    shard = cfg.batch_problems // trainer.ctx.world
-    per_rollout = sum(recent) / len(recent) / (shard * cfg.grpo.num_generations * turns)
-    return per_rollout * problems * (1 + len(trainer.plugin.adapters))
+def _heldout_reserve(base: Any, adapters: int) -> float:
+    """Seconds the adapters' half of the held-out check will take: each adapter answers the
+    problems the base answered before training, in calls of the same shape, so each costs the
+    base's *measured* sampling time (:class:`~agon_env.evaluation.heldout.BaseCheck`)."""
+    return float(base.report["seconds"]) * adapters if base is not None else 0.0
 
 
-def _heldout_fit(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], left_s: float) -> int:
-    """How many held-out problems fit in the ``left_s`` seconds of budget left (all of them without one)."""
-    if not cfg.time_budget_min:
-        return cfg.heldout_problems
-    per_problem = _heldout_seconds(cfg, trainer, rollout_times, 1)
-    if per_problem <= 0:
-        return cfg.heldout_problems
-    return min(cfg.heldout_problems, max(0, int(left_s // per_problem)))
+def _heldout_fit(problems: int, reserve_s: float, left_s: float) -> int:
+    """How many of the ``problems`` the adapters can still answer in the ``left_s`` seconds left."""
+    if reserve_s <= 0:
+        return problems
+    return min(problems, max(0, int(left_s / (reserve_s / problems))))
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -114,10 +105,11 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         else None
     )
     step_times: list[float] = []
-    rollout_times: list[float] = []
+    # With a budget the base's half of the held-out check runs first: its time is the reserve.
+    base = _heldout_first(cfg, trainer, run_dir) if ctx.is_main and cfg.time_budget_min else None
+    reserve = _heldout_reserve(None if isinstance(base, str) else base, len(trainer.plugin.adapters))
     try:
         while trainer.step < cfg.steps:
-            reserve = _heldout_seconds(cfg, trainer, rollout_times, cfg.heldout_problems)
             if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times, reserve), ctx):
                 if ctx.is_main:
                     log.warning(
@@ -129,7 +121,6 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             step = trainer.step
             metrics = trainer.train_step()
             step_times.append(metrics[M.TIME_STEP])
-            rollout_times.append(metrics[M.TIME_ROLLOUT])
             if logger is not None:
                 logger.log(step, metrics, trainer.samples)
             if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
@@ -142,11 +133,14 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             trainer.base.save(name, run_dir / "adapters" / name)
         plot(run_dir)
         print_summary(run_dir)
-        if cfg.heldout_problems:
+        if isinstance(base, str):
+            print(f"agon train: held-out check skipped: {base}")
+        elif cfg.heldout_problems:
             left = cfg.time_budget_min * 60 - (time.perf_counter() - started)
-            problems = _heldout_fit(cfg, trainer, rollout_times, left)
-            if problems >= min(MIN_HELDOUT, cfg.heldout_problems):
-                _heldout(cfg, trainer, run_dir, problems)
+            planned = len(base.data.test.indices) if base is not None else cfg.heldout_problems
+            problems = _heldout_fit(planned, reserve, left)
+            if problems >= min(MIN_HELDOUT, planned):
+                _heldout(cfg, trainer, run_dir, problems, base.first(problems) if base else None)
             else:
                 print(
                     f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
@@ -159,21 +153,43 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
     return run_dir
 
 
-def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -> None:
-    """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
+def _heldout_first(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
+    """The base's half of the held-out check (a ``BaseCheck``), or why there is none (a str)."""
+    from agon_env.evaluation.heldout import NoHeldout, heldout_base
 
-    The one place a run calls the evaluator (which itself knows no algorithm): agents over the
-    trainer's own base and backend, the run's prompts, each adapter sampling as it trained
-    (``cfg.sampling_of``: its own temperature) and the base at the run's, as ``agon eval`` builds them.
+    if not cfg.heldout_problems:
+        return None
+    try:  # problem sample seed 0, as in _heldout
+        return heldout_base(
+            cfg.env.id, cfg.env.kwargs, _policies(cfg, trainer, run_dir), cfg.heldout_problems
+        )
+    except NoHeldout as exc:
+        return str(exc)
+
+
+def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int, base: Any = None) -> None:
+    """The untrained base and each adapter alone on held-out test problems (``heldout.json``);
+    with ``base`` (:func:`_heldout_first`, before training) only the adapters sample now."""
+    from agon_env.evaluation.heldout import NoHeldout, heldout_check, print_heldout, write_heldout
+
+    policies = _policies(cfg, trainer, run_dir)
+    try:
+        # Problem sample seed 0 whatever the run's seed: runs of one task are checked on the same problems.
+        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, problems, seed=0, base=base)
+    except NoHeldout as exc:
+        print(f"agon train: held-out check skipped: {exc}")
+        return
+    write_heldout(result, run_dir)
+    print_heldout(result)
+
+
+def _policies(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
+    """The one place a run builds the evaluator's policies (the evaluator knows no algorithm):
+    agents over the trainer's own base and backend, the run's prompts, each adapter sampling as it
+    trained (``cfg.sampling_of``: its own temperature) and the base at the run's, as ``agon eval`` does.
     """
     from agon_env.agents import LLMAgent, SamplingParams
-    from agon_env.evaluation.heldout import (
-        NoHeldout,
-        heldout_check,
-        heldout_policies,
-        print_heldout,
-        write_heldout,
-    )
+    from agon_env.evaluation.heldout import heldout_policies
     from agon_env.evaluation.methods import BASE
 
     prompts = role_prompts(cfg, trainer.env.task)
@@ -190,12 +206,4 @@ def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -
         )
 
     adapters = {name: agent(name, name, cfg.sampling_of(name)) for name in trainer.plugin.adapters}
-    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE, cfg.sampling), adapters)
-    try:
-        # Problem sample seed 0 whatever the run's seed: runs of one task are checked on the same problems.
-        result = heldout_check(cfg.env.id, cfg.env.kwargs, policies, problems, seed=0)
-    except NoHeldout as exc:
-        print(f"agon train: held-out check skipped: {exc}")
-        return
-    write_heldout(result, run_dir)
-    print_heldout(result)
+    return heldout_policies(str(run_dir), agent(BASE, REFERENCE, cfg.sampling), adapters)

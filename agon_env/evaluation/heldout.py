@@ -26,12 +26,20 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.evaluate import Evaluator, Policies, outcomes
 from agon_env.evaluation.methods import BASE
-from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
+from agon_env.evaluation.splits import (
+    EvalData,
+    OverlapError,
+    Part,
+    check_heldout,
+    load_eval_data,
+    training_pool,
+)
 from agon_env.evaluation.stats import paired_bootstrap, rate, verdict_of
 
 HELDOUT_FILE = "heldout.json"
@@ -57,6 +65,48 @@ def base_method(policies: Policies) -> str:
     return "base-zero-shot" if getattr(prompts, "few_shot", True) is False else "base-few-shot"
 
 
+@dataclass
+class BaseCheck:
+    """The base's half of a held-out check, run before training: the problems and the base's
+    results, and the seconds it took -- what the run's budget reserves for each adapter."""
+
+    data: EvalData
+    """The test problems (the adapters answer the same ones)."""
+    report: dict[str, Any]
+    """The evaluator's report of the base row (its ``seconds``: the sampling alone)."""
+    seconds: float
+    """Wall seconds of the whole half, problem loading and overlap check included."""
+
+    def first(self, problems: int) -> BaseCheck:
+        """The same check cut to its first ``problems`` problems (a budget with less room left)."""
+        test = Part(self.data.test.task, self.data.test.indices[:problems])
+        return BaseCheck(replace(self.data, test=test), self.report, self.seconds)
+
+
+def heldout_base(
+    env_id: str, task_kwargs: Mapping[str, Any], policies: Policies, problems: int, seed: int = 0
+) -> BaseCheck:
+    """The untrained base on ``problems`` test problems (it does not change as the adapters
+    train, so a run measures the check's speed with it before its first step)."""
+    start = time.perf_counter()
+    data = _heldout_data(env_id, task_kwargs, problems, seed)
+    report = _evaluator(data, (base_method(policies),)).evaluate(policies)
+    return BaseCheck(data, report, time.perf_counter() - start)
+
+
+def _heldout_data(env_id: str, task_kwargs: Mapping[str, Any], problems: int, seed: int) -> EvalData:
+    try:
+        data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
+        check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
+    except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
+        raise NoHeldout(" ".join(str(exc).split())) from exc
+    return data
+
+
+def _evaluator(data: EvalData, methods: tuple[str, ...], confidence: float = 0.95) -> Evaluator:
+    return Evaluator(data, seeds=(0,), methods=methods, confidence=confidence, blind_spots=False)
+
+
 def heldout_check(
     env_id: str,
     task_kwargs: Mapping[str, Any],
@@ -64,29 +114,27 @@ def heldout_check(
     problems: int,
     seed: int = 0,
     confidence: float = 0.95,
+    base: BaseCheck | None = None,
 ) -> dict[str, Any]:
-    """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`)."""
-    start = time.perf_counter()
-    try:
-        data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
-        check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
-    except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
-        raise NoHeldout(" ".join(str(exc).split())) from exc
+    """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`).
+    With ``base`` (:func:`heldout_base` on the same problems) only the adapters are sampled now."""
+    start = time.perf_counter() - (base.seconds if base else 0.0)
+    data = base.data if base else _heldout_data(env_id, task_kwargs, problems, seed)
     # The base reads the prompts the adapters read, so the difference is training's alone.
     base_row = base_method(policies)
-    evaluator = Evaluator(
-        data, seeds=(0,), methods=(base_row, "standalone"), confidence=confidence, blind_spots=False
-    )
-    report = evaluator.evaluate(policies)
+    methods = ("standalone",) if base else (base_row, "standalone")
+    report = _evaluator(data, methods, confidence).evaluate(policies)
+    if base:
+        report["methods"] = {**base.report["methods"], **report["methods"]}
     ids = data.test.ids()
-    base = outcomes(report["methods"][base_row], ids)
-    base_rate = rate(list(map(bool, base)), confidence).to_dict()
+    base_out = outcomes(report["methods"][base_row], ids)
+    base_rate = rate(list(map(bool, base_out)), confidence).to_dict()
     rows: dict[str, Any] = {
-        BASE: {"outcomes": base, "pass@1": base_rate, "temperature": _temperature(policies.base)}
+        BASE: {"outcomes": base_out, "pass@1": base_rate, "temperature": _temperature(policies.base)}
     }
     for name in policies.adapters:
         got = outcomes(report["methods"][f"standalone:{name}"], ids)
-        diff = paired_bootstrap([got], [base], confidence)
+        diff = paired_bootstrap([got], [base_out], confidence)
         rows[name] = {
             "outcomes": got,
             "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
