@@ -339,12 +339,12 @@ class Trainer:
         trainer's π_old: it is kept, the importance weights against the sampler's log-probs
         are computed from it, and the mismatch sums go into ``seen``. No extra forward."""
         g, total = self.cfg.grpo, 0.0
-        lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) for t in sb.turns]
         prompts = [t.completion.prompt_ids for t in sb.turns]  # the shared part runs once per pass:
         prefix = stream_prefix(self.base.model, prompts) if g.stream_prefix else None
+        shared = len(prefix.ids) if prefix else 0  # a micro-batch is sized by what its rows add
+        lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) - shared for t in sb.turns]
         for k, part in enumerate(micro_batches(lengths, g.micro_batch, g.micro_batch_tokens)):
-            turns = sb.turns[part]
-            w = sb.weights[part]
+            turns, w = sb.turns[part], sb.weights[part]
             width = w.shape[1]
             logp = self._logprobs(turns, sb.temperature, prefix)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
