@@ -104,8 +104,10 @@ class GRPOConfig:
     micro_batch: int = 8
     """Sequences per forward/backward chunk in the update (memory bound, not a hyperparameter)."""
     micro_batch_tokens: int | None = None
-    """Also cap a chunk at this many padded tokens (rows × longest sequence), so one long
-    challenger chunk does not set the run's peak memory (None = rows only)."""
+    """Also cap a chunk at this many padded tokens (rows × longest sequence beyond the stream's shared
+    prefix), so one long challenger chunk does not set the run's peak memory (None = rows only)."""
+    stream_prefix: bool = True
+    """Run a stream's shared prompt prefix once per update pass, not once per chunk (same loss)."""
     rollout_correction: str = "token-truncate"
     """Importance weight from sampler to trainer log-probs on each token's policy-gradient term:
     ``none``, ``token-truncate``, ``token-mask``, ``sequence-truncate`` or ``sequence-mask``

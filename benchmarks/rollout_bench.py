@@ -267,6 +267,10 @@ def main() -> None:
         "pass": worst >= 1.0,
         "goal_adapter_3x": min(r["ratio_adapter"] for r in results.values()) >= 3.0,
     }
+    # Each ratio also at the top level, named by batch, so a script reads them without nesting.
+    for b, r in results.items():
+        for k in ("ratio_base", "ratio_adapter", "ours_adapter_fraction_of_compute_bound"):
+            summary[f"{k}_batch{b}"] = r[k]
     print(json.dumps(summary))
 
 

@@ -7,7 +7,10 @@ left out of the means. The paper's claim is that a rival is nearly free; the goa
 ``agon_over_grpo <= 2.0`` (the pair plays two turns and trains two adapters) and
 ``agon_peak_over_grpo_peak <= 1.5``.
 
-    python benchmarks/step_bench.py [--steps 4] [--threads 2] [--model smollm2-135m]
+    python benchmarks/step_bench.py [--reps 3] [--threads 2] [--model smollm2-135m]
+
+``--reps R`` measures R steps after the warm-up one (``--steps`` is the older spelling of R + 1);
+``--reps 1 --threads 2`` finishes in a few minutes on SmolLM2.
 
 Last line: one JSON object with ``agon_over_grpo`` and ``agon_peak_over_grpo_peak``.
 """
@@ -38,12 +41,14 @@ def _vs_trl():
 def main() -> int:
     vs = _vs_trl()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=None, help="measured steps per run (after the warm-up one)")
     ap.add_argument("--steps", type=int, default=4, help="steps per run (the first is left out)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--scratch", default=None)
     a = ap.parse_args()
-    w = dataclasses.replace(vs.Workload(), steps=a.steps, threads=a.threads, model=a.model)
+    steps = a.reps + 1 if a.reps is not None else a.steps
+    w = dataclasses.replace(vs.Workload(), steps=steps, threads=a.threads, model=a.model)
     scratch = Path(a.scratch or tempfile.mkdtemp(prefix="agon_step_bench_"))
     scratch.mkdir(parents=True, exist_ok=True)
     runs = {}

@@ -166,7 +166,7 @@ def layer_graph(all_edges: Iterable[Edge]) -> dict[str, set[str]]:
 
 WINGS = ("agon_env.algorithms", "agon_env.evaluation")
 """The two top layers: training and evaluation. Neither imports the other but for :data:`UPWARD_CALL`."""
-UPWARD_CALL = ("agon_env.algorithms.run", "agon_env.evaluation.heldout", ("check_trained_run",))
+UPWARD_CALL = ("agon_env.algorithms.run", "agon_env.evaluation.heldout", ("TrainedRunCheck",))
 """The one import between the wings: ``agon train``'s last step runs the held-out check."""
 
 

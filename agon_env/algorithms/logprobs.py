@@ -23,6 +23,7 @@ import torch.utils.checkpoint
 from torch import Tensor
 
 from agon_env.agents.kv_cache import shared_prefix_len
+from agon_env.algorithms.stream_prefix import StreamPrefix
 
 
 def pad_right(rows: Sequence[Sequence[float]], width: int, value: float = 0.0) -> Tensor:
@@ -50,12 +51,14 @@ def completion_logprobs(
     temperature: float = 1.0,
     pad_id: int = 0,
     share_prefix: bool = True,
+    prefix: StreamPrefix | None = None,
 ) -> Tensor:
     """``[S, T]`` log-probs of each completion token (left-aligned; 0 past its end).
 
     Logits are divided by ``temperature`` so that, before any update, the result matches
     the log-probs the sampler reported (the importance ratio starts at exactly 1).
-    ``share_prefix`` runs the common prompt prefix once (same values, less work).
+    ``share_prefix`` runs the common prompt prefix once (same values, less work);
+    ``prefix``, when every prompt starts with it, is that prefix already run (once per stream).
     """
     lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True)]
     width = max((len(c) for c in completion_ids), default=0)
@@ -65,6 +68,10 @@ def completion_logprobs(
     # transformers turns the cache off under gradient checkpointing: then run rows whole.
     checkpointing = bool(getattr(model, "is_gradient_checkpointing", False))
     shared = shared_prefix_len(prompt_ids, MIN_SHARED_PREFIX) if share_prefix and not checkpointing else 0
+    if prefix is not None and prefix.covers(prompt_ids):
+        shared = max(shared, len(prefix.ids))  # the micro-batch may share more than the stream
+    else:
+        prefix = None
     total = max(lengths) - shared  # the rows' own tails, left-padded to one width
     ids = torch.full((len(lengths), total), pad_id, dtype=torch.long)
     attn = torch.zeros((len(lengths), shared + total), dtype=torch.long)
@@ -79,14 +86,16 @@ def completion_logprobs(
     if shared:
         from transformers import DynamicCache
 
-        cache = DynamicCache()
-        model(
-            input_ids=torch.as_tensor([list(prompt_ids[0][:shared])], device=device),
-            position_ids=torch.arange(shared, device=device)[None],
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
+        start = len(prefix.ids) if prefix is not None else 0
+        cache = prefix.cache() if prefix is not None else DynamicCache()
+        if shared > start:
+            model(
+                input_ids=torch.as_tensor([list(prompt_ids[0][start:shared])], device=device),
+                position_ids=torch.arange(start, shared, device=device)[None],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
         cache.batch_repeat_interleave(len(lengths))  # differentiable: grads flow to the prefix
     keep = width + 1
     decoder, head = model.get_decoder(), model.get_output_embeddings()

@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -44,28 +45,11 @@ MIN_HELDOUT = 10
 """Fewer held-out problems than this say nothing (±0.3 at 95 %): the check is skipped instead."""
 
 
-def _heldout_seconds(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], problems: int) -> float:
-    """Seconds a held-out check on ``problems`` will likely take: its samples (base and each
-    adapter) at training's seconds per rollout, the mean of the last three steps after the
-    first (which warms up). A step's rollout time is one process's shard (B / world problems),
-    and rank 0 runs the check alone. An over-estimate: it batches 32 rows, training 8-16."""
-    if not problems or not rollout_times:
-        return 0.0
-    recent = (rollout_times[1:] or rollout_times)[-3:]
-    turns = 1 if trainer.plugin.env_mode == "solo" else 2
-    shard = cfg.batch_problems // trainer.ctx.world
-    per_rollout = sum(recent) / len(recent) / (shard * cfg.grpo.num_generations * turns)
-    return per_rollout * problems * (1 + len(trainer.plugin.adapters))
-
-
-def _heldout_fit(cfg: TrainConfig, trainer: Trainer, rollout_times: list[float], left_s: float) -> int:
-    """How many held-out problems fit in the ``left_s`` seconds of budget left (all of them without one)."""
-    if not cfg.time_budget_min:
-        return cfg.heldout_problems
-    per_problem = _heldout_seconds(cfg, trainer, rollout_times, 1)
-    if per_problem <= 0:
-        return cfg.heldout_problems
-    return min(cfg.heldout_problems, max(0, int(left_s // per_problem)))
+def _heldout_fit(problems: int, reserve_s: float, left_s: float) -> int:
+    """How many of the ``problems`` the adapters can still answer in the ``left_s`` seconds left."""
+    if reserve_s <= 0:
+        return problems
+    return min(problems, max(0, int(left_s / (reserve_s / problems))))
 
 
 def train(cfg: TrainConfig) -> Path:
@@ -116,10 +100,12 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         else None
     )
     step_times: list[float] = []
-    rollout_times: list[float] = []
+    check = _heldout_check(cfg, trainer, run_dir) if ctx.is_main and cfg.heldout_problems else None
+    # With a budget the base's half of the held-out check runs first: its time is the reserve.
+    skipped = check.measure_base() if check is not None and cfg.time_budget_min else None
+    reserve = check.reserve() if check is not None else 0.0
     try:
         while trainer.step < cfg.steps:
-            reserve = _heldout_seconds(cfg, trainer, rollout_times, cfg.heldout_problems)
             if not dist.agree(_fits(cfg.time_budget_min * 60, started, step_times, reserve), ctx):
                 if ctx.is_main:
                     log.warning(
@@ -131,7 +117,6 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             step = trainer.step
             metrics = trainer.train_step()
             step_times.append(metrics[M.TIME_STEP])
-            rollout_times.append(metrics[M.TIME_ROLLOUT])
             if logger is not None:
                 logger.log(step, metrics, trainer.samples)
             if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
@@ -144,11 +129,13 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)
         print_summary(run_dir)
-        if cfg.heldout_problems:
+        if skipped:
+            print(f"agon train: held-out check skipped: {skipped}")
+        elif check is not None:
             left = cfg.time_budget_min * 60 - (time.perf_counter() - started)
-            problems = _heldout_fit(cfg, trainer, rollout_times, left)
-            if problems >= min(MIN_HELDOUT, cfg.heldout_problems):
-                _heldout(cfg, trainer, run_dir, problems)
+            problems = _heldout_fit(check.planned, reserve, left)
+            if problems >= min(MIN_HELDOUT, check.planned):
+                check.finish(problems)
             else:
                 print(
                     f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
@@ -161,16 +148,14 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
     return run_dir
 
 
-def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -> None:
-    """The untrained base and each adapter alone on held-out test problems (``heldout.json``).
-
-    The one place a run calls the evaluator (which itself knows no algorithm), through
-    :func:`agon_env.evaluation.heldout.check_trained_run`: agents over the trainer's own base
-    and backend, the run's prompts, each policy sampling as ``cfg.sampling_of`` its adapter (an
-    adapter at its own temperature, the base at the run's), as ``agon eval`` builds them.
-    """
+def _heldout_check(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
+    """The run's held-out check (:class:`agon_env.evaluation.heldout.TrainedRunCheck`), the one
+    thing a run calls in the evaluator (which itself knows no algorithm): agents over the
+    trainer's own base and backend, the run's prompts, each policy sampling as
+    ``cfg.sampling_of`` its adapter (an adapter at its own temperature, the base at the run's),
+    as ``agon eval`` builds them."""
     from agon_env.agents import LLMAgent
-    from agon_env.evaluation.heldout import check_trained_run
+    from agon_env.evaluation.heldout import TrainedRunCheck
 
     prompts = role_prompts(trainer.env.task, cfg.prompts)
 
@@ -185,4 +170,5 @@ def _heldout(cfg: TrainConfig, trainer: Trainer, run_dir: Path, problems: int) -
             template_kwargs=cfg.model.chat_template_kwargs,
         )
 
-    check_trained_run(run_dir, cfg.env.id, cfg.env.kwargs, agent, trainer.plugin.adapters, problems)
+    adapters = tuple(trainer.plugin.adapters)
+    return TrainedRunCheck(run_dir, cfg.env.id, cfg.env.kwargs, agent, adapters, cfg.heldout_problems)

@@ -56,6 +56,7 @@ from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scor
 from agon_env.algorithms.rollout_correction import OnPolicyError, correct, guard
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
+from agon_env.algorithms.stream_prefix import stream_prefix
 from agon_env.config import TrainConfig
 from agon_env.episodes import Turn
 from agon_env.seeding import derive_seed
@@ -278,12 +279,13 @@ class Trainer:
         sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature)
         return sb, keep
 
-    def _logprobs(self, turns: list[Turn], temperature: float) -> torch.Tensor:
+    def _logprobs(self, turns: list[Turn], temperature: float, prefix: Any = None) -> torch.Tensor:
         cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
         if is_latent(cs):  # sampled on the paired draft's cache: the same cache here
             return latent_logprobs(self.base.model, cs, temperature=temperature, pad_id=pad)
         prompts, completions = [c.prompt_ids for c in cs], [c.completion_ids for c in cs]
-        return completion_logprobs(self.base.model, prompts, completions, temperature=temperature, pad_id=pad)
+        kw = {"temperature": temperature, "pad_id": pad, "prefix": prefix}
+        return completion_logprobs(self.base.model, prompts, completions, **kw)
 
     def _update(self, adapter: str, streams: list[StreamBatch], scale: float = 1.0) -> dict[str, float]:
         """μ optimiser steps on the summed GRPO loss of every stream that trains ``adapter``.
@@ -293,8 +295,7 @@ class Trainer:
         """
         if not dist.all_max([float(bool(streams))], self.ctx)[0]:
             return {}
-        g = self.cfg.grpo
-        opt = self.optimizers[adapter]
+        g, opt = self.cfg.grpo, self.optimizers[adapter]
         params = self.base.parameters(adapter)
         stats: dict[str, list[float]] = defaultdict(list)
         onpolicy: dict[str, float] = {}
@@ -341,12 +342,16 @@ class Trainer:
         trainer's π_old: it is kept, the importance weights against the sampler's log-probs
         are computed from it, and the mismatch sums go into ``seen``. No extra forward."""
         g, total = self.cfg.grpo, 0.0
-        lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) for t in sb.turns]
+        prompts = [t.completion.prompt_ids for t in sb.turns]  # the shared part runs once per pass:
+        # (A latent stream reads its own cached draft prefix instead: latent_logprobs.)
+        reuse = g.stream_prefix and not is_latent([t.completion for t in sb.turns])
+        prefix = stream_prefix(self.base.model, prompts) if reuse else None
+        shared = len(prefix.ids) if prefix else 0  # a micro-batch is sized by what its rows add
+        lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) - shared for t in sb.turns]
         for k, part in enumerate(micro_batches(lengths, g.micro_batch, g.micro_batch_tokens)):
-            turns = sb.turns[part]
-            w = sb.weights[part]
+            turns, w = sb.turns[part], sb.weights[part]
             width = w.shape[1]
-            logp = self._logprobs(turns, sb.temperature)
+            logp = self._logprobs(turns, sb.temperature, prefix)
             logp = torch.nn.functional.pad(logp, (0, width - logp.shape[1]))
             dev = logp.device
             if seen is not None:
@@ -360,23 +365,17 @@ class Trainer:
                 with torch.no_grad(), self.base.reference():
                     ref = self._logprobs(turns, sb.temperature)
                     ref = torch.nn.functional.pad(ref, (0, width - ref.shape[1]))
-            loss, st = grpo_loss(
-                logp,
-                sb.old_logp[k],
-                sb.advantages[part].to(dev),
-                w.to(dev),
-                eps=g.eps,
-                eps_high=g.eps_high,
-                beta=g.beta,
-                ref_logp=ref,
-                is_weights=sb.is_weights[k],
-            )
+            clip = {"eps": g.eps, "eps_high": g.eps_high, "beta": g.beta, "ref_logp": ref}
+            adv, wt = sb.advantages[part].to(dev), w.to(dev)
+            loss, st = grpo_loss(logp, sb.old_logp[k], adv, wt, is_weights=sb.is_weights[k], **clip)
             loss = loss * scale
             if torch.isfinite(loss):
                 loss.backward()
             total += float(loss.detach())
             for name in ("clip_frac", "kl", "ratio_mean"):
                 stats[name].append(st[name])
+        if prefix is not None:  # its gradient, summed over the micro-batches, sent back once
+            prefix.backward()
         return total
 
     @torch.no_grad()

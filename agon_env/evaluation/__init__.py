@@ -13,7 +13,7 @@ module              concept
 ``plots``           the training figures of ``agon plot`` (and ``plot_all``)
 ``tradeoff``        accuracy vs. trace length per method (Figure 7a)
 ``figures``         the matplotlib plumbing both figure modules share
-``heldout``         ``agon train``'s end-of-run held-out check (``check_trained_run``)
+``heldout``         ``agon train``'s end-of-run held-out check (``TrainedRunCheck``)
 ``probe``           ``agon probe``: solve vs. verify rates before training
 ``metrics/``        Hugging Face ``evaluate`` modules loadable from a local path
 ``cli``             ``agon eval`` / ``agon plot`` parsers

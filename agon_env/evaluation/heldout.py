@@ -26,13 +26,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from agon_env.errors import UserError
 from agon_env.evaluation.evaluate import Evaluator, outcomes
 from agon_env.evaluation.methods import BASE, Policies
-from agon_env.evaluation.splits import OverlapError, check_heldout, load_eval_data, training_pool
+from agon_env.evaluation.splits import (
+    EvalData,
+    OverlapError,
+    Part,
+    check_heldout,
+    load_eval_data,
+    training_pool,
+)
 from agon_env.run_folder import RunFolder
 from agon_env.stats import paired_bootstrap, rate, verdict_of
 from agon_env.vocabulary import REFERENCE
@@ -58,6 +66,48 @@ def base_method(policies: Policies) -> str:
     return "base-zero-shot" if getattr(prompts, "few_shot", True) is False else "base-few-shot"
 
 
+@dataclass
+class BaseCheck:
+    """The base's half of a held-out check, run before training: the problems and the base's
+    results, and the seconds it took -- what the run's budget reserves for each adapter."""
+
+    data: EvalData
+    """The test problems (the adapters answer the same ones)."""
+    report: dict[str, Any]
+    """The evaluator's report of the base row (its ``seconds``: the sampling alone)."""
+    seconds: float
+    """Wall seconds of the whole half, problem loading and overlap check included."""
+
+    def first(self, problems: int) -> BaseCheck:
+        """The same check cut to its first ``problems`` problems (a budget with less room left)."""
+        test = Part(self.data.test.task, self.data.test.indices[:problems])
+        return BaseCheck(replace(self.data, test=test), self.report, self.seconds)
+
+
+def heldout_base(
+    env_id: str, task_kwargs: Mapping[str, Any], policies: Policies, problems: int, seed: int = 0
+) -> BaseCheck:
+    """The untrained base on ``problems`` test problems (it does not change as the adapters
+    train, so a run measures the check's speed with it before its first step)."""
+    start = time.perf_counter()
+    data = _heldout_data(env_id, task_kwargs, problems, seed)
+    report = _evaluator(data, (base_method(policies),)).evaluate(policies)
+    return BaseCheck(data, report, time.perf_counter() - start)
+
+
+def _heldout_data(env_id: str, task_kwargs: Mapping[str, Any], problems: int, seed: int) -> EvalData:
+    try:
+        data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
+        check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
+    except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
+        raise NoHeldout(" ".join(str(exc).split())) from exc
+    return data
+
+
+def _evaluator(data: EvalData, methods: tuple[str, ...], confidence: float = 0.95) -> Evaluator:
+    return Evaluator(data, seeds=(0,), methods=methods, confidence=confidence, blind_spots=False)
+
+
 def heldout_check(
     env_id: str,
     task_kwargs: Mapping[str, Any],
@@ -65,29 +115,27 @@ def heldout_check(
     problems: int,
     seed: int = 0,
     confidence: float = 0.95,
+    base: BaseCheck | None = None,
 ) -> dict[str, Any]:
-    """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`)."""
-    start = time.perf_counter()
-    try:
-        data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
-        check_heldout(data, [("training pool", training_pool(env_id, dict(task_kwargs)))])
-    except (TypeError, OverlapError) as exc:  # an env that is no task (a wrapper), or no split
-        raise NoHeldout(" ".join(str(exc).split())) from exc
+    """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`).
+    With ``base`` (:func:`heldout_base` on the same problems) only the adapters are sampled now."""
+    start = time.perf_counter() - (base.seconds if base else 0.0)
+    data = base.data if base else _heldout_data(env_id, task_kwargs, problems, seed)
     # The base reads the prompts the adapters read, so the difference is training's alone.
     base_row = base_method(policies)
-    evaluator = Evaluator(
-        data, seeds=(0,), methods=(base_row, "standalone"), confidence=confidence, blind_spots=False
-    )
-    report = evaluator.evaluate(policies)
+    methods = ("standalone",) if base else (base_row, "standalone")
+    report = _evaluator(data, methods, confidence).evaluate(policies)
+    if base:
+        report["methods"] = {**base.report["methods"], **report["methods"]}
     ids = data.test.ids()
-    base = outcomes(report["methods"][base_row], ids)
-    base_rate = rate(list(map(bool, base)), confidence).to_dict()
+    base_out = outcomes(report["methods"][base_row], ids)
+    base_rate = rate(list(map(bool, base_out)), confidence).to_dict()
     rows: dict[str, Any] = {
-        BASE: {"outcomes": base, "pass@1": base_rate, "temperature": _temperature(policies.base)}
+        BASE: {"outcomes": base_out, "pass@1": base_rate, "temperature": _temperature(policies.base)}
     }
     for name in policies.adapters:
         got = outcomes(report["methods"][f"standalone:{name}"], ids)
-        diff = paired_bootstrap([got], [base], confidence)
+        diff = paired_bootstrap([got], [base_out], confidence)
         rows[name] = {
             "outcomes": got,
             "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
@@ -132,30 +180,65 @@ def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]
     return out
 
 
-def check_trained_run(
-    run_dir: Path,
-    env_id: str,
-    task_kwargs: Mapping[str, Any],
-    agent: Callable[[str, str], Any],
-    adapters: Sequence[str],
-    problems: int,
-) -> dict[str, Any] | None:
-    """``agon train``'s end-of-run check, and the one call training makes into evaluation.
+@dataclass
+class TrainedRunCheck:
+    """``agon train``'s held-out check, and the one thing training calls in evaluation.
 
     ``agent(policy, adapter)`` builds an agent over the trainer's own base and backend: the
     untrained base as ``agent(BASE, REFERENCE)``, each trained adapter as ``agent(name, name)``.
-    Writes ``heldout.json`` and prints the table; ``None`` (and one line) when the env has no
-    held-out problems. Problem sample seed 0 whatever the run's seed: runs of one task are
-    checked on the same problems."""
-    policies = heldout_policies(str(run_dir), agent(BASE, REFERENCE), {n: agent(n, n) for n in adapters})
-    try:
-        result = heldout_check(env_id, task_kwargs, policies, problems, seed=0)
-    except NoHeldout as exc:
-        print(f"agon train: held-out check skipped: {exc}")
+    With a time budget the run calls :meth:`measure_base` before its first step (the untrained
+    base never changes): its measured time is what the budget reserves (:meth:`reserve`), and
+    :meth:`finish` then samples only the adapters. Problem sample seed 0 whatever the run's
+    seed: runs of one task are checked on the same problems."""
+
+    run_dir: Path
+    env_id: str
+    task_kwargs: Mapping[str, Any]
+    agent: Callable[[str, str], Any]
+    adapters: Sequence[str]
+    problems: int
+    """Test problems planned (:meth:`finish` may be told fewer)."""
+    base: BaseCheck | None = None
+    """The base's half, once :meth:`measure_base` ran."""
+
+    def policies(self) -> Policies:
+        agents = {n: self.agent(n, n) for n in self.adapters}
+        return heldout_policies(str(self.run_dir), self.agent(BASE, REFERENCE), agents)
+
+    def measure_base(self) -> str | None:
+        """Sample the base's half now; why there is no check (one line), or None."""
+        try:
+            self.base = heldout_base(self.env_id, self.task_kwargs, self.policies(), self.problems)
+        except NoHeldout as exc:
+            return str(exc)
         return None
-    write_heldout(result, run_dir)
-    print_heldout(result)
-    return result
+
+    @property
+    def planned(self) -> int:
+        """The problems the check will ask (fewer than ``problems`` when the task has fewer)."""
+        return len(self.base.data.test.indices) if self.base is not None else self.problems
+
+    def reserve(self) -> float:
+        """Seconds the adapters' half will take: each adapter answers the problems the base
+        answered, in calls of the same shape, so each costs the base's *measured* sampling time
+        (0 before :meth:`measure_base`: nothing measured, nothing reserved)."""
+        return float(self.base.report["seconds"]) * len(self.adapters) if self.base is not None else 0.0
+
+    def finish(self, problems: int | None = None) -> dict[str, Any] | None:
+        """The check on the first ``problems`` (default: all planned): ``heldout.json`` written and
+        the table printed; ``None`` (and one line) when the env has no held-out problems."""
+        problems = self.planned if problems is None else problems
+        base = self.base.first(problems) if self.base is not None else None
+        try:
+            result = heldout_check(
+                self.env_id, self.task_kwargs, self.policies(), problems, seed=0, base=base
+            )
+        except NoHeldout as exc:
+            print(f"agon train: held-out check skipped: {exc}")
+            return None
+        write_heldout(result, self.run_dir)
+        print_heldout(result)
+        return result
 
 
 def write_heldout(result: Mapping[str, Any], run_dir: Path) -> Path:

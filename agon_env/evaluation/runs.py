@@ -126,12 +126,12 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> s
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
-
 def exchange_of(cfg: TrainConfig) -> str:
     """The channel a run's cascades read drafts through: its ``env.exchange``, or what its
     ``env.redact_answer`` implies, so a run trained on redacted summaries is evaluated on them.
     Evaluation always plays the challenge mode, so a hidden-draft run's cascade reads summaries."""
     return resolve_exchange("challenge", cfg.env.exchange, cfg.env.redact_answer)
+
 
 class PolicyLoader:
     """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""

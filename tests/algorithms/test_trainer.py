@@ -336,7 +336,7 @@ def test_the_held_out_check_samples_each_adapter_at_its_own_temperature(tmp_path
 
     phase = ["training"]
     seen: dict[tuple[str, str], set] = {}
-    generate, check = HFBackend.generate, heldout.heldout_check
+    generate, check, first = HFBackend.generate, heldout.heldout_check, heldout.heldout_base
 
     def spy(self, prompts, params=None, adapter=None, seeds=None):
         out = generate(self, prompts, params, adapter=adapter, seeds=seeds)
@@ -347,8 +347,16 @@ def test_the_held_out_check_samples_each_adapter_at_its_own_temperature(tmp_path
         phase[0] = "held-out"
         return check(*args, **kwargs)
 
+    def base_phase(*args, **kwargs):  # the base's half runs before training (the budget's reserve)
+        phase[0] = "held-out"
+        try:
+            return first(*args, **kwargs)
+        finally:
+            phase[0] = "training"
+
     monkeypatch.setattr(HFBackend, "generate", spy)
     monkeypatch.setattr(heldout, "heldout_check", heldout_phase)
+    monkeypatch.setattr(heldout, "heldout_base", base_phase)
     argv = ["--steps", "1", "--heldout-problems", "5", "--sampling.temperature", "0.9"]
     temps = ["--temperatures", "agent_a=0.5", "agent_b=1.5"]
     assert main([*TINY_ARITH, *argv, *temps, "--out-dir", str(tmp_path / "run")]) == 0
@@ -357,39 +365,6 @@ def test_the_held_out_check_samples_each_adapter_at_its_own_temperature(tmp_path
     assert seen[("held-out", REFERENCE)] == {0.9}  # the untrained base at the run's temperature
     rows = json.loads((tmp_path / "run" / "heldout.json").read_text())["policies"]
     assert {n: r["temperature"] for n, r in rows.items()} == {"base": 0.9, "agent_a": 0.5, "agent_b": 1.5}
-
-
-def test_the_budget_leaves_room_for_the_held_out_check():
-    from types import SimpleNamespace
-
-    from agon_env.algorithms.distributed import DistContext
-    from agon_env.algorithms.run import _fits, _heldout_fit, _heldout_seconds
-
-    cfg = load_config(None, {"batch_problems": 2, "grpo.num_generations": 4, "heldout_problems": 50})
-    one = DistContext()
-    trainer = SimpleNamespace(
-        plugin=SimpleNamespace(env_mode="challenge", adapters=("agent_a", "agent_b")), ctx=one
-    )
-    # After the warm-up step (60 s), the last three rollouts took 16, 8 and 24 s: 16 s on average
-    # for 2 × 4 × 2 = 16 completions, 1 s each; the check samples 50 problems for 3 policies.
-    times = [60.0, 4.0, 16.0, 8.0, 24.0]
-    assert _heldout_seconds(cfg, trainer, times, 50) == pytest.approx(150.0)
-    assert _heldout_seconds(cfg, trainer, [60.0], 50) == pytest.approx(60 / 16 * 150)  # only the first
-    solo = SimpleNamespace(plugin=SimpleNamespace(env_mode="solo", adapters=("agent_a",)), ctx=one)
-    assert _heldout_seconds(cfg, solo, [9.0, 8.0], 50) == pytest.approx(8.0 / 8 * 50 * 2)
-    # Two processes: each step's rollout time was one process's half of the batch (8 completions),
-    # and rank 0 samples the whole check alone, so each completion costs twice as much.
-    two = SimpleNamespace(plugin=trainer.plugin, ctx=DistContext(world=2))
-    assert _heldout_seconds(cfg, two, times, 50) == pytest.approx(300.0)
-    assert _heldout_seconds(cfg, trainer, times, 0) == 0.0
-    # At the end the check shrinks to the budget left: 3 s per problem, 90 s left -> 30 problems.
-    assert _heldout_fit(cfg, trainer, times, 90.0) == 30
-    assert _heldout_fit(cfg, trainer, times, 900.0) == 50 and _heldout_fit(cfg, trainer, times, -5) == 0
-    no_budget = load_config(None, {"heldout_problems": 50, "time_budget_min": 0})
-    assert _heldout_fit(no_budget, trainer, times, -5) == 50
-    started = time.perf_counter()
-    assert _fits(600, started, [10.0], reserve_s=100)
-    assert not _fits(600, started, [10.0], reserve_s=595)
 
 
 def test_a_run_out_of_budget_skips_the_held_out_check_and_says_how_to_run_it(tmp_path, capsys):
