@@ -33,3 +33,16 @@ def test_gpu_check_dry_run_on_cpu_prints_its_json_line(tmp_path):
     assert result["steps"] == 2 and result["backend"] == "hf" and result["batch"] == "2x4"
     assert result["step_s"] > 0 and result["rollout_tok_s"] > 0 and result["eval_s"] > 0
     assert (tmp_path / "run" / "eval" / "eval.json").is_file()
+
+
+def test_same_metrics_ignores_timings_and_finds_a_changed_loss(tmp_path):
+    rows = [{"step": 0, "loss": 0.25, "time/step": 1.0}, {"step": 1, "loss": 0.5, "time/step": 2.0}]
+    for side, loss, secs in (("before", 0.5, 2.0), ("same", 0.5 + 1e-9, 9.0), ("changed", 0.51, 2.0)):
+        (tmp_path / side / "agon").mkdir(parents=True)
+        lines = [rows[0], {**rows[1], "loss": loss, "time/step": secs}]
+        (tmp_path / side / "agon" / "metrics.jsonl").write_text("\n".join(map(json.dumps, lines)) + "\n")
+    cmd = [sys.executable, str(REPO / "scripts/same_metrics.py"), str(tmp_path / "before")]
+    same = subprocess.run([*cmd, str(tmp_path / "same")], capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0 and "agon same" in same.stdout
+    changed = subprocess.run([*cmd, str(tmp_path / "changed")], capture_output=True, text=True, timeout=60)
+    assert changed.returncode == 1 and "(1, 'loss', 0.5, 0.51)" in changed.stdout
