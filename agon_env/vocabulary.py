@@ -59,7 +59,17 @@ def challenger_text(problem: str, draft: str, own: bool = False) -> str:
     for self-refinement, where the draft is the player's own. The answer block is removed,
     but the summary may still state the result: the prompt says only what is true.
     """
-    return f"{problem}\n\n{_whose(own)}, summarised (its answer block is removed):\n{draft}\n\n{_CHECK_IT}"
+    return _shown_turn(problem, draft, own, "summarised")
+
+
+def trace_text(problem: str, draft: str, own: bool = False) -> str:
+    """The challenger's user turn in the ``trace`` channel, which shows the whole completion:
+    worded as what it is, not as a summary."""
+    return _shown_turn(problem, draft, own, "in full, reasoning and summary")
+
+
+def _shown_turn(problem: str, draft: str, own: bool, how: str) -> str:
+    return f"{problem}\n\n{_whose(own)}, {how} (its answer block is removed):\n{draft}\n\n{_CHECK_IT}"
 
 
 def latent_text(problem: str, draft: str, own: bool = False) -> str:

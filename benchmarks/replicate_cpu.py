@@ -140,7 +140,9 @@ class Plan:
 
     def task(self, difficulty: float | None) -> dict[str, Any]:
         """Every unit's task keywords (``env.kwargs``) at the level calibration chose (None: none)."""
-        return {**({} if difficulty is None else {"difficulty": lv(difficulty)}), **self.config().env.kwargs}
+        env = self.config().env
+        level = {} if difficulty is None or env.id != ARITH else {"difficulty": lv(difficulty)}
+        return {**level, **env.kwargs}
 
 
 def _get(cfg: Any, key: str) -> Any:
@@ -289,11 +291,10 @@ def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
     (None off ``agon/arith-v0``: the task as its kwargs size it, measured once)."""
     from agon_env.evaluation.methods import current_name  # light: no torch
 
-    levels = (
-        [p.difficulty]
-        if p.difficulty is not None
-        else (p.candidates if p.config().env.id == ARITH else [None])
-    )
+    if p.config().env.id != ARITH:  # a level is agon/arith-v0's keyword: the task as its kwargs say
+        levels: list[float | None] = [None]
+    else:
+        levels = [p.difficulty] if p.difficulty is not None else list(p.candidates)
     measured: dict[str, float] = {}
     for d in [None if x is None else lv(x) for x in levels]:
         tag = "default" if d is None else str(d)
@@ -311,8 +312,10 @@ def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
         say(f"base few-shot at difficulty {tag}: {100 * measured[tag]:.1f}%")
         if d is not None and p.difficulty is None and TARGET_BAND[0] <= measured[tag] <= TARGET_BAND[1]:
             return d, measured
-    if p.difficulty is not None or p.config().env.id != ARITH:
-        return None if p.difficulty is None else lv(p.difficulty), measured
+    if p.config().env.id != ARITH:
+        return None, measured
+    if p.difficulty is not None:
+        return lv(p.difficulty), measured
     middle = sum(TARGET_BAND) / 2
     return lv(float(min(measured, key=lambda d: abs(measured[d] - middle)))), measured
 

@@ -14,12 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agon_env.run_folder import METRICS
+
 TIMINGS = ("time/", "tokens_per_s")
 """Metric names (prefixes) that measure the machine, not the run."""
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [json.loads(line) for line in (folder / METRICS).read_text().splitlines()]
 
 
 def _equal(u: Any, v: Any) -> bool:

@@ -26,12 +26,6 @@ FLOOR = ("config", "run_folder", "errors", "stats", "metric_names")
 FLOOR = tuple(f"agon_env.{m}" for m in FLOOR)
 MAX_LINES = 400
 
-PENDING_LAYER_CYCLES: list[list[str]] = []
-"""Cycles another change of issue 24 removes (item 2: the env registers itself, so
-``registry.py`` imports nothing of ``envs``). Each must still be there, so this list cannot
-go stale: delete its line once the cycle is gone."""
-
-
 def test_the_walk_sees_lazy_imports_and_reports_a_cycle():
     run, heldout = "agon_env.algorithms.run", "agon_env.evaluation.heldout"
     lazy = [e for e in EDGES if e.source == run and e.target == heldout]
@@ -47,9 +41,7 @@ def test_no_two_modules_import_each_other():
 
 def test_no_two_layers_import_each_other():
     found = graph.cycles(graph.layer_graph(EDGES))
-    for pending in PENDING_LAYER_CYCLES:
-        assert pending in found, f"{pending} is gone: remove it from PENDING_LAYER_CYCLES"
-    assert [c for c in found if c not in PENDING_LAYER_CYCLES] == []
+    assert found == []
 
 
 def test_evaluation_imports_nothing_of_training():

@@ -5,7 +5,8 @@ A task names its family (``task.prompt_family``): ``arithmetic`` (``agon/arith-v
 ``math`` (DeepMath, GSM8K, MATH-style and any ``agon/math-v0`` file), ``code-function``
 (HumanEval, MBPP: a function with a given signature) and ``code-stdio`` (CodeContests: a
 whole program on stdin/stdout). A task that names none gets ``math``; a user task can name
-one it registers with :func:`register_prompt_family`. The three system messages (drafting,
+one it registers with :func:`agon_env.agents.prompts.register_prompt_family`. The three
+system messages (drafting,
 challenging a rival's draft, refining one's own in self mode) share one frame,
 :class:`Instructions`; the challenger's user turn is the env's
 (:func:`agon_env.vocabulary.challenger_text`).

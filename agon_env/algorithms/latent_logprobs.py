@@ -29,7 +29,7 @@ from agon_env.algorithms.logprobs import completion_mask, token_logprobs
 
 
 def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
-    """The step's :data:`~agon_env.algorithms.metrics.LATENT_TOKENS` and ``LATENT_BYTES`` (none
+    """The step's :data:`~agon_env.metric_names.LATENT_TOKENS` and ``LATENT_BYTES`` (none
     when no turn read a cache): what the stored caches cost, measured on the tensors."""
     prefixes = [t.completion.meta[PREFIX] for t in turns if PREFIX in getattr(t.completion, "meta", {})]
     if not prefixes:

@@ -139,7 +139,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             else:
                 print(
                     f"agon train: held-out check skipped: {max(0.0, left):.0f} s of the time budget left, "
-                    f"too few for {min(MIN_HELDOUT, cfg.heldout_problems)} problems; "
+                    f"too few for {min(MIN_HELDOUT, check.planned)} problems; "
                     f"run it later with: agon eval {run_dir} "
                     f"--methods {'base-few-shot' if cfg.prompts.few_shot else 'base-zero-shot'} standalone "
                     f"--val-problems 0 --problems {cfg.heldout_problems}"

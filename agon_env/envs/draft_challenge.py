@@ -228,7 +228,8 @@ class DraftChallengeEnv(AECEnv):
             raise IndexError(f"problem_index {index} is out of range for a task of {len(self.task)} problems")
         self.problem = self.task[int(index)]
         longest = len(self.channel.words(self.problem.prompt, "x" * MAX_SUMMARY_CHARS, False))
-        if self.spec_mode.shows_draft and longest > self.max_text_length:  # refuse now, not mid-episode
+        # Refused now, not mid-episode; a channel that shows no draft text has nothing to overflow.
+        if self.spec_mode.shows_draft and self.channel.text and longest > self.max_text_length:
             raise ValueError(
                 f"problem {self.problem.id}: with a full-length summary its challenger observation is "
                 f"{longest} characters, over max_text_length={self.max_text_length}; raise max_text_length"

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from agon_env.envs.format import Parsed, strip_answer_blocks
 from agon_env.envs.tasks.verify import redact_answer
-from agon_env.vocabulary import challenger_text, draft_handle, latent_text
+from agon_env.vocabulary import challenger_text, draft_handle, latent_text, trace_text
 
 MAX_SUMMARY_CHARS = 4000
 """Shown drafts are cut here so a rambling draft cannot flood the rival's context."""
@@ -96,7 +96,7 @@ CHANNELS: dict[str, Channel] = {
     for c in (
         Channel("summary", _summary),
         Channel("redacted", _redacted),
-        Channel("trace", _trace, reasoning=True),
+        Channel("trace", _trace, words=trace_text, reasoning=True),
         Channel("none", _none, text=False),
         Channel("latent", _latent, words=latent_text, text=False, latent=True),
     )

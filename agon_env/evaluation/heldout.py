@@ -2,7 +2,8 @@
 
 Per-step training accuracy is measured on the problems being trained on, a few episodes at
 a time (±0.15 per step on the default run), so a run's summary cannot say whether the
-adapters got better. This check can: after the last step, the untrained base (adapters
+adapters got better. This check can: after the last step (the base's half before the first,
+when a time budget needs its measured time), the untrained base (adapters
 disabled) and each trained adapter alone answer the same ``problems`` test-split problems,
 disjoint by normalised prompt from the run's training pool (checked, not assumed), one
 sample each at the run's sampling settings (each adapter at its own temperature when the

@@ -96,6 +96,11 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     start = time.perf_counter()
     kwargs = parse_assignments(cfg.env_kwargs, "--env-kwargs")
     env_kwargs = {k: v for k, v in kwargs.items() if k in ENV_KWARGS and k != "mode"}
+    if env_kwargs.get("exchange") == "latent":  # its reader would read no draft at all here
+        raise ValueError(
+            "exchange=latent is not probed: the probe's reader is a text agent, with no draft cache "
+            "to read; probe summary, redacted or trace"
+        )
     task = build_task(cfg.env, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)
