@@ -25,7 +25,7 @@ from transformers import DynamicCache
 
 from agon_env import metric_names as M
 from agon_env.agents.latent import PREFIX, LatentPrefix, prefix_layers, stack_prefixes
-from agon_env.algorithms.logprobs import completion_mask, token_logprobs
+from agon_env.algorithms.logprobs import completion_token_logprobs
 
 
 def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
@@ -84,14 +84,4 @@ def latent_logprobs(
         )
     keep = width + 1
     hidden = out.last_hidden_state[:, -keep:-1, :]  # position k predicts token k+1
-    cols = torch.zeros((len(seqs), width), dtype=torch.long)
-    targets = torch.zeros((len(seqs), width), dtype=torch.long)
-    mask = completion_mask(targets_ids).to(device)
-    for i, c in enumerate(targets_ids):
-        cols[i, : len(c)] = torch.arange(width - len(c), width)
-        targets[i, : len(c)] = torch.as_tensor(list(c), dtype=torch.long)
-    rows = torch.arange(len(seqs))[:, None]
-    real = mask.bool()
-    h = hidden[rows, cols.to(device)][real]
-    picked = token_logprobs(h, targets.to(device)[real], head, temperature)
-    return torch.zeros_like(mask, dtype=picked.dtype).masked_scatter(real, picked)
+    return completion_token_logprobs(hidden, targets_ids, head, temperature)

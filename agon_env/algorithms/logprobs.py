@@ -107,14 +107,24 @@ def completion_logprobs(
         use_cache=cache is not None,
     )
     hidden = out.last_hidden_state[:, -keep:-1, :]  # position k predicts token k+1
+    return completion_token_logprobs(hidden, completion_ids, head, temperature)
+
+
+def completion_token_logprobs(
+    hidden: Tensor, completion_ids: Sequence[Sequence[int]], head: Any, temperature: float
+) -> Tensor:
+    """``[B, width]`` log-probs of each row's completion tokens, right-padded with 0, from
+    ``hidden`` (``[B, width, H]``: the states that predict the last ``width`` tokens, the
+    completions left-aligned to end together); the head runs on the real tokens only."""
+    device, width = hidden.device, hidden.shape[1]
     # Completion token j of a sequence with c tokens sits at kept column width - c + j.
-    cols = torch.zeros((len(lengths), width), dtype=torch.long)
-    targets = torch.zeros((len(lengths), width), dtype=torch.long)
+    cols = torch.zeros((len(completion_ids), width), dtype=torch.long)
+    targets = torch.zeros((len(completion_ids), width), dtype=torch.long)
     mask = completion_mask(completion_ids).to(device)
     for i, c in enumerate(completion_ids):
         cols[i, : len(c)] = torch.arange(width - len(c), width)
         targets[i, : len(c)] = torch.as_tensor(list(c), dtype=torch.long)
-    rows = torch.arange(len(lengths))[:, None]
+    rows = torch.arange(len(completion_ids))[:, None]
     real = mask.bool()
     h = hidden[rows, cols.to(device)][real]  # [tokens, hidden]: the completion tokens only
     picked = token_logprobs(h, targets.to(device)[real], head, temperature)
