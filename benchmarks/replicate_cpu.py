@@ -54,10 +54,14 @@ ARMS: dict[str, tuple[str, dict[str, object]]] = {
     "agon": ("agon", {}),
     "hidden-draft": ("hidden-draft", {}),
     "agon-redacted": ("agon", {"env.redact_answer": True}),
+    "agon-latent": ("agon", {"env.exchange": "latent"}),
+    "agon-none": ("agon", {"env.exchange": "none"}),
 }
 """Arm -> (``agon train --algo``, ``TrainConfig`` overrides beyond the plan's). ``agon-redacted`` is
 agon whose challenger reads the draft's summary with every statement of the draft's answer
-blanked, in training and in evaluation (``agon eval`` reads a run with its own exchange)."""
+blanked, in training and in evaluation (``agon eval`` reads a run with its own exchange);
+``agon-latent`` reads the draft's KV cache instead of its text, ``agon-none`` reads nothing
+(issue #25's channels)."""
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
 ARITH = "agon/arith-v0"
@@ -175,7 +179,17 @@ STUDY_2 = {
 }
 """``--plan study-2``: the pre-registered second study (docs/results/preregistration-2.md); every
 other size is the replication's."""
-PLANS = {"quick": QUICK, "study-2": STUDY_2}
+EXCHANGE_3 = {
+    "difficulty": 2.5,
+    "arms": ["agon", "agon-latent", "agon-none"],
+    "test_problems": 120,
+    "val_problems": 40,
+    "train": {**TRAIN, "steps": 15},
+}
+"""``--plan exchange-3``: issue #25's comparison of the channels a challenger reads its draft
+through (summary text, the draft's KV cache, nothing) at equal steps, three seeds; a quarter of
+the replication's steps and 160 instead of 250 problems, so the nine units fit one sitting."""
+PLANS = {"quick": QUICK, "study-2": STUDY_2, "exchange-3": EXCHANGE_3}
 
 
 def lv(d: float) -> int | float:

@@ -36,9 +36,16 @@ LEGACY_CHANGED = "divergence/answer_disagreement"
 """What runs before issue #22 logged instead: the same comparison, but with a missing answer on
 one side counted as a change (both missing: no change) and unusable drafts included."""
 PER_STEP = (CHANGED, "conversion_rate", "time/step")
-TWO_STAGE = {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "hidden-draft": "cascade",
-             "agon-redacted": "cascade"}  # fmt: skip
-"""Each arm's two-stage method: the paper pits Agon's cascade against GRPO's self-cascade."""
+TWO_STAGE = {"grpo": "self-cascade"}
+"""An arm's two-stage method where it is not ``cascade`` (the run's own channel): the paper pits
+Agon's cascade against GRPO's self-cascade."""
+
+
+def two_stage(arm: str) -> str:
+    """``arm``'s two-stage method (:data:`TWO_STAGE`, else ``cascade``)."""
+    return TWO_STAGE.get(arm, "cascade")
+
+
 PAIRS = (
     ("agon", "grpo"),
     ("coop", "grpo"),
@@ -46,14 +53,19 @@ PAIRS = (
     ("hidden-draft", "grpo"),
     ("hidden-draft", "agon"),
     ("agon-redacted", "agon"),
+    ("agon-latent", "agon"),
+    ("agon-none", "agon"),
+    ("agon-latent", "agon-none"),
 )
-"""Paired differences reported: the paper's claims (agon > coop > grpo), the bonus alone (agon − coop)
-and what the summary's stated answer is worth (agon-redacted − agon). A pair is reported once both
+"""Paired differences reported: the paper's claims (agon > coop > grpo), the bonus alone (agon − coop),
+what the summary's stated answer is worth (agon-redacted − agon), and what each channel is
+worth against text summaries and against reading nothing (issue #25). A pair is reported once both
 arms have run."""
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
                   "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
-                  "groups_dropped", "time/step")  # fmt: skip
+                  "groups_dropped", "time/step", "prompt_tokens/drafter", "prompt_tokens/challenger",
+                  "latent/tokens", "latent/bytes")  # fmt: skip
 
 
 def sha(prompt: str) -> str:
@@ -202,7 +214,7 @@ def _keys(run: dict[str, Any], arm: str, method: str) -> list[str]:
     if method == "standalone":
         return [k for k in o if k.startswith("standalone:")]
     if method == "two-stage":
-        family = TWO_STAGE[arm]
+        family = two_stage(arm)
         keys = (
             [run["chosen_cascade"]] if family == "cascade" else [k for k in o if k.startswith(f"{family}:")]
         )

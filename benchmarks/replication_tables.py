@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from replication_report import CHANGED, LEGACY_CHANGED, TWO_STAGE, compared
+from replication_report import CHANGED, LEGACY_CHANGED, compared, two_stage
 
 from agon_env.evaluation.report import write_text_atomic
 
@@ -124,7 +124,7 @@ def markdown(
                 continue
             r = rows[m]
             per = " · ".join(f"s{k} {_pct(v)}" for k, v in r["per_seed"].items())
-            label = TWO_STAGE_LABELS[TWO_STAGE[arm]] if m == "two-stage" else LABELS.get(m)
+            label = TWO_STAGE_LABELS[two_stage(arm)] if m == "two-stage" else LABELS.get(m)
             if label is None:  # both directions, so a validation pick can be read against them
                 label = f"cascade {m.split(':')[1]} (each direction, for reference)"
             mean = f"**{_pct(r['mean'])}**" if m in LABELS or m == "two-stage" else _pct(r["mean"])
@@ -229,7 +229,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
     markers = {"standalone": "o", "two-stage": "s"}
     colors = {"grpo": "tab:blue", "coop": "tab:orange", "agon": "tab:green", "hidden-draft": "tab:purple",
-              "agon-redacted": "tab:olive"}  # fmt: skip
+              "agon-redacted": "tab:olive", "agon-latent": "tab:red", "agon-none": "tab:gray"}  # fmt: skip
     for m, r in s["base"].items():
         ax.errorbar(r["mean_length"], 100 * r["mean"], yerr=[[100 * (r["mean"] - r["interval"][0])],
                     [100 * (r["interval"][1] - r["mean"])]], fmt="^" if m == "moa" else "D", color="grey",

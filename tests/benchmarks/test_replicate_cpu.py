@@ -303,7 +303,8 @@ def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange
     plan = rc.build_plan(args)
     assert plan.arms == ["grpo", "coop", "agon", "agon-redacted"] and plan.seeds == [0, 1, 2, 3]
     assert plan.test_problems >= 300 and plan.val_problems >= 150 and plan.difficulty == 2.5
-    assert set(plan.arms) <= set(rr.TWO_STAGE) and ("agon-redacted", "agon") in rr.PAIRS
+    assert {rr.two_stage(a) for a in plan.arms} == {"self-cascade", "cascade"}
+    assert ("agon-redacted", "agon") in rr.PAIRS
 
     calls: list[tuple[str, list[str]]] = []
 
@@ -321,6 +322,30 @@ def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange
     assert train[at + 1] == "difficulty=2.5" and train[at + 2].startswith("--")
     assert "self-cascade" not in evaluate and str(tmp_path / "runs" / "agon-redacted-seed0") in evaluate
     assert "--env.redact-answer" not in grpo_train and "self-cascade" in grpo_eval
+
+
+def test_the_exchange_plan_trains_each_channel_and_evaluates_each_run_on_its_own(tmp_path: Path) -> None:
+    """``--plan exchange-3`` (issue #25): one agon arm per channel, paired against text summaries."""
+    import replicate_cpu as rc
+
+    plan = rc.build_plan(rc.parser().parse_args(["--plan", "exchange-3"]))
+    assert plan.arms == ["agon", "agon-latent", "agon-none"] and plan.seeds == [0, 1, 2]
+    assert {("agon-latent", "agon"), ("agon-none", "agon")} <= set(rr.PAIRS)
+    calls: list[list[str]] = []
+
+    class Recorder:
+        out = tmp_path
+
+        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
+            calls.append(argv)
+
+    for arm in plan.arms:
+        rc.run_unit(plan, Recorder(), 2.5, arm, 0, set())  # type: ignore[arg-type]
+    trains = calls[0::2]
+    channels = [t[t.index("--env.exchange") + 1] if "--env.exchange" in t else None for t in trains]
+    assert channels == [None, "latent", "none"]  # agon: the default channel, summary
+    assert all(t[t.index("--steps") + 1] == "15" for t in trains)
+    assert all("cascade" in e and "self-cascade" not in e for e in calls[1::2])
 
 
 def test_the_checkable_families_leave_the_recorded_fingerprint_alone(monkeypatch: pytest.MonkeyPatch) -> None:
