@@ -1,7 +1,7 @@
 """Agon ÷ GRPO on one workload, in a few minutes: step time and peak memory of the pair.
 
 ``agon train --algo grpo`` and ``--algo agon`` on the same workload and seed
-(``benchmarks/vs_trl.py``'s :class:`Workload`, its command line and its child runner, so
+(``benchmarks/vs_trl.py``'s ``WORKLOAD``, its command line and its child runner, so
 the figures compare with that benchmark's), each in a fresh process, the first step
 left out of the means. The paper's claim is that a rival is nearly free; the goals are
 ``agon_over_grpo <= 2.0`` (the pair plays two turns and trains two adapters) and
@@ -12,13 +12,19 @@ left out of the means. The paper's claim is that a rival is nearly free; the goa
 ``--reps R`` measures R steps after the warm-up one (``--steps`` is the older spelling of R + 1);
 ``--reps 1 --threads 2`` finishes in a few minutes on SmolLM2.
 
-Last line: one JSON object with ``agon_over_grpo`` and ``agon_peak_over_grpo_peak``.
+``--train KEY=VALUE`` sets a ``TrainConfig`` key in every run; each ``--lever KEY=VALUE`` adds one
+more ``--algo agon`` run with that key set, reported as its step time and peak over the plain
+Agon run's, measured in the same invocation (how a cost lever is weighed):
+
+    python benchmarks/step_bench.py --reps 1 --lever grpo.micro_batch_tokens=512 \\
+      --lever grpo.stream_prefix=false
+
+Last line: one JSON object with ``agon_over_grpo`` and ``agon_peak_over_grpo_peak`` (and ``levers``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib.util
 import json
 import os
@@ -26,6 +32,9 @@ import platform
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 GOALS = {"agon_over_grpo": 2.0, "agon_peak_over_grpo_peak": 1.5}
 
@@ -38,6 +47,13 @@ def _vs_trl():
     return module
 
 
+def _setting(text: str) -> dict[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return {key.replace("-", "_"): yaml.safe_load(value)}
+
+
 def main() -> int:
     vs = _vs_trl()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -46,33 +62,56 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--scratch", default=None)
+    ap.add_argument("--train", type=_setting, action="append", default=[], help="KEY=VALUE for every run")
+    ap.add_argument("--lever", type=_setting, action="append", default=[], help="KEY=VALUE: one more run")
     a = ap.parse_args()
+    from agon_env.config import from_dict
+
     steps = a.reps + 1 if a.reps is not None else a.steps
-    w = dataclasses.replace(vs.Workload(), steps=steps, threads=a.threads, model=a.model)
+    given = {"steps": steps, "threads": a.threads, "model.name": a.model}
+    w = vs.workload(from_dict({**vs.WORKLOAD, **given}))
+    common = {k: v for o in a.train for k, v in o.items()}
     scratch = Path(a.scratch or tempfile.mkdtemp(prefix="agon_step_bench_"))
     scratch.mkdir(parents=True, exist_ok=True)
+    plan = {"grpo": ("grpo", common), "agon": ("agon", common)}
+    plan |= {_name(lever): ("agon", {**common, **lever}) for lever in a.lever}
     runs = {}
-    for algo in ("grpo", "agon"):
-        runs[algo] = vs.run_ours(w, algo, scratch, warmup=1)
-        r = runs[algo]
+    for name, (algo, extra) in plan.items():
+        runs[name] = r = vs.run_ours(w, algo, scratch, warmup=1, extra=extra, name=name)
         print(
-            f"{algo}: step {r['step_s_mean']:.2f} s (rollout {r['rollout_s_mean']:.2f}, "
+            f"{name}: step {r['step_s_mean']:.2f} s (rollout {r['rollout_s_mean']:.2f}, "
             f"update {r['update_s_mean']:.2f}), peak RSS {r['peak_rss_mb']:.0f} MB",
             file=sys.stderr,
         )
     g, ag = runs["grpo"], runs["agon"]
+    keys = ("step_s_mean", "rollout_s_mean", "update_s_mean", "peak_rss_mb", "reward_mean")
     result = {
-        "workload": dataclasses.asdict(w),
+        "workload": w,
+        "train": common,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()[0]},
-        "grpo": {k: g[k] for k in ("step_s_mean", "rollout_s_mean", "update_s_mean", "peak_rss_mb")},
-        "agon": {k: ag[k] for k in ("step_s_mean", "rollout_s_mean", "update_s_mean", "peak_rss_mb")},
+        "grpo": {k: g[k] for k in keys},
+        "agon": {k: ag[k] for k in keys},
         "agon_over_grpo": ag["step_s_mean"] / g["step_s_mean"],
         "agon_peak_over_grpo_peak": ag["peak_rss_mb"] / g["peak_rss_mb"],
         "goals": GOALS,
     }
+    if a.lever:
+        result["levers"] = {
+            name: {
+                **{k: r[k] for k in keys},
+                "step_over_agon": r["step_s_mean"] / ag["step_s_mean"],
+                "peak_over_agon": r["peak_rss_mb"] / ag["peak_rss_mb"],
+            }
+            for name, r in runs.items()
+            if name not in ("grpo", "agon")
+        }
     result["met"] = {k: result[k] <= v for k, v in GOALS.items()}
     print(json.dumps(result))
     return 0
+
+
+def _name(lever: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in lever.items())
 
 
 if __name__ == "__main__":

@@ -301,13 +301,14 @@ def run_child(cmd: list[str], log: Path) -> tuple[float, float, str]:
     return wall, usage.ru_maxrss / 1024, stdout
 
 
-def agon_cmd(w: dict[str, Any], algo: str, run_dir: Path) -> list[str]:
-    """``agon train`` with every knob of the workload ``w`` (a :func:`workload` record) spelled out."""
+def agon_cmd(w: dict[str, Any], algo: str, run_dir: Path, extra: dict[str, Any] | None = None) -> list[str]:
+    """``agon train`` with every knob of the workload ``w`` (a :func:`workload` record) spelled out;
+    ``extra`` adds ``TrainConfig`` overrides no record names (a lever under test)."""
     from agon_env.algorithms.cli_train import train_flags
 
     # Checkpoint once at the end only: TRL is told save_strategy="no".
     run = {"algo": algo, "save_every": w["steps"], "time_budget_min": 0, "out_dir": str(run_dir)}
-    args = train_flags({**told(w), "model.device": "cpu", **run, "progress": False})
+    args = train_flags({**told(w), "model.device": "cpu", **run, "progress": False, **(extra or {})})
     return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args]
 
 
@@ -321,11 +322,18 @@ def summarize(times: list[float], warmup: int) -> dict[str, float]:
     }
 
 
-def run_ours(w: dict[str, Any], algo: str, scratch: Path, warmup: int) -> dict[str, Any]:
-    run_dir = scratch / f"agon-{algo}"
+def run_ours(
+    w: dict[str, Any],
+    algo: str,
+    scratch: Path,
+    warmup: int,
+    extra: dict[str, Any] | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    run_dir = scratch / f"agon-{name or algo}"
     shutil.rmtree(run_dir, ignore_errors=True)
     load0 = os.getloadavg()[0]
-    wall, rss, _ = run_child(agon_cmd(w, algo, run_dir), scratch / f"agon-{algo}.log")
+    wall, rss, _ = run_child(agon_cmd(w, algo, run_dir, extra), scratch / f"agon-{name or algo}.log")
     from agon_env.metric_names import TIME_STEP
     from agon_env.run_folder import RunFolder
 

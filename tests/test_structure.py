@@ -26,6 +26,7 @@ FLOOR = ("config", "run_folder", "errors", "stats", "metric_names")
 FLOOR = tuple(f"agon_env.{m}" for m in FLOOR)
 MAX_LINES = 400
 
+
 def test_the_walk_sees_lazy_imports_and_reports_a_cycle():
     run, heldout = "agon_env.algorithms.run", "agon_env.evaluation.heldout"
     lazy = [e for e in EDGES if e.source == run and e.target == heldout]

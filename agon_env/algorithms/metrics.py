@@ -17,6 +17,7 @@ from agon_env.metric_names import (
     DRAFT_UNUSABLE,
     FORMAT,
     LEN_TOKENS,
+    PROMPT_TOKENS,
     REWARD,
     SCORE_ERRORS,
     SCORE_TIMEOUTS,
@@ -49,6 +50,8 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
             acc[key(TRUNCATED, *q)].append(float(t.completion.finish_reason == "length"))
             if t.tokens is not None:
                 acc[key(LEN_TOKENS, *q)].append(t.tokens)
+            if t.completion.prompt_ids:
+                acc[key(PROMPT_TOKENS, *q)].append(float(len(t.completion.prompt_ids)))
         if t.role == CHALLENGER and t.draft:
             acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
             if not t.draft_unusable:

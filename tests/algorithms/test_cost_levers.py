@@ -14,6 +14,7 @@ from algo_helpers import tiny_config
 
 from agon_env.agents.merge import MergedWeights
 from agon_env.algorithms import stream_prefix as SP
+from agon_env.algorithms import trainer as T
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.run import train
 from agon_env.algorithms.run_log import read_metrics
@@ -21,11 +22,23 @@ from agon_env.algorithms.run_log import read_metrics
 LEVERS = {
     "stream_prefix": {"grpo.stream_prefix": (True, False)},
     "free_merge_buffers": {MergedWeights: ("keep_buffers", False, True)},
+    "token_micro_batches": {"grpo.micro_batch_tokens": (24, None)},
 }
 """Lever -> its switch, on and off: a config key, or a class attribute (no config field)."""
 
-RAN = {"stream_prefix": (SP.StreamPrefix, "backward"), "free_merge_buffers": (MergedWeights, "merged")}
-"""Lever -> a method that runs only when the lever has work (spied, so the test proves something)."""
+
+def _split_by_tokens(args: tuple, result: list) -> bool:
+    lengths, rows = args[0], args[1]
+    return len(result) > -(-len(lengths) // rows)  # more chunks than the row cap alone makes
+
+
+RAN = {
+    "stream_prefix": (SP.StreamPrefix, "backward", None),
+    "free_merge_buffers": (MergedWeights, "merged", None),
+    "token_micro_batches": (T, "micro_batches", _split_by_tokens),
+}
+"""Lever -> a function that runs (or, with a predicate on its arguments and result, does
+something) only when the lever has work: spied, so the test proves something."""
 
 COMPARED = ("reward", "loss/", "grad_norm/", "acc/", "format_rate")
 """Metrics that must not move: what was sampled and scored, and what the update computed."""
@@ -58,9 +71,16 @@ def _switch(monkeypatch, lever: str, on: bool) -> dict:
 @pytest.mark.parametrize("algo", algorithm_names())
 def test_a_lever_changes_no_reward_or_loss(tmp_path, parity_on_path, monkeypatch, algo, lever):
     used = []
-    owner, name = RAN[lever]
+    owner, name, has_work = RAN[lever]
     method = getattr(owner, name)
-    monkeypatch.setattr(owner, name, lambda self, *a, **k: used.append(1) or method(self, *a, **k))
+
+    def spy(*a, **k):
+        result = method(*a, **k)
+        if has_work is None or has_work(a, result):
+            used.append(1)
+        return result
+
+    monkeypatch.setattr(owner, name, spy)
     with_lever = _run(tmp_path, algo, "on", _switch(monkeypatch, lever, True))
     assert used, f"{lever} never ran: the test would prove nothing"
     without = _run(tmp_path, algo, "off", _switch(monkeypatch, lever, False))

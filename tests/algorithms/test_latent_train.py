@@ -79,3 +79,16 @@ def test_agon_train_refuses_latent_with_vllm_in_one_line(tmp_path, capsys):
     assert main(args) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "vLLM cannot take an injected KV cache" in err[0]
+
+
+def test_prompt_tokens_count_each_role_s_text_prompt_whatever_the_channel(tmp_path):
+    # prompt_tokens/<role> counts the text prompt only (a latent reader's draft arrives as a cache);
+    # the drafter's prompt does not depend on the channel. The tiny model writes no summary, so
+    # which reader's prompt is shorter is left to the real model (issue #25's comparison).
+    rows = {}
+    for channel in ("summary", "latent"):
+        run = tmp_path / channel
+        assert main([*TINY, "--steps", "1", "--exchange", channel, "--out-dir", str(run)]) == 0
+        rows[channel] = read_metrics(run)[0]
+    assert rows["summary"]["prompt_tokens/drafter"] == rows["latent"]["prompt_tokens/drafter"] > 0
+    assert rows["latent"]["prompt_tokens/challenger"] > 0 and rows["summary"]["prompt_tokens/challenger"] > 0
