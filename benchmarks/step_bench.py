@@ -34,8 +34,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 GOALS = {"agon_over_grpo": 2.0, "agon_peak_over_grpo_peak": 1.5}
 
 
@@ -47,11 +45,10 @@ def _vs_trl():
     return module
 
 
-def _setting(text: str) -> dict[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return {key.replace("-", "_"): yaml.safe_load(value)}
+def _settings(items: list[str], what: str) -> dict[str, Any]:
+    from agon_env.config import parse_assignments
+
+    return {k.replace("-", "_"): v for k, v in parse_assignments(items, what).items()}
 
 
 def main() -> int:
@@ -62,19 +59,20 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--scratch", default=None)
-    ap.add_argument("--train", type=_setting, action="append", default=[], help="KEY=VALUE for every run")
-    ap.add_argument("--lever", type=_setting, action="append", default=[], help="KEY=VALUE: one more run")
+    ap.add_argument("--train", action="append", default=[], help="KEY=VALUE for every run")
+    ap.add_argument("--lever", action="append", default=[], help="KEY=VALUE: one more run")
     a = ap.parse_args()
     from agon_env.config import from_dict
 
     steps = a.reps + 1 if a.reps is not None else a.steps
     given = {"steps": steps, "threads": a.threads, "model.name": a.model}
     w = vs.workload(from_dict({**vs.WORKLOAD, **given}))
-    common = {k: v for o in a.train for k, v in o.items()}
+    common = _settings(a.train, "--train")
     scratch = Path(a.scratch or tempfile.mkdtemp(prefix="agon_step_bench_"))
     scratch.mkdir(parents=True, exist_ok=True)
     plan = {"grpo": ("grpo", common), "agon": ("agon", common)}
-    plan |= {_name(lever): ("agon", {**common, **lever}) for lever in a.lever}
+    levers = [_settings([item], "--lever") for item in a.lever]
+    plan |= {_name(lever): ("agon", {**common, **lever}) for lever in levers}
     runs = {}
     for name, (algo, extra) in plan.items():
         runs[name] = r = vs.run_ours(w, algo, scratch, warmup=1, extra=extra, name=name)
@@ -95,7 +93,7 @@ def main() -> int:
         "agon_peak_over_grpo_peak": ag["peak_rss_mb"] / g["peak_rss_mb"],
         "goals": GOALS,
     }
-    if a.lever:
+    if levers:
         result["levers"] = {
             name: {
                 **{k: r[k] for k in keys},
