@@ -376,7 +376,9 @@ def run_unit(p: Plan, r: Runner, difficulty: float | None, arm: str, seed: int, 
 
             argv = ["train", *train_flags({**p.train, **UNIT, **unit}), *resume]
             r.agon(f"train-{name}", argv, hold=lock)
-        methods = ["standalone", "cascade", *(["self-cascade"] if ARMS[arm][0] == "grpo" else [])]
+        from replication_report import two_stage  # the report reads the same table
+
+        methods = list(dict.fromkeys(["standalone", "cascade", two_stage(arm)]))
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
         r.agon(f"eval-{name}", argv, hold=lock)
 
