@@ -67,6 +67,10 @@ ONPOLICY = "onpolicy"
 ``onpolicy/max_abs_diff/…``, ``onpolicy/is_weight_mean/…``, ``onpolicy/over_cap_frac/…``."""
 LATENT_TOKENS = "latent/tokens"
 """``exchange=latent``: mean tokens of draft cache a challenger turn was conditioned on."""
+LATENT_EMPTY = "latent/empty"
+"""``exchange=latent``: share of challenger turns whose draft had no span (with ``span=summary``,
+no summary) and so read no cache at all -- the latent ``draft_unusable``, which the env cannot
+see: the span is the agents' setting."""
 LATENT_BYTES = "latent/bytes"
 """``exchange=latent``: bytes of the step's stored draft caches (held until its update ends)."""
 TIME_ROLLOUT = "time/rollout"

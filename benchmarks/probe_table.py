@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from agon_env.evaluation.probe import ProbeOutcome, analyse
+from agon_env.evaluation.probe_cli import env_of
 
 SOLVE_BAND = (0.20, 0.60)
 """Base solve rates the issue sizes the tasks to: a cascade has right drafts to keep and wrong ones to fix."""
@@ -25,11 +26,10 @@ def _pct(x: float | None) -> str:
 def row(path: Path) -> tuple[str, dict]:
     doc = json.loads(path.read_text())
     r = analyse([ProbeOutcome(**o) for o in doc["outcomes"]], doc["confidence"])
-    c = doc["config"]
-    kwargs = " ".join(c["env_kwargs"])
+    env, kwargs = env_of(doc)
     gap = r["gap"]
     cells = [
-        f"`{c['env']}` {kwargs}".strip(),
+        f"`{env}` {' '.join(kwargs)}".strip(),
         str(r["problems"]),
         f"{r['solve']['successes']}/{r['solve']['trials']} = {_pct(r['solve']['rate'])}",
         f"{r['keep']['successes']}/{r['keep']['trials']}",

@@ -29,13 +29,17 @@ from agon_env.algorithms.logprobs import completion_token_logprobs
 
 
 def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
-    """The step's :data:`~agon_env.metric_names.LATENT_TOKENS` and ``LATENT_BYTES`` (none
-    when no turn read a cache): what the stored caches cost, measured on the tensors."""
+    """The step's :data:`~agon_env.metric_names.LATENT_TOKENS`, ``LATENT_EMPTY`` and
+    ``LATENT_BYTES`` (none when no turn was latent): what the stored caches cost, measured on
+    the tensors, and how often a challenger had no cache to read."""
     prefixes = [t.completion.meta[PREFIX] for t in turns if PREFIX in getattr(t.completion, "meta", {})]
     if not prefixes:
         return {}
-    tokens = sum(p.length for p in prefixes) / len(prefixes)
-    return {M.LATENT_TOKENS: tokens, M.LATENT_BYTES: float(sum(p.nbytes for p in prefixes))}
+    return {
+        M.LATENT_TOKENS: sum(p.length for p in prefixes) / len(prefixes),
+        M.LATENT_EMPTY: sum(p.length == 0 for p in prefixes) / len(prefixes),
+        M.LATENT_BYTES: float(sum(p.nbytes for p in prefixes)),
+    }
 
 
 def is_latent(completions: Sequence[Any]) -> bool:

@@ -26,11 +26,12 @@ import tyro
 class ProbeConfig:
     """``agon probe``: does the model check better than it solves on this task?"""
 
-    env: str = "agon/arith-v0"
-    """Registered env id (any ``agon_env.make``-able task)."""
+    env: str | None = None
+    """Registered env id (any ``agon_env.make``-able task); None: the run's, else ``agon/arith-v0``."""
     env_kwargs: list[str] = field(default_factory=list)
     """Task and env keywords, ``KEY=VALUE ...`` (values are YAML: ``difficulty=2.5``,
-    ``redact_answer=true`` for the redacted exchange)."""
+    ``exchange=redacted``). With ``--run`` they override the run's own: its task keywords (when
+    the env is the run's) and its env keywords, exchange included."""
     model: str = "smollm2-135m"
     """Base model alias or path (ignored with ``--run``: the run's own base)."""
     run: str | None = None
@@ -83,10 +84,28 @@ def _agent(cfg: ProbeConfig, task: Any) -> Any:
     return policies.adapters[cfg.adapter]
 
 
+def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
+    """The env id and keywords to probe. With ``--run``, as ``agon eval`` reads a run: its task
+    keywords when the env is its own, and the exchange channel it trained on, so its adapter
+    reads drafts as it learned to; ``--env-kwargs`` override both."""
+    from agon_env.config import EnvConfig, parse_assignments
+    from agon_env.evaluation.runs import exchange_of
+    from agon_env.run_folder import load_run_config
+
+    given = parse_assignments(cfg.env_kwargs, "--env-kwargs")
+    if cfg.run is None:
+        return cfg.env or EnvConfig().id, given
+    run_cfg = load_run_config(cfg.run)
+    env_id = cfg.env or run_cfg.env.id
+    task_kwargs = dict(run_cfg.env.kwargs) if env_id == run_cfg.env.id else {}
+    chosen = {"exchange", "redact_answer"} & given.keys()
+    channel = {} if chosen else {"exchange": exchange_of(run_cfg)}
+    return env_id, {**task_kwargs, **channel, **given}
+
+
 def probe(cfg: ProbeConfig) -> dict[str, Any]:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     import agon_env
-    from agon_env.config import parse_assignments
     from agon_env.envs.draft_challenge import ENV_KWARGS
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
@@ -94,19 +113,19 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
 
     import_modules(cfg.imports)
     start = time.perf_counter()
-    kwargs = parse_assignments(cfg.env_kwargs, "--env-kwargs")
+    env_id, kwargs = probe_env(cfg)
     env_kwargs = {k: v for k, v in kwargs.items() if k in ENV_KWARGS and k != "mode"}
     if env_kwargs.get("exchange") == "latent":  # its reader would read no draft at all here
         raise ValueError(
             "exchange=latent is not probed: the probe's reader is a text agent, with no draft cache "
-            "to read; probe summary, redacted or trace"
+            "to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
-    task = build_task(cfg.env, kwargs, cfg.split)
+    task = build_task(env_id, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)
     outcomes = run_probe(
-        agon_env.make(cfg.env, task=task, **env_kwargs, mode="solo"),
-        agon_env.make(cfg.env, task=task, **env_kwargs, mode="challenge"),
+        agon_env.make(env_id, task=task, **env_kwargs, mode="solo"),
+        agon_env.make(env_id, task=task, **env_kwargs, mode="challenge"),
         agent,
         agent,
         indices,
@@ -115,6 +134,7 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     )
     result = {
         "config": asdict(cfg),
+        "env": {"id": env_id, "kwargs": kwargs},
         "task": getattr(task, "name", type(task).__name__),
         "problem_ids": [str(task[i].id) for i in indices],
         **analyse(outcomes),
@@ -126,6 +146,14 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     return result
 
 
+def env_of(result: dict[str, Any]) -> tuple[str, list[str]]:
+    """The env a probe result read: its id and ``KEY=VALUE`` keywords (results written before
+    ``env`` was recorded have only the command's flags, which were then the whole env)."""
+    if "env" in result:
+        return result["env"]["id"], [f"{k}={v}" for k, v in result["env"]["kwargs"].items()]
+    return result["config"]["env"], list(result["config"]["env_kwargs"])
+
+
 def print_probe(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -134,8 +162,9 @@ def print_probe(result: dict[str, Any]) -> None:
 
     c = result["config"]
     who = f"{c['run']}:{c['adapter']}" if c["run"] else c["model"]
+    env, kwargs = env_of(result)
     table = Table(
-        title=f"probe: {who} on {c['env']} {c['env_kwargs'] or ''} — {result['problems']} {c['split']} "
+        title=f"probe: {who} on {' '.join([env, *kwargs])} — {result['problems']} {c['split']} "
         f"problems × {c['samples']} drafts ({result['seconds']:.0f} s)"
     )
     for col in ("quantity", "value", f"{round(100 * result['confidence'])}% CI"):

@@ -92,3 +92,22 @@ def test_prompt_tokens_count_each_role_s_text_prompt_whatever_the_channel(tmp_pa
         rows[channel] = read_metrics(run)[0]
     assert rows["summary"]["prompt_tokens/drafter"] == rows["latent"]["prompt_tokens/drafter"] > 0
     assert rows["latent"]["prompt_tokens/challenger"] > 0 and rows["summary"]["prompt_tokens/challenger"] > 0
+
+
+def test_latent_figures_by_hand():
+    """Two challenger turns read 3 and 0 cached tokens (a draft without a summary), one text
+    turn read none: tokens 1.5, empty 0.5, bytes = 2 (k, v) x 2 layers x 1 head x 3 x 4 dims x 4 B."""
+    from types import SimpleNamespace
+
+    from agon_env import metric_names as M
+    from agon_env.agents.latent import PREFIX, LatentPrefix
+    from agon_env.algorithms.latent_logprobs import latent_figures
+
+    def turn(prefix):
+        meta = {} if prefix is None else {PREFIX: prefix}
+        return SimpleNamespace(completion=SimpleNamespace(meta=meta))
+
+    kv = tuple(torch.zeros(1, 3, 4) for _ in range(2))
+    turns = [turn(LatentPrefix(kv, kv, start=5)), turn(LatentPrefix((), (), start=0)), turn(None)]
+    assert latent_figures(turns) == {M.LATENT_TOKENS: 1.5, M.LATENT_EMPTY: 0.5, M.LATENT_BYTES: 192.0}
+    assert latent_figures([turn(None)]) == {}

@@ -290,9 +290,10 @@ def test_a_plan_trains_with_train_config_overrides_and_reads_the_records_before_
     assert {k: v for k, v in plan.record().items() if k in legacy} == legacy  # the same keys, read alike
     old = rc.Plan.from_record(legacy)
     assert old.config() == cfg and old.record()["steps"] == 60
-    beta = rc.Plan(train={**rc.TRAIN, "grpo.beta": 0.04})
+    beta = rc.Plan(train={**rc.Plan().train, "grpo.beta": 0.04})
     assert rc.other_settings(plan.record(), beta.record()) == ["train"]
-    assert rc.other_settings(plan.record(), rc.Plan(train={**rc.TRAIN, "steps": 3}).record()) == ["steps"]
+    shorter = rc.Plan(train={**rc.Plan().train, "steps": 3})
+    assert rc.other_settings(plan.record(), shorter.record()) == ["steps"]
 
 
 def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange(tmp_path: Path) -> None:
@@ -363,7 +364,7 @@ def test_a_plan_on_another_task_trains_evaluates_and_records_that_task(tmp_path:
     """Off ``agon/arith-v0`` there is no level: every unit gets the plan's env and task keywords."""
     import replicate_cpu as rc
 
-    train = {**rc.TRAIN, "env.id": "agon/divides-v0", "env.kwargs": {"options": 3}}
+    train = {**rc.Plan().train, "env.id": "agon/divides-v0", "env.kwargs": {"options": 3}}
     plan = rc.Plan(train=train, test_problems=6, val_problems=3)
     assert plan.task(None) == {"options": 3} and rc.Plan().task(2.5) == {"difficulty": 2.5}
     assert plan.task(2.5) == {"options": 3}  # a level is agon/arith-v0's keyword alone

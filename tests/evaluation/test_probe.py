@@ -106,3 +106,36 @@ def test_agon_probe_help_shows_the_dataclass_defaults(capsys) -> None:
     assert main(["probe", "--help"]) == 0
     text = capsys.readouterr().out
     assert "--samples INT" in text and "(default: 4)" in text and "--split STR" in text
+
+
+def _run_folder(tmp_path, **env) -> str:
+    import yaml
+
+    from agon_env.config import EnvConfig, TrainConfig, to_dict
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    cfg = to_dict(TrainConfig(env=EnvConfig(**env)))
+    (folder / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return str(folder)
+
+
+def test_a_run_is_probed_through_its_own_task_and_channel(tmp_path) -> None:
+    from agon_env.evaluation.probe_cli import ProbeConfig, probe_env
+
+    run = _run_folder(tmp_path, kwargs={"difficulty": 3}, redact_answer=True)
+    assert probe_env(ProbeConfig(run=run)) == ("agon/arith-v0", {"difficulty": 3, "exchange": "redacted"})
+    # The command's keywords win; another env drops the run's task keywords, not its channel.
+    given = ProbeConfig(run=run, env_kwargs=["difficulty=2", "exchange=trace"])
+    assert probe_env(given) == ("agon/arith-v0", {"difficulty": 2, "exchange": "trace"})
+    assert probe_env(ProbeConfig(run=run, env="agon/math-v0")) == ("agon/math-v0", {"exchange": "redacted"})
+    # The base: the default task, only what the command says.
+    assert probe_env(ProbeConfig(env_kwargs=["difficulty=2.5"])) == ("agon/arith-v0", {"difficulty": 2.5})
+
+
+def test_a_latent_run_is_refused_in_one_line_naming_the_way_out(tmp_path) -> None:
+    from agon_env.evaluation.probe_cli import ProbeConfig, probe
+
+    run = _run_folder(tmp_path, exchange="latent")
+    with pytest.raises(ValueError, match="exchange=summary"):
+        probe(ProbeConfig(run=run, out=str(tmp_path / "p.json")))
