@@ -55,6 +55,7 @@ from replication_plans import (  # a sibling file: this folder is on sys.path
     UNIT,
     Plan,
     lv,
+    two_stage,
 )
 
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, METRICS  # torch-free
@@ -239,8 +240,6 @@ def run_unit(p: Plan, r: Runner, difficulty: float | None, arm: str, seed: int, 
 
             argv = ["train", *train_flags({**p.train, **UNIT, **unit}), *resume]
             r.agon(f"train-{name}", argv, hold=lock)
-        from replication_report import two_stage  # the report reads the same table
-
         methods = list(dict.fromkeys(["standalone", "cascade", two_stage(arm)]))
         argv = ["eval", str(folder), "--methods", *methods, *eval_flags(p), "--out", str(evald)]
         r.agon(f"eval-{name}", argv, hold=lock)

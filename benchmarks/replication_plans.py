@@ -24,6 +24,16 @@ agon whose challenger reads the draft's summary with every statement of the draf
 blanked, in training and in evaluation (``agon eval`` reads a run with its own exchange);
 ``agon-latent`` reads the draft's KV cache instead of its text, ``agon-none`` reads nothing
 (issue #25's channels)."""
+TWO_STAGE = {"grpo": "self-cascade"}
+"""An arm's two-stage method where it is not ``cascade`` (the run's own channel): the paper pits
+Agon's cascade against GRPO's self-cascade."""
+
+
+def two_stage(arm: str) -> str:
+    """``arm``'s two-stage method (:data:`TWO_STAGE`, else ``cascade``)."""
+    return TWO_STAGE.get(arm, "cascade")
+
+
 TARGET_BAND = (0.20, 0.40)
 """Base few-shot pass@1 the issue asks for: the paper's hard regime, yet groups with reward variance."""
 ARITH = "agon/arith-v0"

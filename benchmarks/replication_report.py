@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from replication_plans import two_stage  # the arms' table; a sibling file
+
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
 from agon_env.evaluation.methods import current_name
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
@@ -36,16 +38,6 @@ LEGACY_CHANGED = "divergence/answer_disagreement"
 """What runs before issue #22 logged instead: the same comparison, but with a missing answer on
 one side counted as a change (both missing: no change) and unusable drafts included."""
 PER_STEP = (CHANGED, "conversion_rate", "time/step")
-TWO_STAGE = {"grpo": "self-cascade"}
-"""An arm's two-stage method where it is not ``cascade`` (the run's own channel): the paper pits
-Agon's cascade against GRPO's self-cascade."""
-
-
-def two_stage(arm: str) -> str:
-    """``arm``'s two-stage method (:data:`TWO_STAGE`, else ``cascade``)."""
-    return TWO_STAGE.get(arm, "cascade")
-
-
 PAIRS = (
     ("agon", "grpo"),
     ("coop", "grpo"),

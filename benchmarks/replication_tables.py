@@ -14,7 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from replication_report import CHANGED, LEGACY_CHANGED, compared, two_stage
+from replication_plans import two_stage
+from replication_report import CHANGED, LEGACY_CHANGED, compared
 
 from agon_env.evaluation.report import write_text_atomic
 

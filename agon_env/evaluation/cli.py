@@ -110,9 +110,9 @@ def _task_choice(args: EvalArgs, cfg: TrainConfig) -> tuple[str, dict[str, Any]]
         kwargs = {"path": args.data, "question_field": args.question_field, "answer_field": args.answer_field}
         return "agon/math-v0", {**kwargs, **_kwargs(args.env_kwarg)}
     env_id = args.env or cfg.env.id
-    # The run's task kwargs (e.g. difficulty) only apply when evaluating on the run's own env.
-    inherited = dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
-    return env_id, {**inherited, **_kwargs(args.env_kwarg)}
+    from agon_env.evaluation.runs import run_task_kwargs
+
+    return env_id, {**run_task_kwargs(cfg, env_id), **_kwargs(args.env_kwarg)}
 
 
 def _one_base(args: EvalArgs, configs: list[TrainConfig]) -> None:

@@ -30,8 +30,8 @@ class ProbeConfig:
     """Registered env id (any ``agon_env.make``-able task); None: the run's, else ``agon/arith-v0``."""
     env_kwargs: list[str] = field(default_factory=list)
     """Task and env keywords, ``KEY=VALUE ...`` (values are YAML: ``difficulty=2.5``,
-    ``exchange=redacted``). With ``--run`` they override the run's own: its task keywords (when
-    the env is the run's) and its env keywords, exchange included."""
+    ``exchange=redacted``). With ``--run`` they override the run's own task keywords (when the env
+    is the run's) and its exchange channel."""
     model: str = "smollm2-135m"
     """Base model alias or path (ignored with ``--run``: the run's own base)."""
     run: str | None = None
@@ -89,7 +89,7 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
     keywords when the env is its own, and the exchange channel it trained on, so its adapter
     reads drafts as it learned to; ``--env-kwargs`` override both."""
     from agon_env.config import EnvConfig, parse_assignments
-    from agon_env.evaluation.runs import exchange_of
+    from agon_env.evaluation.runs import exchange_of, run_task_kwargs
     from agon_env.run_folder import load_run_config
 
     given = parse_assignments(cfg.env_kwargs, "--env-kwargs")
@@ -97,10 +97,9 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
         return cfg.env or EnvConfig().id, given
     run_cfg = load_run_config(cfg.run)
     env_id = cfg.env or run_cfg.env.id
-    task_kwargs = dict(run_cfg.env.kwargs) if env_id == run_cfg.env.id else {}
     chosen = {"exchange", "redact_answer"} & given.keys()
     channel = {} if chosen else {"exchange": exchange_of(run_cfg)}
-    return env_id, {**task_kwargs, **channel, **given}
+    return env_id, {**run_task_kwargs(run_cfg, env_id), **channel, **given}
 
 
 def probe(cfg: ProbeConfig) -> dict[str, Any]:

@@ -126,6 +126,11 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> s
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
+def run_task_kwargs(cfg: TrainConfig, env_id: str) -> dict[str, Any]:
+    """A run's task keywords (e.g. ``difficulty``) where they apply: on the run's own env only."""
+    return dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
+
+
 def exchange_of(cfg: TrainConfig) -> str:
     """The channel a run's cascades read drafts through: its ``env.exchange``, or what its
     ``env.redact_answer`` implies, so a run trained on redacted summaries is evaluated on them.
