@@ -16,11 +16,13 @@ span            tokens
                 ``trace``
 ==============  ===========================================================================
 
-Why ``summary`` is the default (not measured: the CPU comparison of issue 25 is not run):
-it carries what the paper's text channel carries, so ``summary`` vs ``latent`` compares the
-medium (text vs cache) on the same content, and it is the shorter span (a part of the
-completion), so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080
-bytes per token in fp32). A draft without a summary gives an
+Why ``summary`` is the default: it carries what the paper's text channel carries, so
+``summary`` vs ``latent`` compares the medium (text vs cache) on the same content; it is the
+shorter span, so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080 bytes
+per token in fp32; 11 vs 20 MB a step at CPU scale); and, measured on one seed after issue
+25's comparison (exploratory, docs/benchmarks.md), a challenger conditioned on the whole
+completion's cache almost stopped writing the answer format (1 of 120 cascade answers in
+format against 107), its cascade scoring 5 % against 25 %. A draft without a summary gives an
 empty span: the challenger then reads no cache at all, as the text channel shows
 ``NO_SUMMARY``.
 """

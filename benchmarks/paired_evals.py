@@ -1,0 +1,117 @@
+"""Two stored ``agon eval`` reports of the same problems, compared paired: a run against a run.
+
+``agon eval`` compares the runs it evaluates together (``across_runs``); this compares two
+reports written at different times, e.g. an exploratory run against one unit of a study, on
+the problems and seeds both hold (it refuses reports of other problems). Methods are a
+report's keys (``standalone:agent_a``, ``cascade:agent_a>agent_b``) or two names:
+``standalone`` (the mean of the run's two adapters, per problem) and ``chosen`` (the cascade
+direction the report chose on validation). For two-turn methods it also gives what the
+second turn did with the draft it read (right drafts kept, wrong drafts fixed) and how often
+the final turn kept the answer format.
+
+    python benchmarks/paired_evals.py X/eval.json Y/eval.json [--methods standalone chosen]
+
+Intervals: :func:`agon_env.stats.paired_bootstrap` over seeds and problems. Prints one JSON
+object as its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from agon_env.stats import paired_bootstrap
+
+STANDALONE = ("standalone:agent_a", "standalone:agent_b")
+
+
+def episodes(run: dict[str, Any], method: str) -> list[list[dict[str, Any]]]:
+    """Each underlying method's episodes (two for ``standalone``), ``chosen`` resolved."""
+    keys = (
+        STANDALONE
+        if method == "standalone"
+        else [run["selection"]["chosen"] if method == "chosen" else method]
+    )
+    return [run["methods"][k]["episodes"] for k in keys]
+
+
+def keyed(eps: list[dict[str, Any]], seeds: list[int]) -> dict[tuple[int, str], dict[str, Any]]:
+    """Episodes by (evaluation seed, problem id): a report lists them seed by seed, each seed's
+    problems in one block (an episode's own ``seed`` is its sampling stream, not the run's)."""
+    block = len(eps) // len(seeds)
+    return {(seeds[i // block], e["problem_id"]): e for i, e in enumerate(eps)}
+
+
+def table(
+    run: dict[str, Any], method: str, cells: list[tuple[int, str]], seeds: list[int]
+) -> list[list[float]]:
+    """Outcomes as seeds × problems (``cells``: the (seed, problem) pairs, in order), averaged over
+    the underlying methods."""
+    per = [{k: float(e["correct"]) for k, e in keyed(eps, seeds).items()} for eps in episodes(run, method)]
+    seeds = sorted({s for s, _ in cells})
+    return [[sum(p[(s, q)] for p in per) / len(per) for s2, q in cells if s2 == s] for s in seeds]
+
+
+def second_turn(run: dict[str, Any], method: str) -> dict[str, Any] | None:
+    """Right drafts kept, wrong drafts fixed, final turns in format (two-turn methods only)."""
+    eps = [e for es in episodes(run, method) for e in es]
+    if not eps or len(eps[0]["turns"]) < 2:
+        return None
+    right = [e for e in eps if e["first_correct"]]
+    wrong = [e for e in eps if not e["first_correct"]]
+    return {
+        "kept": [sum(e["correct"] for e in right), len(right)],
+        "fixed": [sum(e["correct"] for e in wrong), len(wrong)],
+        "final_format": [sum(e["turns"][-1]["format_ok"] for e in eps), len(eps)],
+    }
+
+
+def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[str, Any]:
+    rx, ry = x["runs"][0], y["runs"][0]
+    seeds = x["seeds"]
+    cx = set(keyed(rx["methods"][STANDALONE[0]]["episodes"], seeds))
+    if y["seeds"] != seeds or cx != set(keyed(ry["methods"][STANDALONE[0]]["episodes"], seeds)):
+        raise SystemExit("the two reports hold different (seed, problem) pairs: not comparable")
+    cells = sorted(cx)
+    out: dict[str, Any] = {"x": rx["label"], "y": ry["label"], "problems": len(cells), "methods": {}}
+    for m in methods:
+        tx, ty = table(rx, m, cells, seeds), table(ry, m, cells, seeds)
+        d = paired_bootstrap(tx, ty)
+        out["methods"][m] = {
+            "x_method": rx["selection"]["chosen"] if m == "chosen" else m,
+            "y_method": ry["selection"]["chosen"] if m == "chosen" else m,
+            "x_pass@1": sum(map(sum, tx)) / len(cells),
+            "y_pass@1": sum(map(sum, ty)) / len(cells),
+            "difference": d.to_dict(),
+            "x_second_turn": second_turn(rx, m),
+            "y_second_turn": second_turn(ry, m),
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("x", type=Path, help="an eval.json (the difference is x - y)")
+    ap.add_argument("y", type=Path, help="another eval.json of the same problems and seeds")
+    ap.add_argument("--methods", nargs="+", default=["standalone", "chosen"])
+    args = ap.parse_args()
+    res = compare(json.loads(args.x.read_text()), json.loads(args.y.read_text()), args.methods)
+    print(f"x = {res['x']}\ny = {res['y']}\n{res['problems']} (seed, problem) pairs")
+    for m, r in res["methods"].items():
+        d = r["difference"]
+        ci = f"[{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+        print(
+            f"{m}: x {100 * r['x_pass@1']:.1f} % ({r['x_method']}), y {100 * r['y_pass@1']:.1f} % "
+            f"({r['y_method']}), x - y {100 * d['mean']:+.1f} pp {ci}"
+        )
+        for side in ("x", "y"):
+            t = r[f"{side}_second_turn"]
+            if t:
+                print("  " + side + ": " + ", ".join(f"{k} {a}/{n}" for k, (a, n) in t.items()))
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
