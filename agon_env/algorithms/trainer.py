@@ -67,7 +67,7 @@ __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
 
 def peak_rss_mb() -> float:
     """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
-    import resource
+    import resource  # POSIX only: imported here so the module still imports elsewhere
     import sys
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
