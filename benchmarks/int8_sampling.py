@@ -13,10 +13,12 @@ variant: the issue's first try, which quantized it too, gave KL ≈ 1.6 nats/tok
 * **speed-up**: fp32 ÷ int8 wall time of ``model.generate`` (greedy, exactly 48 new tokens)
   at batch 8 and 32, interleaved rep by rep so load drift hits both alike.
 
-Weight-only int8 (``torch._weight_int8pack_mm``, activations kept fp32) is not a variant: on
-these cores it runs 20-50x slower than the fp32 matmul it would replace.
+Weight-only int8 (``torch._weight_int8pack_mm``, activations kept exact in fp32) is not a
+variant: ``--weight-only`` times it against the fp32 matmul it would replace, on SmolLM2's four
+weight shapes at batch 8 and 32, and prints only that (seconds).
 
     python benchmarks/int8_sampling.py [--threads 2] [--reps 2]
+    python benchmarks/int8_sampling.py --weight-only
 
 Prints one JSON object as its last line.
 """
@@ -58,14 +60,43 @@ def quantized(model: torch.nn.Module, keep: Callable[[str], bool]) -> tuple[torc
     return quantize_dynamic(copy.deepcopy(model), dict.fromkeys(chosen, qc), dtype=torch.qint8), share
 
 
+def weight_only(threads: int, calls: int = 200) -> dict[str, float]:
+    """fp32 ``linear`` time ÷ weight-only int8 time per (out, in, batch); above 1 would pay."""
+    torch.manual_seed(0)
+    out = {}
+    for n, k in [(576, 576), (1536, 576), (576, 1536), (49152, 576)]:
+        w = torch.randn(n, k)
+        scale = w.abs().amax(1) / 127
+        wq = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8)
+        for m in (8, 32):
+            x = torch.randn(m, k)
+            spent = []
+            for f, fargs in (
+                (torch.nn.functional.linear, (x, w)),
+                (torch._weight_int8pack_mm, (x, wq, scale)),
+            ):
+                f(*fargs)
+                t0 = time.perf_counter()
+                for _ in range(calls if n < 10_000 else calls // 10):
+                    f(*fargs)
+                spent.append(time.perf_counter() - t0)
+            out[f"{n}x{k}@{m}"] = round(spent[0] / spent[1], 3)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32])
+    ap.add_argument("--weight-only", action="store_true", help="only time weight-only int8 matmuls")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.weight_only:
+        ratios = weight_only(args.threads)
+        print(json.dumps({"bench": "int8_weight_only", "threads": args.threads, "fp32_over_int8": ratios}))
+        return
     torch.manual_seed(0)
     base = SharedBase.from_source(args.model)
     fp32, tok = base.base_model.eval(), base.tokenizer

@@ -14,10 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agon_env.metric_names import MACHINE as TIMINGS
 from agon_env.run_folder import METRICS
-
-TIMINGS = ("time/", "tokens_per_s")
-"""Metric names (prefixes) that measure the machine, not the run."""
 
 
 def _rows(folder: Path) -> list[dict[str, Any]]:

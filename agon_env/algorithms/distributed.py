@@ -173,5 +173,5 @@ def reduce_step_metrics(local: dict[str, float], ctx: DistContext) -> dict[str, 
     out: dict[str, float] = {}
     for key in dict.fromkeys(k for part in parts for k in part):
         values = [part[key] for part in parts if key in part]
-        out[key] = max(values) if key.startswith("time/") else sum(values) / len(values)
+        out[key] = max(values) if key.startswith(("time/", "mem/")) else sum(values) / len(values)
     return out

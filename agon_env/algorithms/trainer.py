@@ -65,6 +65,15 @@ from agon_env.vocabulary import CHALLENGER, DRAFTER
 __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
+    import resource  # POSIX only: imported here so the module still imports elsewhere
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
+
+
 @dataclass
 class StreamBatch:
     """The kept sequences of one role stream, ready for the loss."""
@@ -181,6 +190,7 @@ class Trainer:
                 M.TIME_SCORING: batch.score_seconds,
                 M.TIME_UPDATE: t_end - t_update,
                 M.TIME_STEP: t_end - t0,
+                M.PEAK_RSS: peak_rss_mb(),
             }
         )
         metrics = self._metrics(batch, local)
