@@ -1,10 +1,10 @@
 """Two stored ``agon eval`` reports of the same problems, compared paired: a run against a run.
 
 ``agon eval`` compares the runs it evaluates together (``across_runs``); this compares two
-reports written at different times, e.g. an exploratory run against one unit of a study, on
+reports of trained runs (each report's first run) written at different times, e.g. an exploratory run against one unit of a study, on
 the problems and seeds both hold (it refuses reports of other problems). Methods are a
 report's keys (``standalone:agent_a``, ``cascade:agent_a>agent_b``) or two names:
-``standalone`` (the mean of the run's two adapters, per problem) and ``chosen`` (the cascade
+``standalone`` (the mean of the run's adapters, per problem: one for grpo) and ``chosen`` (the cascade
 direction the report chose on validation). For two-turn methods it also gives what the
 second turn did with the draft it read (right drafts kept, wrong drafts fixed) and how often
 the final turn kept the answer format.
@@ -28,9 +28,11 @@ STANDALONE = ("standalone:agent_a", "standalone:agent_b")
 
 
 def episodes(run: dict[str, Any], method: str) -> list[list[dict[str, Any]]]:
-    """Each underlying method's episodes (two for ``standalone``), ``chosen`` resolved."""
+    """Each underlying method's episodes (one per adapter for ``standalone``), ``chosen`` resolved."""
+    if method == "chosen" and "selection" not in run:
+        raise SystemExit(f"{run['label']} chose no cascade direction: name its method instead of 'chosen'")
     keys = (
-        STANDALONE
+        [k for k in STANDALONE if k in run["methods"]]  # one adapter for grpo
         if method == "standalone"
         else [run["selection"]["chosen"] if method == "chosen" else method]
     )
@@ -80,7 +82,7 @@ def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[st
         tx, ty = table(rx, m, cells, seeds), table(ry, m, cells, seeds)
         d = paired_bootstrap(tx, ty)
         out["methods"][m] = {
-            "x_method": rx["selection"]["chosen"] if m == "chosen" else m,
+            "x_method": rx["selection"]["chosen"] if m == "chosen" else m,  # episodes() checked it
             "y_method": ry["selection"]["chosen"] if m == "chosen" else m,
             "x_pass@1": sum(map(sum, tx)) / len(cells),
             "y_pass@1": sum(map(sum, ty)) / len(cells),

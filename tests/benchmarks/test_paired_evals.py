@@ -59,3 +59,12 @@ def test_refuses_reports_of_other_problems() -> None:
     y["runs"][0]["methods"]["standalone:agent_a"]["episodes"][3]["problem_id"] = "p9"
     with pytest.raises(SystemExit, match="not comparable"):
         paired_evals.compare(x, y, ["standalone"])
+
+
+def test_standalone_of_a_one_adapter_run() -> None:
+    x = report("x", [1, 1, 0, 0], [1, 0, 0, 0], [(1, 1)] * 4)
+    y = report("y", [1, 0, 0, 0], [0, 0, 0, 0], [(1, 1)] * 4)
+    del y["runs"][0]["methods"]["standalone:agent_b"]  # a grpo run trains agent_a only
+    res = paired_evals.compare(x, y, ["standalone"])
+    assert res["methods"]["standalone"]["y_pass@1"] == pytest.approx(1 / 4)
+    assert res["methods"]["standalone"]["difference"]["mean"] == pytest.approx(3 / 8 - 1 / 4)
