@@ -1,8 +1,9 @@
 """Two stored ``agon eval`` reports of the same problems, compared paired: a run against a run.
 
 ``agon eval`` compares the runs it evaluates together (``across_runs``); this compares two
-reports of trained runs (each report's first run) written at different times, e.g. an exploratory run against one unit of a study, on
-the problems and seeds both hold (it refuses reports of other problems). Methods are a
+reports of trained runs (each report's first run) written at different times, e.g. an
+exploratory run against one unit of a study, on the problems and seeds both hold (it refuses
+reports of other problems). Methods are a
 report's keys (``standalone:agent_a``, ``cascade:agent_a>agent_b``) or two names:
 ``standalone`` (the mean of the run's adapters, per problem: one for grpo) and ``chosen`` (the cascade
 direction the report chose on validation). For two-turn methods it also gives what the
