@@ -37,6 +37,9 @@ def episodes(run: dict[str, Any], method: str) -> list[list[dict[str, Any]]]:
         if method == "standalone"
         else [run["selection"]["chosen"] if method == "chosen" else method]
     )
+    unknown = [k for k in keys if k not in run["methods"]]
+    if unknown:
+        raise SystemExit(f"{run['label']} has no method {unknown[0]!r}; it has {sorted(run['methods'])}")
     return [run["methods"][k]["episodes"] for k in keys]
 
 
