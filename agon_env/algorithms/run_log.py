@@ -239,3 +239,12 @@ def plot(run_dir: Path) -> Path | None:
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
+    import resource  # POSIX only: imported here so the module still imports elsewhere
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)

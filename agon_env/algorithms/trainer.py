@@ -54,6 +54,7 @@ from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, check_trainable, rollout
 from agon_env.algorithms.rollout_correction import OnPolicyError, correct, guard
+from agon_env.algorithms.run_log import peak_rss_mb
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.stream_prefix import stream_prefix
@@ -63,15 +64,6 @@ from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
-    import resource  # POSIX only: imported here so the module still imports elsewhere
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
 @dataclass
