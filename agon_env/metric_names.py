@@ -79,9 +79,10 @@ TIME_UPDATE = "time/update"
 TIME_STEP = "time/step"
 PEAK_RSS = "mem/peak_rss_mb"
 """The process's peak resident memory so far (MiB, ``getrusage``): where in a run memory grows."""
-MACHINE = ("time/", "mem/", "tokens_per_s")
-"""Prefixes of metrics that measure the machine, not the run: they differ between two runs of
-one seed, and across ranks the slowest (largest) counts for ``time/`` and ``mem/``."""
+MAX_ACROSS_RANKS = ("time/", "mem/")
+"""Prefixes whose cross-rank value is the largest (the slowest rank, the fullest memory), not the mean."""
+MACHINE = (*MAX_ACROSS_RANKS, "tokens_per_s")
+"""Prefixes of metrics that measure the machine, not the run: they differ between two runs of one seed."""
 
 
 def key(quantity: str, *qualifiers: str) -> str:

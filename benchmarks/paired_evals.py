@@ -23,13 +23,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.evaluate import stored_episodes
 from agon_env.stats import paired_bootstrap
 
 STANDALONE = ("standalone:agent_a", "standalone:agent_b")
 
 
-def episodes(run: dict[str, Any], method: str) -> list[list[dict[str, Any]]]:
-    """Each underlying method's episodes (one per adapter for ``standalone``), ``chosen`` resolved."""
+def results(run: dict[str, Any], method: str) -> list[dict[str, Any]]:
+    """Each underlying method's stored result (one per adapter for ``standalone``), ``chosen`` resolved."""
     if method == "chosen" and "selection" not in run:
         raise SystemExit(f"{run['label']} chose no cascade direction: name its method instead of 'chosen'")
     keys = (
@@ -40,14 +41,7 @@ def episodes(run: dict[str, Any], method: str) -> list[list[dict[str, Any]]]:
     unknown = [k for k in keys if k not in run["methods"]]
     if unknown:
         raise SystemExit(f"{run['label']} has no method {unknown[0]!r}; it has {sorted(run['methods'])}")
-    return [run["methods"][k]["episodes"] for k in keys]
-
-
-def keyed(eps: list[dict[str, Any]], seeds: list[int]) -> dict[tuple[int, str], dict[str, Any]]:
-    """Episodes by (evaluation seed, problem id): a report lists them seed by seed, each seed's
-    problems in one block (an episode's own ``seed`` is its sampling stream, not the run's)."""
-    block = len(eps) // len(seeds)
-    return {(seeds[i // block], e["problem_id"]): e for i, e in enumerate(eps)}
+    return [run["methods"][k] for k in keys]
 
 
 def table(
@@ -55,14 +49,16 @@ def table(
 ) -> list[list[float]]:
     """Outcomes as seeds × problems (``cells``: the (seed, problem) pairs, in order), averaged over
     the underlying methods."""
-    per = [{k: float(e["correct"]) for k, e in keyed(eps, seeds).items()} for eps in episodes(run, method)]
-    seeds = sorted({s for s, _ in cells})
-    return [[sum(p[(s, q)] for p in per) / len(per) for s2, q in cells if s2 == s] for s in seeds]
+    per = [
+        {k: float(e["correct"]) for k, e in stored_episodes(r, seeds).items()} for r in results(run, method)
+    ]
+    rows = sorted({s for s, _ in cells})
+    return [[sum(p[(s, q)] for p in per) / len(per) for s2, q in cells if s2 == s] for s in rows]
 
 
 def second_turn(run: dict[str, Any], method: str) -> dict[str, Any] | None:
     """Right drafts kept, wrong drafts fixed, final turns in format (two-turn methods only)."""
-    eps = [e for es in episodes(run, method) for e in es]
+    eps = [e for r in results(run, method) for e in r["episodes"]]
     if not eps or len(eps[0]["turns"]) < 2:
         return None
     right = [e for e in eps if e["first_correct"]]
@@ -77,8 +73,8 @@ def second_turn(run: dict[str, Any], method: str) -> dict[str, Any] | None:
 def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[str, Any]:
     rx, ry = x["runs"][0], y["runs"][0]
     seeds = x["seeds"]
-    cx = set(keyed(rx["methods"][STANDALONE[0]]["episodes"], seeds))
-    if y["seeds"] != seeds or cx != set(keyed(ry["methods"][STANDALONE[0]]["episodes"], seeds)):
+    cx = set(stored_episodes(rx["methods"][STANDALONE[0]], seeds))
+    if y["seeds"] != seeds or cx != set(stored_episodes(ry["methods"][STANDALONE[0]], seeds)):
         raise SystemExit("the two reports hold different (seed, problem) pairs: not comparable")
     cells = sorted(cx)
     out: dict[str, Any] = {"x": rx["label"], "y": ry["label"], "problems": len(cells), "methods": {}}
@@ -86,7 +82,7 @@ def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[st
         tx, ty = table(rx, m, cells, seeds), table(ry, m, cells, seeds)
         d = paired_bootstrap(tx, ty)
         out["methods"][m] = {
-            "x_method": rx["selection"]["chosen"] if m == "chosen" else m,  # episodes() checked it
+            "x_method": rx["selection"]["chosen"] if m == "chosen" else m,  # results() checked it
             "y_method": ry["selection"]["chosen"] if m == "chosen" else m,
             "x_pass@1": sum(map(sum, tx)) / len(cells),
             "y_pass@1": sum(map(sum, ty)) / len(cells),

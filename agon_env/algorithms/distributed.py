@@ -35,6 +35,8 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
+from agon_env.metric_names import MAX_ACROSS_RANKS
+
 T = TypeVar("T")
 
 
@@ -164,7 +166,7 @@ def check_batch(batch_problems: int, ctx: DistContext) -> None:
 
 
 def reduce_step_metrics(local: dict[str, float], ctx: DistContext) -> dict[str, float]:
-    """One view of a step: times are the slowest rank's, everything else the ranks' mean.
+    """One view of a step: times and memory are the largest rank's, everything else the ranks' mean.
 
     Losses and gradient norms are already global (summed before use), so every rank
     holds the same value and the mean returns it.
@@ -173,5 +175,5 @@ def reduce_step_metrics(local: dict[str, float], ctx: DistContext) -> dict[str, 
     out: dict[str, float] = {}
     for key in dict.fromkeys(k for part in parts for k in part):
         values = [part[key] for part in parts if key in part]
-        out[key] = max(values) if key.startswith(("time/", "mem/")) else sum(values) / len(values)
+        out[key] = max(values) if key.startswith(MAX_ACROSS_RANKS) else sum(values) / len(values)
     return out

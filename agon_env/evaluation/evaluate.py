@@ -111,6 +111,19 @@ def outcomes(method: Mapping[str, Any], ids: Sequence[str], key: str = "correct"
     return [by_id[i] for i in ids]
 
 
+def stored_episodes(method: Mapping[str, Any], seeds: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
+    """A stored method result's episodes by (evaluation seed, problem id).
+
+    A report stores them seed by seed, each seed's problems in one block (what
+    :meth:`Evaluation.run` writes); an episode's own ``seed`` is its sampling stream, not the
+    evaluation seed, so the block is the only record of which seed an episode belongs to."""
+    eps = method["episodes"]
+    if len(eps) % len(seeds):
+        raise ValueError(f"{len(eps)} episodes cannot be {len(seeds)} seeds' equal blocks")
+    block = len(eps) // len(seeds)
+    return {(seeds[i // block], e["problem_id"]): e for i, e in enumerate(eps)}
+
+
 def _paired(
     a: Mapping[int, Sequence[Episode]],
     b: Mapping[int, Sequence[Episode]],
@@ -207,7 +220,7 @@ class Evaluator:
                 "policies": list(m.policies),
                 **summarize(episodes[m.id], self.confidence),
                 "seconds": time.perf_counter() - t0,
-                "episodes": [e.to_dict() for s in self.seeds for e in episodes[m.id][s]],
+                "episodes": [e.to_dict() for s in self.seeds for e in episodes[m.id][s]],  # stored_episodes
             }
             acc = results[m.id]["pass@1"]["rate"]
             self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")

@@ -72,6 +72,18 @@ def test_single_process_collectives_are_identities():
     assert torch.equal(p.grad, torch.full((2,), 3.0))
 
 
+def test_step_metrics_take_the_largest_rank_for_time_and_memory(monkeypatch):
+    # Two ranks' step records: the step takes as long as its slowest rank and the machine needs
+    # the fullest rank's memory, while a loss or rate is the ranks' mean.
+    parts = [
+        {"time/step": 2.0, "mem/peak_rss_mb": 900.0, "loss": 1.0, "tokens_per_s": 10.0},
+        {"time/step": 3.0, "mem/peak_rss_mb": 700.0, "loss": 3.0, "tokens_per_s": 20.0},
+    ]
+    monkeypatch.setattr(dist, "all_gather_objects", lambda local, ctx: parts)
+    out = dist.reduce_step_metrics(parts[0], dist.DistContext(rank=0, world=2))
+    assert out == {"time/step": 3.0, "mem/peak_rss_mb": 900.0, "loss": 2.0, "tokens_per_s": 15.0}
+
+
 def test_uneven_global_batch_is_refused_with_what_to_fix(tmp_path, capsys):
     from agon_env.algorithms.trainer import Trainer
     from agon_env.algorithms.validation import load_config

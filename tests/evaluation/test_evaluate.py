@@ -4,7 +4,7 @@ from eval_fakes import FakeAgent, hashed
 from agon_env.agents.prompts import RolePrompts
 from agon_env.envs.tasks.base import normalize_prompt
 from agon_env.evaluation.cache import SampleCache
-from agon_env.evaluation.evaluate import Evaluator
+from agon_env.evaluation.evaluate import Evaluator, stored_episodes
 from agon_env.evaluation.methods import Policies, method_of, plan_methods
 from agon_env.evaluation.splits import distinct_sample, load_eval_data
 
@@ -142,6 +142,14 @@ def test_several_seeds_give_spread_and_pass_at_k(data):
     assert set(z["pass@k"]) == {"1", "2", "4"}
     assert z["pass@k"]["1"] == pytest.approx(z["pass@1"]["rate"])
     assert z["pass@k"]["1"] < z["pass@k"]["2"] < z["pass@k"]["4"]
+    # The stored episodes read back by evaluation seed: each seed's block gives its own rate.
+    stored = stored_episodes(z, [0, 1, 2, 3])
+    assert len(stored) == 4 * len(data.test.indices)
+    for seed in range(4):
+        got = [e["correct"] for (s, _), e in stored.items() if s == seed]
+        assert sum(got) / len(got) == pytest.approx(z["per_seed"][str(seed)]["pass@1"]["rate"])
+    with pytest.raises(ValueError, match="equal blocks"):
+        stored_episodes(z, [0, 1, 2, 3, 4, 5, 6])
 
 
 def test_base_samples_persist_on_disk(tmp_path, data):
