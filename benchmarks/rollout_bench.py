@@ -15,7 +15,15 @@ GFLOP/s measured now ÷ 2 × the parameters a decode step multiplies by). The pa
 for both pairs at every batch size. ``ratio_adapter_vs_bare_generate`` (ours with an
 adapter ÷ ``generate`` without one) is reported as well.
 
+A fifth run is ours with an adapter and the shared prompt prefix copied into every row's
+cache (``HFBackend(prefix_attention=False)``, how it sampled before issue #23's lever):
+``prefix_once_over_copied`` is ours ÷ that run, the lever weighed in the same invocation.
+``--role challenger`` renders challenger turns instead of drafts (the problem and a draft's
+summary after the challenger's worked challenges: a ~4× longer shared prefix, what a
+cascade's second turn and Agon's second stream sample).
+
     python benchmarks/rollout_bench.py [--batches 8 32] [--reps 3] [--max-new-tokens 96] [--threads N]
+    python benchmarks/rollout_bench.py --role challenger   # the second turn's prompts
     python benchmarks/rollout_bench.py --vllm   # with vllm installed: VLLMBackend ÷ raw LLM.generate
 
 With ``--vllm`` the same prompts go through our ``VLLMBackend`` (adapter ``agent_a``)
@@ -37,17 +45,38 @@ import time
 import torch
 
 from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, render_prompt
+from agon_env.vocabulary import CHALLENGE, challenger_text
+
+SUMMARIES = (
+    "Added the two numbers, then the third.",
+    "Multiplied first, then added.",
+    "Subtracted, then added.",
+)
 
 
-def make_prompts(tokenizer, n: int, seed: int) -> list[str]:
+def observations(n: int, seed: int, role: str = "drafter") -> list[dict]:
+    """``agon/arith``-style drafting observations, or challenger ones reading a method summary."""
     rng = random.Random(seed)
-    prompts = []
+    out = []
     for _ in range(n):
         a, b, c = rng.randint(2, 99), rng.randint(2, 99), rng.randint(2, 9)
         op = rng.choice(["+", "-", "*"])
-        obs = {"text": "", "problem": f"What is {a} {op} {b} + {c}?", "draft": "", "role": 0}
-        prompts.append(render_prompt(obs, tokenizer))
-    return prompts
+        problem = f"What is {a} {op} {b} + {c}?"
+        obs = {"text": "", "problem": problem, "draft": "", "role": 0}
+        if role == "challenger":
+            draft = rng.choice(SUMMARIES)
+            obs = {
+                "text": challenger_text(problem, draft),
+                "problem": problem,
+                "draft": draft,
+                "role": CHALLENGE,
+            }
+        out.append(obs)
+    return out
+
+
+def make_prompts(tokenizer, n: int, seed: int, role: str = "drafter") -> list[str]:
+    return [render_prompt(obs, tokenizer) for obs in observations(n, seed, role)]
 
 
 def count_generated(row: list[int], eos: set[int]) -> int:
@@ -132,7 +161,7 @@ def run_vllm(args: argparse.Namespace) -> dict:
     lora = backend.requests["agent_a"]
     results = {}
     for batch in args.batches:
-        prompts = make_prompts(base.tokenizer, batch, seed=batch)
+        prompts = make_prompts(base.tokenizer, batch, seed=batch, role=args.role)
         ids = [base.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         totals = {"raw": [0, 0.0], "ours": [0, 0.0]}
         for rep in range(args.reps + 1):  # rep 0 warms up and is not counted
@@ -190,6 +219,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     ap.add_argument("--vllm", action="store_true", help="benchmark the vLLM backend instead")
+    ap.add_argument("--role", choices=["drafter", "challenger"], default="drafter", help="whose prompts")
     ap.add_argument(
         "--gpu-memory-utilization", type=float, default=0.4, help="vLLM memory share (CPU: of RAM)"
     )
@@ -204,15 +234,17 @@ def main() -> None:
     base = SharedBase.from_source(args.model)
     base.add_adapter("agent_a", LoraSpec(init_b_std=0.01))
     backend = HFBackend(base)
+    copied = HFBackend(base, prefix_attention=False)
     eos = set(backend.eos_ids)
     results: dict[str, dict[str, float]] = {}
     for batch in args.batches:
-        prompts = make_prompts(base.tokenizer, batch, seed=batch)
+        prompts = make_prompts(base.tokenizer, batch, seed=batch, role=args.role)
         runs = {
             "generate_base": ("generate", "__base__"),
             "ours_base": ("ours", "__base__"),
             "generate_adapter": ("generate", "agent_a"),
             "ours_adapter": ("ours", "agent_a"),
+            "ours_adapter_prefix_copied": ("copied", "agent_a"),
         }
         totals = {k: [0, 0.0] for k in runs}
         # Warm-up (allocator, first-call overheads) is not measured.
@@ -234,7 +266,7 @@ def main() -> None:
                 if kind == "generate":
                     n, dt = run_generate(base, prompts, params, adapter, eos)
                 else:
-                    n, dt = run_ours(backend, prompts, params, adapter, eos)
+                    n, dt = run_ours(backend if kind == "ours" else copied, prompts, params, adapter, eos)
                 totals[key][0] += n
                 totals[key][1] += dt
         tps = {k: v[0] / v[1] for k, v in totals.items()}
@@ -244,6 +276,7 @@ def main() -> None:
             "ratio_base": round(tps["ours_base"] / tps["generate_base"], 3),
             "ratio_adapter": round(tps["ours_adapter"] / tps["generate_adapter"], 3),
             "ratio_adapter_vs_bare_generate": round(tps["ours_adapter"] / tps["generate_base"], 3),
+            "prefix_once_over_copied": round(tps["ours_adapter"] / tps["ours_adapter_prefix_copied"], 3),
         }
         print(f"batch {batch}: {results[str(batch)]}", flush=True)
     worst = min(min(r["ratio_base"], r["ratio_adapter"]) for r in results.values())
@@ -256,6 +289,7 @@ def main() -> None:
         "compute_bound_tok_s": round(bound, 1),
         "bench": "rollout",
         "model": args.model,
+        "role": args.role,
         "max_new_tokens": args.max_new_tokens,
         "reps": args.reps,
         "threads": torch.get_num_threads(),
@@ -269,7 +303,13 @@ def main() -> None:
     }
     # Each ratio also at the top level, named by batch, so a script reads them without nesting.
     for b, r in results.items():
-        for k in ("ratio_base", "ratio_adapter", "ours_adapter_fraction_of_compute_bound"):
+        keys = (
+            "ratio_base",
+            "ratio_adapter",
+            "ours_adapter_fraction_of_compute_bound",
+            "prefix_once_over_copied",
+        )
+        for k in keys:
             summary[f"{k}_batch{b}"] = r[k]
     print(json.dumps(summary))
 

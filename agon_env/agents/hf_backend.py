@@ -8,8 +8,10 @@ A custom decode loop rather than ``model.generate`` because (measured on SmolLM2
 * the KV cache is written into preallocated buffers instead of ``torch.cat``-grown
   each step (the concatenation copied the whole cache every step: ~12% of a step);
 * the prompt prefix all rows share (the few-shot turns; a GRPO group's whole prompt)
-  is prefilled once and its keys/values copied to every row -- prefill of ~150-token
-  few-shot prompts is a large part of a rollout on CPU;
+  is prefilled once -- prefill of ~150-token few-shot prompts is a large part of a rollout
+  on CPU -- and, on CPU, kept once for all rows, which attend to it together
+  (:func:`agon_env.agents.attention.prefix_attention`; elsewhere its keys/values are copied
+  to every row);
 * the per-token log-prob of each sampled token is read off the same logits.
 
 Conventions (what the trainer can rely on):
@@ -80,11 +82,14 @@ def _num_layers(model: Any) -> int:
 class HFBackend:
     """Samples completions from ``base`` (a :class:`~agon_env.agents.adapters.SharedBase`)."""
 
-    def __init__(self, base: Any, *, merge: bool = True) -> None:
+    def __init__(self, base: Any, *, merge: bool = True, prefix_attention: bool = True) -> None:
         """``merge``: sample single-adapter chunks with the adapter merged into a copy of the
-        base weights (:mod:`agon_env.agents.merge`; same tokens, ~2× faster decode on CPU)."""
+        base weights (:mod:`agon_env.agents.merge`; same tokens, ~2× faster decode on CPU).
+        ``prefix_attention``: keep a shared prompt prefix's keys/values once, not once per row,
+        where the model runs ``agon_sdpa`` on CPU (same tokens up to float round-off)."""
         self.base = base
         self.merge = merge
+        self.prefix_attention = prefix_attention
         self.tokenizer = base.tokenizer
         gen_eos = getattr(base.base_model.generation_config, "eos_token_id", None)
         eos = {self.tokenizer.eos_token_id}
@@ -229,6 +234,14 @@ class HFBackend:
             return 0
         return shared_prefix_len(ids, MIN_SHARED_PREFIX)
 
+    def _prefix_once(self) -> bool:
+        """Whether a shared prefix is kept once: only ``agon_sdpa`` reads it (any other
+        attention would miss it), and only its CPU path is measured to pay."""
+        from agon_env.agents.attention import NAME
+
+        impl = getattr(self.base.base_model.config, "_attn_implementation", None)
+        return self.prefix_attention and impl == NAME and torch.device(self.base.device).type == "cpu"
+
     @torch.inference_mode()
     def _run(
         self, ids: list[list[int]], names: list[str | None], params: SamplingParams, gen: Generators
@@ -265,7 +278,10 @@ class HFBackend:
                         use_cache=True,
                         logits_to_keep=1,
                     )
-                    cache.batch_repeat_interleave(n)
+                    if self._prefix_once():
+                        cache.share_prefix(n)
+                    else:
+                        cache.batch_repeat_interleave(n)
                 return self._decode(ids, input_ids, mask, positions, live_names, params, gen, cache)
         finally:
             model.train(was_training)
@@ -284,7 +300,9 @@ class HFBackend:
         device = input_ids.device
         n = len(ids)
         model = self.base.model
-        extra = {} if live_names is None else {"adapter_names": live_names}
+        # A cache keeping a shared prefix once is read through agon_sdpa's prefix_attention.
+        shared = {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
+        extra = {**shared, **({} if live_names is None else {"adapter_names": live_names})}
         eos = torch.tensor(self.eos_ids, device=device)
         window = max((len(s) for s in params.stop), default=0) + 2
         out_ids: list[list[int]] = [[] for _ in range(n)]
@@ -327,7 +345,7 @@ class HFBackend:
                     gen = [gen[b] for b in keep]
                 if live_names is not None:
                     live_names = [live_names[b] for b in keep]
-                    extra = {"adapter_names": live_names}
+                    extra = {**shared, "adapter_names": live_names}
             out = model(
                 input_ids=tok[:, None],
                 attention_mask=mask,

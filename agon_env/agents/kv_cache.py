@@ -4,7 +4,10 @@ transformers' ``DynamicCache`` grows each layer with ``torch.cat`` on every deco
 which copies the whole cache every step (~12% of a step on SmolLM2-135M, 2 CPU cores).
 ``BufferCache`` keeps ``DynamicCache`` semantics (so any HF causal LM accepts it) but
 writes each step into a buffer sized for prompt + ``max_new_tokens`` and hands out
-growing views; it can drop finished rows and repeat a shared prefix for every row.
+growing views; it can drop finished rows, and give every row a prefix they all share --
+either as copies (:meth:`BufferCache.batch_repeat_interleave`) or stored once
+(:meth:`BufferCache.share_prefix`, which :func:`agon_env.agents.attention.prefix_attention`
+reads: a decode step then reads the prefix's keys and values once, not once per row).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ class _BufferLayer(DynamicLayer):
         super().__init__()
         self.capacity = capacity
         self.length = 0
+        self.prefix: tuple[torch.Tensor, torch.Tensor] | None = None
+        """Keys and values ``[1, heads, P, dim]`` every row attends to, stored once
+        (:meth:`share_prefix`); ``keys``/``values`` then hold each row's own tokens only."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
@@ -54,7 +60,8 @@ class _BufferLayer(DynamicLayer):
         return self.keys, self.values
 
     def get_seq_length(self) -> int:
-        return self.length
+        # What the attention mask and positions count: a shared prefix is part of every row.
+        return self.length + (0 if self.prefix is None else self.prefix[0].shape[-2])
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.is_initialized:
@@ -67,8 +74,24 @@ class _BufferLayer(DynamicLayer):
             self._v = self._v.repeat_interleave(repeats, dim=0)
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
+    def share_prefix(self, rows: int) -> None:
+        """Keep the one row cached so far as the prefix of ``rows`` rows, stored once; what
+        follows is cached per row in a buffer of the remaining capacity."""
+        if not self.is_initialized:
+            return
+        if self._k.shape[0] != 1 or self.prefix is not None:
+            raise ValueError("share_prefix needs one cached row and no shared prefix yet")
+        p = self.length
+        self.prefix = (self._k[:, :, :p], self._v[:, :, :p])
+        cap = max(self.capacity - p, 1)
+        self._k = self._k.new_empty(rows, self._k.shape[1], cap, self._k.shape[-1])
+        self._v = self._v.new_empty(rows, self._v.shape[1], cap, self._v.shape[-1])
+        self.length = 0
+        self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
+
     def reset(self) -> None:
         self.length = 0
+        self.prefix = None
         super().reset()
 
     def crop(self, tokens_to_remove: int) -> None:
@@ -80,6 +103,18 @@ class BufferCache(DynamicCache):
 
     def __init__(self, num_layers: int, capacity: int) -> None:
         Cache.__init__(self, layers=[_BufferLayer(capacity) for _ in range(num_layers)])
+
+    def share_prefix(self, rows: int) -> None:
+        """What :meth:`batch_repeat_interleave` does for a one-row prefix, without the copies:
+        every layer keeps it once for ``rows`` rows. Only an attention that reads
+        :attr:`_BufferLayer.prefix` (``agon_sdpa`` given ``shared_prefix=`` this cache) may
+        then run on it: any other would see the rows' own tokens alone."""
+        for layer in self.layers:
+            layer.share_prefix(rows)
+
+    def shared_prefix(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Layer ``layer_idx``'s shared prefix keys and values, or None."""
+        return self.layers[layer_idx].prefix
 
 
 def shared_prefix_len(seqs: Sequence[Sequence[int]], minimum: int) -> int:

@@ -138,7 +138,7 @@ def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
 def _hf(cfg: TrainConfig, base: Any) -> Any:
     from agon_env.agents import HFBackend
 
-    return HFBackend(base)
+    return HFBackend(base, prefix_attention=cfg.model.prefix_attention)
 
 
 def _vllm(cfg: TrainConfig, base: Any) -> Any:

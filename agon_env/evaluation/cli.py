@@ -84,6 +84,9 @@ class EvalArgs(CommandArgs):
     """Prompts per forward batch (memory, not results)."""
     device: str = ModelConfig.device
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available), as in ``agon train``."""
+    prefix_attention: bool = ModelConfig.prefix_attention
+    """Keep a sampling batch's shared prompt prefix once, as ``agon train``'s ``model.prefix_attention``
+    (the same samples up to float round-off; off: copied to every row, the pre-issue-#23 path)."""
     confidence: float = 0.95
     """Interval coverage."""
     out: str | None = None
@@ -181,7 +184,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     )
     from agon_env.agents.models import resolve_device
 
-    loader = PolicyLoader(resolve_device(args.device))
+    loader = PolicyLoader(resolve_device(args.device), args.prefix_attention)
     cache = SampleCache((args.cache_dir or default_cache_dir()) if args.cache else None)
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log

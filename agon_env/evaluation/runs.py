@@ -141,8 +141,10 @@ def exchange_of(cfg: TrainConfig) -> str:
 class PolicyLoader:
     """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""
 
-    def __init__(self, device: str = "cpu") -> None:
+    def __init__(self, device: str = "cpu", prefix_attention: bool = True) -> None:
+        """``prefix_attention``: the HF backend's (``HFBackend``; the same samples up to round-off)."""
         self.device = device
+        self.prefix_attention = prefix_attention
         self._bases: dict[str, Any] = {}
 
     def shared_base(self, model: str) -> Any:
@@ -152,14 +154,14 @@ class PolicyLoader:
             self._bases[model] = SharedBase.from_source(model, device=self.device)
         return self._bases[model]
 
-    @staticmethod
-    def _agent(name: str, base: Any, adapter: str, settings: Settings) -> Any:
-        from agon_env.agents import LLMAgent
+    def _agent(self, name: str, base: Any, adapter: str, settings: Settings) -> Any:
+        from agon_env.agents import HFBackend, LLMAgent
 
         return LLMAgent(
             name=name,
             base=base,
             adapter=adapter,
+            backend=HFBackend(base, prefix_attention=self.prefix_attention),
             sampling=settings.sampling(name),
             prompts=settings.prompts,
             template_kwargs=settings.cfg.model.chat_template_kwargs,

@@ -12,6 +12,7 @@ import math
 import pytest
 from algo_helpers import tiny_config
 
+from agon_env.agents import attention
 from agon_env.agents.merge import MergedWeights
 from agon_env.algorithms import stream_prefix as SP
 from agon_env.algorithms import trainer as T
@@ -23,6 +24,7 @@ LEVERS = {
     "stream_prefix": {"grpo.stream_prefix": (True, False)},
     "free_merge_buffers": {MergedWeights: ("keep_buffers", False, True)},
     "token_micro_batches": {"grpo.micro_batch_tokens": (24, None)},
+    "prefix_attention": {"model.prefix_attention": (True, False)},
 }
 """Lever -> its switch, on and off: a config key, or a class attribute (no config field)."""
 
@@ -36,6 +38,7 @@ RAN = {
     "stream_prefix": (SP.StreamPrefix, "backward", None),
     "free_merge_buffers": (MergedWeights, "merged", None),
     "token_micro_batches": (T, "micro_batches", _split_by_tokens),
+    "prefix_attention": (attention, "prefix_attention", None),
 }
 """Lever -> a function that runs (or, with a predicate on its arguments and result, does
 something) only when the lever has work: spied, so the test proves something."""
