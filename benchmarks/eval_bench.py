@@ -36,8 +36,24 @@ SIDES = {"new": [], "old": ["--no-prefix-attention"]}
 
 
 def run_side(run: str, flags: list[str], out: Path, threads: int) -> float:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, "-m", "agon_env.cli", "eval", run, "--no-cache", "--quiet", "--out", str(out), *flags]
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": str(threads),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "agon_env.cli",
+        "eval",
+        run,
+        "--no-cache",
+        "--quiet",
+        "--out",
+        str(out),
+        *flags,
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, env=env)
     return time.perf_counter() - t0
@@ -84,7 +100,9 @@ def main() -> int:
         "new_over_old": round(new / old, 3),
         "method_seconds": {k: {m: round(s, 1) for m, s in v.items()} for k, v in methods.items()},
         "method_new_over_old": {
-            m: round(methods["new"][m] / methods["old"][m], 3) for m in methods["new"] if methods["old"].get(m)
+            m: round(methods["new"][m] / methods["old"][m], 3)
+            for m in methods["new"]
+            if methods["old"].get(m)
         },
         "outcomes_agree": {m: f"{same[m]}/{len(a[m])}" for m in a},
         "outcomes_equal": all(a[m] == b.get(m) for m in a),

@@ -13,14 +13,14 @@ its keys), it hands the call to transformers' own ``sdpa`` unchanged.
 model whose config uses ``sdpa``).
 
 **A prefix every row shares, read once.** Batched sampling prefills the prompt prefix its
-rows share (the worked examples) once. Copied into every row's cache, that prefix is read
-once per row at every decode step: at batch 32 and a ~300-token shared challenger prefix,
-attention took ~50 ms of a ~175 ms SmolLM2 decode step on one core, more than a third of what
-the weights cost. Given ``shared_prefix=`` a :class:`~agon_env.agents.kv_cache.BufferCache`
-whose layers keep their prefix once (``share_prefix``), :func:`prefix_attention` instead
-multiplies all rows' queries by the one prefix at once (as Hydragen, arXiv 2402.05099, does
-on GPUs): one softmax over prefix and own scores together, so the result is the same
-attention up to float round-off.
+rows share (the worked examples: ~330 of a challenger prompt's ~390 tokens) once. Copied into
+every row's cache, that prefix is read again for every row at every decode step, so at batch
+32 attention costs a sizeable share of what reading the weights does. Given ``shared_prefix=``
+a :class:`~agon_env.agents.kv_cache.BufferCache` whose layers keep their prefix once
+(``share_prefix``), :func:`prefix_attention` instead multiplies all rows' queries by the one
+prefix at once (as Hydragen, arXiv 2402.05099, does on GPUs), with one softmax over prefix
+and own scores together, so the result is the same attention up to float round-off. What it
+buys end to end is measured in docs/benchmarks.md ("Cost levers, third round").
 """
 
 from __future__ import annotations
