@@ -19,8 +19,9 @@ def _last_json(cmd: list[str]) -> dict:
 
 def test_eval_bench_times_both_sampling_paths_and_finds_the_same_outcomes(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    train = [sys.executable, "-m", "agon_env.cli", "train", "--model", "tiny", "--steps", "1", "--heldout-problems",
-             "0", "--time-budget-min", "0", "--no-progress", "--out-dir", str(run)]  # fmt: skip
+    train = [sys.executable, "-m", "agon_env.cli", "train", "--model", "tiny", "--steps", "1",
+             "--heldout-problems", "0", "--time-budget-min", "0", "--no-progress",
+             "--out-dir", str(run)]  # fmt: skip
     assert subprocess.run(train, capture_output=True, timeout=600, cwd=ROOT).returncode == 0
     result = _last_json([sys.executable, str(BENCH / "eval_bench.py"), str(run), "--threads", "1", "--",
                          "--problems", "4", "--val-problems", "2", "--max-new-tokens", "6",
