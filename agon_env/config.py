@@ -106,12 +106,12 @@ class GRPOConfig:
     """Gradient clipping norm per adapter (0 = off)."""
     micro_batch: int = 8
     """Sequences per forward/backward chunk in the update (memory bound, not a hyperparameter)."""
-    micro_batch_tokens: int | None = 512
+    micro_batch_tokens: int | None = 256
     """Also cap a chunk at this many padded tokens (rows × longest sequence beyond the stream's shared
     prefix), so one long challenger chunk does not set the run's peak memory (None = rows only).
-    512 cuts the default run's peak by a quarter at no measured time cost (docs/benchmarks.md,
-    "Cost levers, second round"): the shared prefix runs once per stream, so smaller chunks
-    recompute nothing."""
+    The shared prefix runs once per stream, so smaller chunks recompute nothing: 512 cut the
+    default run's peak by a quarter, 256 a further 11 % of a step's, each at no time cost beyond
+    noise (docs/benchmarks.md, "Cost levers", second and third rounds)."""
     stream_prefix: bool = True
     """Run a stream's shared prompt prefix once per update pass, not once per chunk (same loss)."""
     rollout_correction: str = "token-truncate"
