@@ -304,7 +304,9 @@ def test_checkpointing_and_token_sized_micro_batches_do_not_change_the_update(tm
     loss, params = grad_after_one_stream()
     loss2, params2 = grad_after_one_stream(**extra)
     assert loss2 == pytest.approx(loss, rel=1e-5, abs=1e-7)
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(params, params2, strict=True))
+    # One Adam step moves each weight by ~lr (1e-2 here) whatever its gradient's size, so float
+    # round-off in a near-zero gradient shows at ~1e-6; a real difference in the update is ~lr.
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(params, params2, strict=True))
 
 
 def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
