@@ -316,17 +316,22 @@ def prompts_fingerprint() -> str:
 
 
 def check_resumable(plan: Plan, out: Path) -> None:
-    """Refuse to mix units trained or evaluated under different settings in one folder."""
+    """Refuse to mix units trained or evaluated under different settings in one folder; record
+    the plan, its arms and seeds grown by any the folder's plan already had (a run of a subset,
+    e.g. ``--arms grpo --seeds 2`` to fit a sitting, must not shrink what the report covers)."""
     path = out / "plan.json"
+    record = plan.record()
     if path.is_file():
         old = json.loads(path.read_text())
-        diff = other_settings(old, plan.record())
+        diff = other_settings(old, record)
         if diff:
             raise SystemExit(
                 f"{out} holds a replication with other {', '.join(diff)} ({ {k: old[k] for k in diff} }); "
                 "use another --out or the same settings"
             )
-    path.write_text(json.dumps(plan.record(), indent=1) + "\n")
+        for key in ("arms", "seeds"):
+            record[key] = list(dict.fromkeys([*old.get(key, []), *record[key]]))
+    path.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def parser() -> argparse.ArgumentParser:

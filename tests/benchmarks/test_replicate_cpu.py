@@ -396,3 +396,17 @@ def test_a_plan_on_another_task_trains_evaluates_and_records_that_task(tmp_path:
     }
     assert rt.task_label(rr.task_record(plan, None)) == "`agon/divides-v0` options=3"
     assert rt.task_label({"env": "agon/arith-v0", "difficulty": 2.5}) == "`agon/arith-v0` level 2.5"
+
+
+def test_a_subset_of_units_grows_the_recorded_plan_never_shrinks_it(tmp_path: Path) -> None:
+    """``--arms grpo --seeds 2`` (what fits a sitting) keeps the folder's other arms and seeds in
+    plan.json, which ``--report-only`` and the end-of-run report read."""
+    import replicate_cpu as rc
+    from replication_plans import Plan
+
+    rc.check_resumable(Plan(arms=["grpo", "coop", "agon"], seeds=[0, 1]), tmp_path)
+    rc.check_resumable(Plan(arms=["grpo", "agon-redacted"], seeds=[2]), tmp_path)
+    recorded = json.loads((tmp_path / "plan.json").read_text())
+    assert recorded["arms"] == ["grpo", "coop", "agon", "agon-redacted"] and recorded["seeds"] == [0, 1, 2]
+    with pytest.raises(SystemExit, match="other steps"):
+        rc.check_resumable(Plan(train={"steps": 3}), tmp_path)
