@@ -10,7 +10,7 @@ the base sample cache (``--no-cache``: the second would reuse the first's sample
 * **old**: the same with ``--no-prefix-attention`` (a sampling batch's shared prompt prefix
   copied into every row's cache, as before issue #23).
 
-It reports each side's wall seconds and per-method seconds (from each ``eval.json``), the
+It reports each side's wall seconds, peak RSS and per-method seconds (from each ``eval.json``), the
 ratio new ÷ old, and whether the two reports' outcomes agree problem by problem (they should,
 up to the rare token that float round-off flips).
 
@@ -25,38 +25,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from vs_trl import run_child  # a sibling file: this folder is on sys.path
 
 SIDES = {"new": [], "old": ["--no-prefix-attention"]}
 
 
-def run_side(run: str, flags: list[str], out: Path, threads: int) -> float:
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": str(threads),
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "agon_env.cli",
-        "eval",
-        run,
-        "--no-cache",
-        "--quiet",
-        "--out",
-        str(out),
-        *flags,
-    ]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env)
-    return time.perf_counter() - t0
+def run_side(run: str, flags: list[str], out: Path) -> tuple[float, float]:
+    """One ``agon eval`` child: (wall seconds, its peak RSS in MB), by ``vs_trl.run_child``."""
+    cmd = [sys.executable, "-m", "agon_env.cli", "eval", run, "--no-cache", "--quiet", "--out", str(out)]
+    wall, peak, _ = run_child([*cmd, *flags], out.with_suffix(".log"))
+    return wall, peak
 
 
 def outcomes(report: dict[str, Any]) -> dict[str, list[Any]]:
@@ -75,14 +58,18 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     args, rest = ap.parse_known_args()  # everything after ``--`` goes to agon eval
     args.eval_flags = [x for x in rest if x != "--"]
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the children's torch threads (agon eval has no flag)
     seconds: dict[str, list[float]] = {k: [] for k in SIDES}
+    peaks: dict[str, float] = {k: 0.0 for k in SIDES}
     methods: dict[str, dict[str, float]] = {k: {} for k in SIDES}
     reports: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
         for rep in range(args.reps):
             for side in list(SIDES) if rep % 2 == 0 else list(SIDES)[::-1]:
                 out = Path(tmp) / f"{side}-{rep}"
-                seconds[side].append(run_side(args.run, [*SIDES[side], *args.eval_flags], out, args.threads))
+                wall, peak = run_side(args.run, [*SIDES[side], *args.eval_flags], out)
+                seconds[side].append(wall)
+                peaks[side] = max(peaks[side], peak)
                 reports[side] = json.loads((out / "eval.json").read_text())
                 for m, rec in reports[side]["runs"][0]["methods"].items():
                     methods[side][m] = methods[side].get(m, 0.0) + float(rec.get("seconds", 0.0))
@@ -98,6 +85,7 @@ def main() -> int:
         "eval_flags": args.eval_flags,
         "seconds": {k: round(sum(v), 1) for k, v in seconds.items()},
         "new_over_old": round(new / old, 3),
+        "peak_rss_mb": {k: round(v) for k, v in peaks.items()},
         "method_seconds": {k: {m: round(s, 1) for m, s in v.items()} for k, v in methods.items()},
         "method_new_over_old": {
             m: round(methods["new"][m] / methods["old"][m], 3)
