@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import selectors
 import shutil
@@ -73,8 +74,9 @@ Mode = Literal["bwrap", "fallback"]
 class Limits:
     """Resource limits of one sandboxed run."""
 
-    cpu_s: int = 4
-    """CPU seconds per process (RLIMIT_CPU soft limit: SIGXCPU, then SIGKILL one second later)."""
+    cpu_s: float = 4
+    """CPU seconds per process, rounded up to whole seconds (RLIMIT_CPU soft limit: SIGXCPU, then
+    SIGKILL one second later)."""
     wall_s: float = 8.0
     """Wall-clock seconds for the whole run, bwrap start-up included; then the group is SIGKILLed."""
     memory_bytes: int = 2 << 30
@@ -246,8 +248,11 @@ def _prlimit_args(limits: Limits, uid: int) -> list[str]:
         # NPROC counts every task of the uid machine-wide; leave room for the caller's own.
         nproc += sum(_live_pids(uid).values())
     # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first.
+    # RLIMIT_CPU is whole seconds and prlimit truncates "5.0:6.0" to 5:5, so a float limit would get
+    # SIGKILL with SIGXCPU and read as "killed": round up to an int first.
+    cpu = math.ceil(limits.cpu_s)
     return [
-        "/usr/bin/prlimit", f"--cpu={limits.cpu_s}:{limits.cpu_s + 1}", f"--as={limits.memory_bytes}",
+        "/usr/bin/prlimit", f"--cpu={cpu}:{cpu + 1}", f"--as={limits.memory_bytes}",
         f"--nproc={nproc}", f"--fsize={limits.fsize_bytes}", f"--nofile={limits.nofile}", "--core=0", "--",
     ]  # fmt: skip
 

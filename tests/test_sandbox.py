@@ -72,6 +72,14 @@ def test_infinite_loop_times_out(mode, host_unchanged):
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("mode", MODES)
+def test_a_float_cpu_limit_still_reads_as_a_timeout(mode, host_unchanged):
+    # prlimit truncated "1.0:2.0" to 1:1, so SIGKILL came with SIGXCPU and the run read as "killed".
+    run = run_python("while True:\n    pass", "", Limits(cpu_s=1.0, wall_s=15.0), mode=mode)
+    assert run.status == "timeout", run
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("mode", MODES)
 def test_sleeping_program_hits_the_wall_clock(mode, host_unchanged):
     status, secs = _attack("import time\ntime.sleep(300)\nprint('PWNED')", mode)
     assert status == "timed_out" and FAST.wall_s <= secs < FAST.wall_s + 10
