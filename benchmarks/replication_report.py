@@ -53,6 +53,21 @@ PAIRS = (
 what the summary's stated answer is worth (agon-redacted − agon), and what each channel is
 worth against text summaries and against reading nothing (issue #25). A pair is reported once both
 arms have run."""
+
+
+def verdict(diff: dict[str, Any], first: str) -> str:
+    """The pre-registered decision rule of a paired difference (docs/results/preregistration-2.md
+    §4): ``first`` is better when the bootstrap interval lies above 0 *and* every seed's difference
+    is above 0, worse when both lie below, otherwise no difference is shown. The every-seed half is
+    the guard against one lucky interval among several comparisons (no multiplicity correction)."""
+    per = list(diff["per_seed"].values())
+    if per and diff["low"] > 0 and all(v > 0 for v in per):
+        return f"{first} better"
+    if per and diff["high"] < 0 and all(v < 0 for v in per):
+        return f"{first} worse"
+    return "no difference shown"
+
+
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
                   "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",

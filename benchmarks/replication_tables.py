@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from replication_plans import two_stage
-from replication_report import CHANGED, LEGACY_CHANGED, compared
+from replication_report import CHANGED, LEGACY_CHANGED, compared, verdict
 
 from agon_env.evaluation.report import write_text_atomic
 
@@ -131,14 +131,15 @@ def markdown(
             mean = f"**{_pct(r['mean'])}**" if m in LABELS or m == "two-stage" else _pct(r["mean"])
             lines.append(f"| {arm} | {label} | {mean} | [{_pct(r['interval'][0])}, "
                          f"{_pct(r['interval'][1])}] | {per} | {r['mean_length']:.1f} |")  # fmt: skip
+    rule = "decision rule: CI and every seed agree" + ("" if doc["complete"] else " (interim)")
     lines += ["", "| paired difference | pass@1 (pp) | 95 % CI, seeds × problems (pp) | per seed (pp) "
-              "| 95 % CI over seeds, t (pp) |", "|---|---|---|---|---|"]  # fmt: skip
+              f"| 95 % CI over seeds, t (pp) | {rule} |", "|---|---|---|---|---|---|"]  # fmt: skip
     for name, d in s["paired"].items():
         per = " · ".join(f"s{k} {100 * v:+.1f}" for k, v in d["per_seed"].items())
         t = d["t_interval_over_seeds"]
         over = "– (one seed)" if t is None else f"[{100 * t[0]:+.1f}, {100 * t[1]:+.1f}]"
         lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
-                     f"{per} | {over} |")  # fmt: skip
+                     f"{per} | {over} | {verdict(d, name.split(' − ')[0])} |")  # fmt: skip
     if s.get("second_turn"):
         lines += ["", "What the second turn did with the draft it read (compared seeds pooled):", ""]
         lines += ["| two-stage method | right drafts kept | wrong drafts fixed |", "|---|---|---|"]

@@ -410,3 +410,19 @@ def test_a_subset_of_units_grows_the_recorded_plan_never_shrinks_it(tmp_path: Pa
     assert recorded["arms"] == ["grpo", "coop", "agon", "agon-redacted"] and recorded["seeds"] == [0, 1, 2]
     with pytest.raises(SystemExit, match="other steps"):
         rc.check_resumable(Plan(train={"steps": 3}), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "per_seed", "expected"),
+    [
+        (0.01, 0.05, [0.02, 0.03, 0.01], "agon better"),
+        (0.01, 0.05, [0.02, 0.03, -0.01], "no difference shown"),  # one seed disagrees
+        (-0.01, 0.05, [0.02, 0.03, 0.01], "no difference shown"),  # the interval reaches 0
+        (-0.05, -0.01, [-0.02, -0.03, -0.01], "agon worse"),
+        (-0.05, -0.01, [-0.02, 0.0, -0.01], "no difference shown"),  # a tie is no agreement
+        (0.01, 0.05, [], "no difference shown"),
+    ],
+)
+def test_the_pre_registered_decision_rule(low, high, per_seed, expected) -> None:
+    diff = {"low": low, "high": high, "per_seed": {str(i): v for i, v in enumerate(per_seed)}}
+    assert rr.verdict(diff, "agon") == expected
