@@ -75,8 +75,7 @@ class Limits:
     """Resource limits of one sandboxed run."""
 
     cpu_s: float = 4
-    """CPU seconds per process, rounded up to whole seconds (RLIMIT_CPU soft limit: SIGXCPU, then
-    SIGKILL one second later)."""
+    """CPU seconds per process, rounded up (RLIMIT_CPU soft limit: SIGXCPU, SIGKILL 1 s later)."""
     wall_s: float = 8.0
     """Wall-clock seconds for the whole run, bwrap start-up included; then the group is SIGKILLed."""
     memory_bytes: int = 2 << 30
@@ -247,9 +246,8 @@ def _prlimit_args(limits: Limits, uid: int) -> list[str]:
     if not _is_root():
         # NPROC counts every task of the uid machine-wide; leave room for the caller's own.
         nproc += sum(_live_pids(uid).values())
-    # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first.
-    # RLIMIT_CPU is whole seconds and prlimit truncates "5.0:6.0" to 5:5, so a float limit would get
-    # SIGKILL with SIGXCPU and read as "killed": round up to an int first.
+    # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first;
+    # whole seconds, as prlimit reads "5.0:6.0" as 5:5 (SIGKILL with SIGXCPU: "killed").
     cpu = math.ceil(limits.cpu_s)
     return [
         "/usr/bin/prlimit", f"--cpu={cpu}:{cpu + 1}", f"--as={limits.memory_bytes}",
