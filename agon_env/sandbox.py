@@ -175,9 +175,7 @@ def _is_root() -> bool:
 
 class _UidLease:
     """Hold one slot uid exclusively, machine-wide, so the post-run sweep only hits our own run.
-
-    The lock is an abstract unix socket: no file to leave behind, released when the process dies.
-    """
+    The lock is an abstract unix socket: no file to leave behind, released when the process dies."""
 
     def __enter__(self) -> int:
         self.sock: socket.socket | None = None
@@ -329,8 +327,7 @@ def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int)
 
 def _stop(proc: subprocess.Popen, uid: int) -> None:
     """Kill a run still going. As root, kill the slot uid's processes but our direct child first, so
-    each namespace's parent reaps its pid 1 and no zombie is handed to an init that may not reap it.
-    """
+    each namespace's parent reaps its pid 1 and no zombie is handed to an init that may not reap it."""
     if _is_root():
         _sweep(uid, spare=proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
