@@ -68,6 +68,13 @@ def verdict(diff: dict[str, Any], first: str) -> str:
     return "no difference shown"
 
 
+def second_turn_net(turn: dict[str, int]) -> float:
+    """What a two-stage method's second turn did to pass@1 against the drafts it read: wrong drafts
+    fixed minus right drafts lost, over every draft (the probe's gap, on trained models)."""
+    lost = turn["right_drafts"] - turn["kept"]
+    return (turn["fixed"] - lost) / max(1, turn["right_drafts"] + turn["wrong_drafts"])
+
+
 TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
                   "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
                   "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",

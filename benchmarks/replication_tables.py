@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from replication_plans import two_stage
-from replication_report import CHANGED, LEGACY_CHANGED, compared, verdict
+from replication_report import CHANGED, LEGACY_CHANGED, compared, second_turn_net, verdict
 
 from agon_env.evaluation.report import write_text_atomic
 
@@ -142,11 +142,12 @@ def markdown(
                      f"{per} | {over} | {verdict(d, name.split(' − ')[0])} |")  # fmt: skip
     if s.get("second_turn"):
         lines += ["", "What the second turn did with the draft it read (compared seeds pooled):", ""]
-        lines += ["| two-stage method | right drafts kept | wrong drafts fixed |", "|---|---|---|"]
+        lines += ["| two-stage method | right drafts kept | wrong drafts fixed | two-stage − drafts (pp) |",
+                  "|---|---|---|---|"]  # fmt: skip
         for name, t in s["second_turn"].items():
             kept = f"{t['kept']}/{t['right_drafts']} = {100 * t['kept'] / max(1, t['right_drafts']):.0f} %"
             fixed = f"{t['fixed']}/{t['wrong_drafts']} = {100 * t['fixed'] / max(1, t['wrong_drafts']):.0f} %"
-            lines.append(f"| {name} | {kept} | {fixed} |")
+            lines.append(f"| {name} | {kept} | {fixed} | {100 * second_turn_net(t):+.1f} |")
     if s.get("alike"):
         lines += [
             "",

@@ -426,3 +426,10 @@ def test_a_subset_of_units_grows_the_recorded_plan_never_shrinks_it(tmp_path: Pa
 def test_the_pre_registered_decision_rule(low, high, per_seed, expected) -> None:
     diff = {"low": low, "high": high, "per_seed": {str(i): v for i, v in enumerate(per_seed)}}
     assert rr.verdict(diff, "agon") == expected
+
+
+def test_the_second_turns_net_effect_by_hand() -> None:
+    # Keeps 1 of 2 right drafts and fixes 2 of 2 wrong ones: +2 - 1 over 4 drafts.
+    assert rr.second_turn_net({"right_drafts": 2, "kept": 1, "wrong_drafts": 2, "fixed": 2}) == 0.25
+    assert rr.second_turn_net({"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 0}) == 0.0
+    assert rr.second_turn_net({"right_drafts": 3, "kept": 0, "wrong_drafts": 0, "fixed": 0}) == -1.0
