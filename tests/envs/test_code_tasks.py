@@ -23,6 +23,7 @@ from agon_env.envs.tasks.code import (
     mbpp,
 )
 from agon_env.envs.tasks.code_checks import (
+    CheckReport,
     IOCase,
     check_asserts,
     check_stdio,
@@ -323,29 +324,36 @@ LAYOUT_ONLY = {
 }
 
 
-def _slow(task: CodeContestsTask, pid: str) -> bool:
-    """Whether ``pid``'s reference needs over half the record's CPU budget on some case: then the
-    record's own run may have timed out where a faster machine passes (1238_e takes ~9 CPU s of the
-    10 on one case here, and passed on a faster CI machine)."""
-    half = CodeContestsTask(task.problems, Limits(cpu_s=RECORDED.cpu_s // 2, wall_s=RECORDED.wall_s), 300)
+def _at_the_cpu_limit(task: CodeContestsTask, pid: str) -> bool:
+    """Whether ``pid``'s reference fails for want of CPU with half the record's 10 s and passes
+    with twice it: then its verdict at 10 s depends on the machine's speed, the record's or ours
+    (1238_e takes ~9 CPU s on one case here; recorded as failing, it passed on a faster CI machine)."""
     p = next(p for p in task if p.id == pid)
-    report = half.check(p, p.answer["reference"])
-    return not report.all_passed and all(c.status != "failed" for c in report.cases)
+
+    def check(cpu_s: int) -> CheckReport:
+        limits = Limits(cpu_s=cpu_s, wall_s=RECORDED.wall_s * cpu_s / RECORDED.cpu_s)
+        return CodeContestsTask([p], limits, total_wall_s=600).check(p, p.answer["reference"])
+
+    short = check(RECORDED.cpu_s // 2)
+    if short.all_passed or any(c.status == "failed" for c in short.cases):
+        return False  # fast enough, or a wrong output: not a matter of time
+    return check(RECORDED.cpu_s * 2).all_passed
 
 
 def _assert_matches_record(
     task: CodeContestsTask, outcomes: list[tuple[str, bool, bool, float | None]]
 ) -> None:
-    # Every recorded pass must pass. The record compared outputs exactly, so a recorded failure may
-    # pass here, but only on a problem whose statement grants a float tolerance (its reference printed
-    # e.g. 0.6666666667 against 0.666667: 19 of the 75 failures), a LAYOUT_ONLY one (4 more), or one
-    # whose reference is slow enough that the record's machine may have run out of CPU time. On
-    # this machine 248 of 300 pass; the other 52 need a special checker, time out or have bad tests.
+    # Every recorded pass must pass, unless its reference sits at the CPU limit (then the verdict is
+    # the machine's). The record compared outputs exactly, so a recorded failure may pass here, but
+    # only on a problem whose statement grants a float tolerance (its reference printed e.g.
+    # 0.6666666667 against 0.666667: 19 of the 75 failures), a LAYOUT_ONLY one (4 more), or one at
+    # the CPU limit. On this machine 248 of 300 pass; the other 52 need a special checker, time out
+    # or have bad tests.
     for pid, recorded, ours, tol in outcomes:
-        if recorded:
-            assert ours, f"{pid}: reference recorded as passing fails here"
-        elif ours:
-            explained = tol is not None or pid in LAYOUT_ONLY or _slow(task, pid)
+        if recorded and not ours:
+            assert _at_the_cpu_limit(task, pid), f"{pid}: reference recorded as passing fails here"
+        elif ours and not recorded:
+            explained = tol is not None or pid in LAYOUT_ONLY or _at_the_cpu_limit(task, pid)
             assert explained, f"{pid}: recorded failure passes unexplained"
 
 
@@ -370,7 +378,7 @@ def test_codecontests_references_score_as_recorded_all():
 
 @needs_cc
 @pytest.mark.slow
-def test_only_a_reference_short_of_cpu_counts_as_slow():
+def test_only_a_reference_near_the_cpu_limit_counts_as_at_it():
     task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=300, split=None)
-    assert _slow(task, "1238_e_keyboard_purchase_2831")  # ~9 CPU s on one case
-    assert not _slow(task, "487_c_prefix_product_sequence_2443")  # passes in well under 5 s
+    assert _at_the_cpu_limit(task, "1238_e_keyboard_purchase_2831")  # ~9 CPU s on one case
+    assert not _at_the_cpu_limit(task, "487_c_prefix_product_sequence_2443")  # well under 5 s
