@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.code import (
     ASSERT_LIMITS,
     STDIO_LIMITS,
@@ -376,9 +377,18 @@ def test_codecontests_references_score_as_recorded_all():
     _assert_matches_record(task, _reference_outcomes(task))
 
 
-@needs_cc
+def _burner(cpu_s: float, prints: str) -> Problem:
+    """A problem whose reference spends ``cpu_s`` of CPU time (not wall time: the same on any
+    machine) before printing ``prints``; the expected output is 42."""
+    code = f"import time\nwhile time.process_time() < {cpu_s}:\n    pass\nprint({prints!r})\n"
+    answer = {"tests": [IOCase("", "42")], "tolerance": None, "reference": code}
+    return Problem(id=f"burn-{cpu_s}-{prints}", prompt="", answer=answer)
+
+
 @pytest.mark.slow
-def test_only_a_reference_near_the_cpu_limit_counts_as_at_it():
-    task = codecontests(only_ref_pass=False, limits=RECORDED, total_wall_s=300, split=None)
-    assert _at_the_cpu_limit(task, "1238_e_keyboard_purchase_2831")  # ~9 CPU s on one case
-    assert not _at_the_cpu_limit(task, "487_c_prefix_product_sequence_2443")  # well under 5 s
+def test_only_a_reference_short_of_cpu_counts_as_at_the_limit():
+    at, fast, wrong = _burner(7.0, "42"), _burner(0.0, "42"), _burner(7.0, "41")
+    task = CodeContestsTask([at, fast, wrong], RECORDED, total_wall_s=300)
+    assert _at_the_cpu_limit(task, at.id)  # times out at 5 CPU s, passes at 20
+    assert not _at_the_cpu_limit(task, fast.id)  # passes at 5
+    assert not _at_the_cpu_limit(task, wrong.id)  # a wrong output, whatever the time
