@@ -32,6 +32,7 @@ from agon_env.evaluation.evaluate import outcomes  # no torch: the parent proces
 from agon_env.evaluation.methods import current_name
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.run_folder import EVAL_REPORT, METRICS
+from agon_env.stats import verdict_of
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
 LEGACY_CHANGED = "divergence/answer_disagreement"
@@ -61,9 +62,10 @@ def verdict(diff: dict[str, Any], first: str) -> str:
     is above 0, worse when both lie below, otherwise no difference is shown. The every-seed half is
     the guard against one lucky interval among several comparisons (no multiplicity correction)."""
     per = list(diff["per_seed"].values())
-    if per and diff["low"] > 0 and all(v > 0 for v in per):
+    by_interval = verdict_of(diff["low"], diff["high"], "better", "worse")
+    if by_interval == "better" and per and all(v > 0 for v in per):
         return f"{first} better"
-    if per and diff["high"] < 0 and all(v < 0 for v in per):
+    if by_interval == "worse" and per and all(v < 0 for v in per):
         return f"{first} worse"
     return "no difference shown"
 
