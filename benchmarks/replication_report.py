@@ -253,6 +253,35 @@ def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] 
     return {"right_drafts": right, "kept": kept, "wrong_drafts": wrong, "fixed": fixed}
 
 
+def second_turn_change(runs: Sequence[dict[str, Any]], keys_of: Any, confidence: float = 0.95) -> Any:
+    """:func:`second_turn_net` with its interval: the two-stage outcomes against the drafts they
+    read, paired by run and problem (``stats.paired_bootstrap``), or None without first outcomes.
+    Over runs of equal length its mean is the pooled net."""
+    from agon_env.stats import paired_bootstrap
+
+    finals, firsts = [], []
+    for run in runs:
+        for k in keys_of(run):
+            if k not in run.get("first_outcomes", {}):
+                return None
+            finals.append(run["outcomes"][k])
+            firsts.append(run["first_outcomes"][k])
+    return paired_bootstrap(finals, firsts, confidence) if finals else None
+
+
+def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]], Any]]:
+    """Each two-stage method the second-turn table reports: its runs (compared seeds) and the
+    outcome keys of its second turn in a run."""
+    out: dict[str, tuple[list[dict[str, Any]], Any]] = {
+        arm: (list(seeds.values()), lambda r, a=arm: _keys(r, a, "two-stage"))
+        for arm, seeds in compared(doc["outcomes"]["arms"]).items()
+    }
+    base = doc["outcomes"].get("base")
+    if base and "moa" in base.get("first_outcomes", {}):
+        out["base (MoA)"] = ([base], lambda r: ["moa"])
+    return out
+
+
 def cell(run: dict[str, Any], arm: str, method: str) -> tuple[list[float], float] | None:
     """One seed's per-problem outcome (a 0/1 list, or the adapters' mean) for a reported method."""
     o, lengths = run["outcomes"], run["mean_length"]
@@ -351,10 +380,7 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict
             iv = paired_bootstrap([o], [[0] * len(o)], confidence)
             length = base["mean_length"][m]
             base_rows[m] = {"mean": iv.mean, "interval": [iv.low, iv.high], "mean_length": length}
-    turns = {arm: second_turn(list(seeds.values()), lambda r, a=arm: _keys(r, a, "two-stage"))
-             for arm, seeds in arms.items()}  # fmt: skip
-    if base and "moa" in base.get("first_outcomes", {}):
-        turns["base (MoA)"] = second_turn([base], lambda r: ["moa"])
+    turns = {name: second_turn(runs, keys_of) for name, (runs, keys_of) in second_turn_runs(doc).items()}
     pairs = {arm: alike(list(seeds.values())) for arm, seeds in arms.items()}
     return {
         "seeds": used,

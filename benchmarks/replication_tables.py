@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from replication_plans import two_stage
-from replication_report import CHANGED, LEGACY_CHANGED, compared, second_turn_net, verdict
+from replication_report import (
+    CHANGED,
+    LEGACY_CHANGED,
+    compared,
+    second_turn_change,
+    second_turn_net,
+    second_turn_runs,
+    verdict,
+)
 
 from agon_env.evaluation.report import write_text_atomic
 
@@ -142,12 +150,15 @@ def markdown(
                      f"{per} | {over} | {verdict(d, name.split(' − ')[0])} |")  # fmt: skip
     if s.get("second_turn"):
         lines += ["", "What the second turn did with the draft it read (compared seeds pooled):", ""]
-        lines += ["| two-stage method | right drafts kept | wrong drafts fixed | two-stage − drafts (pp) |",
-                  "|---|---|---|---|"]  # fmt: skip
+        lines += ["| two-stage method | right drafts kept | wrong drafts fixed | two-stage − drafts (pp) "
+                  "| 95 % CI, seeds × problems (pp) |", "|---|---|---|---|---|"]  # fmt: skip
+        runs = second_turn_runs(doc)
         for name, t in s["second_turn"].items():
             kept = f"{t['kept']}/{t['right_drafts']} = {100 * t['kept'] / max(1, t['right_drafts']):.0f} %"
             fixed = f"{t['fixed']}/{t['wrong_drafts']} = {100 * t['fixed'] / max(1, t['wrong_drafts']):.0f} %"
-            lines.append(f"| {name} | {kept} | {fixed} | {100 * second_turn_net(t):+.1f} |")
+            iv = second_turn_change(*runs[name]) if name in runs else None
+            ci = "–" if iv is None else f"[{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]"
+            lines.append(f"| {name} | {kept} | {fixed} | {100 * second_turn_net(t):+.1f} | {ci} |")
     if s.get("alike"):
         lines += [
             "",

@@ -433,3 +433,20 @@ def test_the_second_turns_net_effect_by_hand() -> None:
     assert rr.second_turn_net({"right_drafts": 2, "kept": 1, "wrong_drafts": 2, "fixed": 2}) == 0.25
     assert rr.second_turn_net({"right_drafts": 2, "kept": 2, "wrong_drafts": 2, "fixed": 0}) == 0.0
     assert rr.second_turn_net({"right_drafts": 3, "kept": 0, "wrong_drafts": 0, "fixed": 0}) == -1.0
+
+
+def test_the_second_turns_interval_is_paired_on_its_own_drafts() -> None:
+    # Two seeds of 4 problems: seed 0 keeps 1 of 2 right drafts and fixes 2 of 2 wrong ones
+    # (+0.25), seed 1 changes nothing (0): pooled net +0.125, and the interval's mean is that net.
+    runs = [
+        {"outcomes": {"c": [1, 0, 1, 1]}, "first_outcomes": {"c": [1, 1, 0, 0]}},
+        {"outcomes": {"c": [1, 0, 0, 1]}, "first_outcomes": {"c": [1, 0, 0, 1]}},
+    ]
+    turn = rr.second_turn(runs, lambda r: ["c"])
+    assert turn == {"right_drafts": 4, "kept": 3, "wrong_drafts": 4, "fixed": 2}
+    iv = rr.second_turn_change(runs, lambda r: ["c"])
+    assert iv.mean == pytest.approx(rr.second_turn_net(turn)) == pytest.approx(0.125)
+    assert iv.low <= 0.125 <= iv.high and iv.low < iv.high
+    unchanged = rr.second_turn_change(runs[1:], lambda r: ["c"])
+    assert (unchanged.mean, unchanged.low, unchanged.high) == (0.0, 0.0, 0.0)
+    assert rr.second_turn_change([{"outcomes": {"c": [1]}}], lambda r: ["c"]) is None  # no drafts recorded
