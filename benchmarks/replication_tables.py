@@ -25,6 +25,7 @@ from replication_report import (
     verdict,
 )
 
+from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
@@ -149,16 +150,23 @@ def markdown(
         lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
                      f"{per} | {over} | {verdict(d, name.split(' − ')[0])} |")  # fmt: skip
     if s.get("second_turn"):
-        lines += ["", "What the second turn did with the draft it read (compared seeds pooled):", ""]
-        lines += ["| two-stage method | right drafts kept | wrong drafts fixed | two-stage − drafts (pp) "
-                  "| 95 % CI, seeds × problems (pp) |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += ["", "What the second turn did with the draft it read (compared seeds pooled; fix needed: "
+                  "the fix rate at which the second turn would break even at its keep rate, as in the "
+                  "probe):", ""]  # fmt: skip
+        lines += ["| two-stage method | right drafts kept | wrong drafts fixed | fix needed to break even "
+                  "| two-stage − drafts (pp) | 95 % CI, seeds × problems (pp) |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
         runs = second_turn_runs(doc)
         for name, t in s["second_turn"].items():
             kept = f"{t['kept']}/{t['right_drafts']} = {100 * t['kept'] / max(1, t['right_drafts']):.0f} %"
             fixed = f"{t['fixed']}/{t['wrong_drafts']} = {100 * t['fixed'] / max(1, t['wrong_drafts']):.0f} %"
             iv = second_turn_change(*runs[name]) if name in runs else None
             ci = "–" if iv is None else f"[{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]"
-            lines.append(f"| {name} | {kept} | {fixed} | {100 * second_turn_net(t):+.1f} | {ci} |")
+            drafts = t["right_drafts"] + t["wrong_drafts"]
+            keep = t["kept"] / t["right_drafts"] if t["right_drafts"] else None
+            need = fix_needed(t["right_drafts"] / drafts, keep)
+            lines.append(f"| {name} | {kept} | {fixed} | {'–' if need is None else f'{100 * need:.0f} %'} "
+                         f"| {100 * second_turn_net(t):+.1f} | {ci} |")  # fmt: skip
     if s.get("alike"):
         lines += [
             "",

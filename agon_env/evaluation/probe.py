@@ -124,6 +124,12 @@ def run_probe(
     return out
 
 
+def fix_needed(solve: float, keep: float | None) -> float | None:
+    """The fix rate at which a cascade breaks even with its drafter, ``p(1 − keep)/(1 − p)``
+    (None when it is undefined: no right draft to keep, or no wrong one to fix)."""
+    return solve * (1 - keep) / (1 - solve) if (keep is not None and solve < 1) else None
+
+
 def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[str, Any]:
     """The rates, the gap with its paired interval, the break-even rates and a verdict (JSON-ready)."""
     if not outcomes:
@@ -142,7 +148,6 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
     two_stage = sum(o.reader_correct for o in outcomes) / len(outcomes)
     gap = paired_bootstrap(two_stage_pp, solve_pp, confidence)
     k, f = keep.rate, fix.rate
-    fix_needed = p * (1 - k) / (1 - p) if (k is not None and p < 1) else None
     keep_needed = 1 - (1 - p) * f / p if (f is not None and p > 0) else None
     result = {
         "problems": len(by_problem),
@@ -155,7 +160,7 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
         "balanced_verify": None if k is None or f is None else (k + f) / 2,
         "two_stage": two_stage,
         "gap": gap.to_dict(),
-        "fix_needed_at_keep": fix_needed,
+        "fix_needed_at_keep": fix_needed(p, k),
         "keep_needed_at_fix": keep_needed,
         "summary_leak": sum(o.leak for o in outcomes) / len(outcomes),
         "how": "gap: two-stage − solve, percentile bootstrap over problems (each problem's drafts together)",

@@ -7,7 +7,7 @@ import pytest
 from agon_env.agents.scripted import ScriptedAgent
 from agon_env.envs.draft_challenge import DraftChallengeEnv
 from agon_env.envs.tasks.base import ListTask, Problem
-from agon_env.evaluation.probe import ProbeOutcome, analyse, run_probe
+from agon_env.evaluation.probe import ProbeOutcome, analyse, fix_needed, run_probe
 
 
 def _o(pid: str, draft: bool, reader: bool, changed: bool = True) -> ProbeOutcome:
@@ -139,3 +139,10 @@ def test_a_latent_run_is_refused_in_one_line_naming_the_way_out(tmp_path) -> Non
     run = _run_folder(tmp_path, exchange="latent")
     with pytest.raises(ValueError, match="exchange=summary"):
         probe(ProbeConfig(run=run, out=str(tmp_path / "p.json")))
+
+
+def test_the_break_even_fix_rate_by_hand() -> None:
+    # Solve 0.75, keep 0.8: it breaks 0.75·0.2 = 0.15 of drafts, so it must fix 0.15/0.25 = 0.6 of wrong ones.
+    assert fix_needed(0.75, 0.8) == pytest.approx(0.6)
+    assert fix_needed(0.5, 1.0) == 0.0
+    assert fix_needed(0.0, None) is None and fix_needed(1.0, 0.5) is None
