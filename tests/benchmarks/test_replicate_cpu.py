@@ -201,11 +201,23 @@ def test_tables_compare_only_the_seeds_every_arm_finished() -> None:
 RESULTS = BENCH.parent / "docs" / "results" / "replication_cpu.json"
 
 
-@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded replication yet")
-def test_the_recorded_replication_recomputes_and_its_test_problems_are_held_out() -> None:
+STUDY_2 = BENCH.parent / "docs" / "results" / "study_2.json"
+RECORDED_STUDIES = [
+    # (results file, its least test and validation problems once complete, the arms with >= 3 seeds)
+    pytest.param(RESULTS, 200, 50, ("grpo", "coop", "agon"), id="replication"),
+    pytest.param(STUDY_2, 300, 150, ("grpo", "coop", "agon", "agon-redacted"), id="study-2"),
+]
+
+
+@pytest.mark.parametrize(("results", "least_test", "least_val", "arms"), RECORDED_STUDIES)
+def test_the_recorded_replication_recomputes_and_its_test_problems_are_held_out(
+    results: Path, least_test: int, least_val: int, arms: tuple[str, ...]
+) -> None:
     from agon_env.evaluation.splits import load_eval_data
 
-    doc = json.loads(RESULTS.read_text())
+    if not results.is_file():
+        pytest.skip(f"no {results.name} recorded yet")
+    doc = json.loads(results.read_text())
     assert rr.summary_from_outcomes(doc) == doc["summary"]
     probs, plan = doc["problems"], doc["plan"]
     data = load_eval_data("agon/arith-v0", {"difficulty": doc["task"]["difficulty"]}, "test",
@@ -218,8 +230,8 @@ def test_the_recorded_replication_recomputes_and_its_test_problems_are_held_out(
         for run in arm.values():
             assert all(len(o) == n for o in run["outcomes"].values())
     if doc["complete"]:
-        assert n >= 200 and len(probs["validation"]["ids"]) >= 50
-        assert all(len(doc["outcomes"]["arms"][a]) >= 3 for a in ("grpo", "coop", "agon"))
+        assert n >= least_test and len(probs["validation"]["ids"]) >= least_val
+        assert all(len(doc["outcomes"]["arms"][a]) >= 3 for a in arms)
 
 
 def test_alike_adds_the_adapters_answer_differences_only_when_every_run_recorded_them() -> None:
