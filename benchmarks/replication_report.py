@@ -32,7 +32,7 @@ from agon_env.evaluation.evaluate import outcomes  # no torch: the parent proces
 from agon_env.evaluation.methods import current_name
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.run_folder import EVAL_REPORT, METRICS
-from agon_env.stats import verdict_of
+from agon_env.stats import Difference, paired_bootstrap, verdict_of
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
 LEGACY_CHANGED = "divergence/answer_disagreement"
@@ -253,12 +253,12 @@ def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] 
     return {"right_drafts": right, "kept": kept, "wrong_drafts": wrong, "fixed": fixed}
 
 
-def second_turn_change(runs: Sequence[dict[str, Any]], keys_of: Any, confidence: float = 0.95) -> Any:
+def second_turn_change(
+    runs: Sequence[dict[str, Any]], keys_of: Any, confidence: float = 0.95
+) -> Difference | None:
     """:func:`second_turn_net` with its interval: the two-stage outcomes against the drafts they
     read, paired by run and problem (``stats.paired_bootstrap``), or None without first outcomes.
     Over runs of equal length its mean is the pooled net."""
-    from agon_env.stats import paired_bootstrap
-
     finals, firsts = [], []
     for run in runs:
         for k in keys_of(run):
@@ -333,7 +333,7 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
 
 def summary_from_outcomes(doc: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
     """Everything the tables show, from the outcome lists alone, on the seeds every arm finished."""
-    from agon_env.stats import paired_bootstrap, t_interval
+    from agon_env.stats import t_interval
 
     every = doc["outcomes"]["arms"]
     used, arms = compared_seeds(every), compared(every)
