@@ -160,7 +160,7 @@ def markdown(
         for name, t in s["second_turn"].items():
             kept = f"{t['kept']}/{t['right_drafts']} = {100 * t['kept'] / max(1, t['right_drafts']):.0f} %"
             fixed = f"{t['fixed']}/{t['wrong_drafts']} = {100 * t['fixed'] / max(1, t['wrong_drafts']):.0f} %"
-            iv = second_turn_change(*runs[name]) if name in runs else None
+            iv = second_turn_change(*runs[name])  # the summary names the same methods
             ci = "–" if iv is None else f"[{100 * iv.low:+.1f}, {100 * iv.high:+.1f}]"
             drafts = t["right_drafts"] + t["wrong_drafts"]
             keep = t["kept"] / t["right_drafts"] if t["right_drafts"] else None
