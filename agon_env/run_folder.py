@@ -15,13 +15,16 @@
       eval/                where ``agon eval RUN`` writes eval.json and eval.md by default
 
 Training writes it and evaluation reads it; both ask here for the names, so neither
-imports the other to learn them. Torch-free: only the checkpoint's *contents* need torch.
+imports the other to learn them, and :func:`read_metrics` is the one reader of
+``metrics.jsonl``. Torch-free: only the checkpoint's *contents* need torch.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml
 from agon_env.errors import UserError
@@ -120,3 +123,31 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
         raise ConfigError(f"{folder.config}: {exc}") from None
     import_modules(cfg)
     return cfg
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Every step's record in ``<run_dir>/metrics.jsonl``, in order (``[]`` when there is no file).
+
+    A run killed while writing a step leaves that last line half-written: it is skipped, so a
+    killed run still plots, summarises and evaluates. Any earlier line that is not a JSON object
+    raises :class:`RunFolderError` naming the file and line: that is a damaged log, not a kill.
+    """
+    path = RunFolder(Path(run_dir)).metrics
+    if not path.is_file():
+        return []
+    numbered = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+    numbered = [(n, line) for n, line in numbered if line.strip()]
+    records = []
+    for n, line in numbered:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        elif n != numbered[-1][0]:
+            raise RunFolderError(
+                f"{path} line {n} is not a JSON object ({line[:40]!r}): the log is damaged "
+                "(only a killed run's last line may be cut off)"
+            )
+    return records

@@ -11,6 +11,8 @@ numbers in a report can be recomputed from its per-problem records by hand.
 * :func:`complementarity` / :func:`conversion` -- whether two policies fail on different
   problems, and how often the second fixes the first; :func:`answer_agreement` -- how often
   their answers to the same problem differ at all.
+* :func:`smoothed` -- a centred moving mean of a per-step series and its 95 % band: the one
+  smoother of every training curve.
 """
 
 from __future__ import annotations
@@ -355,3 +357,23 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
     m, s = statistics.fmean(vals), statistics.stdev(vals)
     half = float(t.ppf(0.5 + confidence / 2, len(vals) - 1)) * s / math.sqrt(len(vals))
     return m - half, m + half
+
+
+def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:
+    """Centred moving mean over ``width`` steps and its ±1.96·s/√k band (k = values present);
+    a window with one value has no band (NaN, drawn as a gap), not a zero-width one.
+
+    The window reaches ``width // 2`` steps each side, so an even ``width`` counts one more
+    step; ``None`` values (a step that did not log the metric) are left out of their windows.
+    """
+    means, lows, highs = [], [], []
+    half = width // 2
+    for i in range(len(values)):
+        win = [v for v in values[max(0, i - half) : i + half + 1] if v is not None]
+        m = statistics.mean(win) if win else math.nan
+        sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else math.nan
+        band = 1.96 * sd / math.sqrt(len(win)) if win else math.nan
+        means.append(m)
+        lows.append(m - band)
+        highs.append(m + band)
+    return means, lows, highs

@@ -58,7 +58,7 @@ from replication_plans import (  # a sibling file: this folder is on sys.path
     two_stage,
 )
 
-from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, METRICS  # torch-free
+from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, read_metrics  # torch-free
 
 
 def say(msg: str) -> None:
@@ -249,10 +249,9 @@ def trained(folder: Path, steps: int) -> bool:
     """Whether ``folder`` holds a finished run: ``curves.png`` is written after the last adapter
     is saved, and the log has every step. A run killed while saving adapters is resumed (from
     its final checkpoint, which saves them again), never evaluated half-saved."""
-    log = folder / METRICS
-    if not (folder / CURVES).is_file() or not log.is_file():
+    if not (folder / CURVES).is_file():
         return False
-    return sum(1 for line in log.read_text().splitlines() if line.strip()) >= steps
+    return len(read_metrics(folder)) >= steps
 
 
 def units(p: Plan) -> list[tuple[str, int]]:

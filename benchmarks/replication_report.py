@@ -31,7 +31,7 @@ from replication_plans import two_stage  # the arms' table; a sibling file
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
 from agon_env.evaluation.methods import current_name
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
-from agon_env.run_folder import EVAL_REPORT, METRICS
+from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.stats import Difference, paired_bootstrap, verdict_of
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
@@ -116,8 +116,8 @@ def _first(methods: dict[str, Any], ids: Sequence[str]) -> dict[str, list[int]]:
     return {m: outcomes(v, ids, "first_correct") for m, v in two.items()}
 
 
-def _training(path: Path, steps: int) -> dict[str, Any]:
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+def _training(run_dir: Path, steps: int) -> dict[str, Any]:
+    rows = read_metrics(run_dir)
     window = max(1, steps // 5)
 
     def mean(rs: list[dict[str, Any]], key: str) -> float | None:
@@ -203,7 +203,7 @@ def collect(
             "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
                 "answers_differ"
             ),
-            "training": _training(out / "runs" / name / METRICS, plan.config().steps),
+            "training": _training(out / "runs" / name, plan.config().steps),
         }
     base_path = out / "eval" / "base" / EVAL_REPORT
     base = None

@@ -27,6 +27,8 @@ from replication_report import (
 
 from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
+from agon_env.figures import pyplot, save
+from agon_env.stats import smoothed
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
 """The first replication's figure, relative to the docs file (it is written next to it)."""
@@ -242,11 +244,7 @@ def markdown(
 
 
 def figure(doc: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     s = doc["summary"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
     markers = {"standalone": "o", "two-stage": "s"}
@@ -276,8 +274,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
             continue
         n = min(len(x) for x in series)
         mean = [statistics.fmean(v for x in series if (v := x[i]) is not None) for i in range(n)]
-        k = 5
-        smooth = [statistics.fmean(mean[max(0, i - k // 2) : i + k // 2 + 1]) for i in range(n)]
+        smooth = smoothed(mean, 5)[0]
         bx.plot(range(n), [100 * v for v in smooth], color=colors.get(arm, "k"), label=arm)
     bx.set_xlabel("training step")
     legacy = changed_key([r for seeds in compared(doc["outcomes"]["arms"]).values() for r in seeds.values()])
@@ -290,11 +287,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     bx.grid(alpha=0.3)
     if bx.get_legend_handles_labels()[0]:
         bx.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def write(

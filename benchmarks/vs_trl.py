@@ -335,9 +335,9 @@ def run_ours(
     load0 = os.getloadavg()[0]
     wall, rss, _ = run_child(agon_cmd(w, algo, run_dir, extra), scratch / f"agon-{name or algo}.log")
     from agon_env.metric_names import TIME_STEP
-    from agon_env.run_folder import RunFolder
+    from agon_env.run_folder import read_metrics
 
-    rows = [json.loads(x) for x in RunFolder(run_dir).metrics.read_text().splitlines() if x.strip()]
+    rows = read_metrics(run_dir)
     times = [r[TIME_STEP] for r in rows]
     out = {
         "name": f"agon train --algo {algo}",

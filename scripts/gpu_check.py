@@ -71,9 +71,9 @@ def main() -> int:
     import torch
 
     from agon_env.algorithms.cli_train import main as train_main
-    from agon_env.algorithms.run_log import read_metrics
     from agon_env.cli import main as agon_main
     from agon_env.envs.tasks.fixtures import write_deepmath_fixture
+    from agon_env.run_folder import read_metrics
 
     work = Path(a.out or tempfile.mkdtemp(prefix="agon_gpu_check_"))
     fixture = write_deepmath_fixture(work / "deepmath.parquet", n=400)

@@ -8,18 +8,13 @@ does not. Prints one line per plugin and the largest difference among the equal 
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from agon_env.metric_names import MACHINE as TIMINGS
-from agon_env.run_folder import METRICS
-
-
-def _rows(folder: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (folder / METRICS).read_text().splitlines()]
+from agon_env.run_folder import read_metrics
 
 
 def _equal(u: Any, v: Any) -> bool:
@@ -35,7 +30,7 @@ def compare(before: Path, after: Path) -> tuple[dict[str, list[Any]], float]:
     """Per plugin the differing ``(step, metric, before, after)``; the largest equal difference."""
     worst, out = 0.0, {}
     for algo in sorted(p.name for p in before.iterdir() if p.is_dir()):
-        a, b = _rows(before / algo), _rows(after / algo)
+        a, b = read_metrics(before / algo), read_metrics(after / algo)
         bad: list[Any] = [("rows", len(a), len(b))] if len(a) != len(b) else []
         for x, y in zip(a, b, strict=False):
             for k in sorted(set(x) | set(y)):

@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from agon_env.agents.prompt_families import CHALLENGER_EXAMPLES, DRAFTER_EXAMPLES
-from agon_env.algorithms.run_log import read_metrics
 from agon_env.envs.tasks.fixtures import FIXTURE_DROPPED, write_deepmath_fixture
+from agon_env.run_folder import read_metrics
 
 PRESET = "paper-qwen3-0.6b-deepmath"
 SHRUNK = ["--model", "tiny-qwen3", "--steps", "2", "--batch-problems", "2", "--n", "4",

@@ -1,7 +1,9 @@
 """Where a run's metrics go: ``metrics.jsonl``, TensorBoard, a progress bar, a summary, a plot.
 
 The metrics themselves are computed in :mod:`agon_env.algorithms.metrics` and named in
-:mod:`agon_env.metric_names`; this module only writes, reads back, tabulates and draws them.
+:mod:`agon_env.metric_names`; this module only writes, tabulates and draws them. Reading them
+back is :func:`agon_env.run_folder.read_metrics`, smoothing :func:`agon_env.stats.smoothed` and
+the figure set-up :mod:`agon_env.figures`, each shared with ``agon plot``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from statistics import mean
 from typing import Any
 
 from agon_env import metric_names as M
-from agon_env.run_folder import RunFolder
+from agon_env.figures import pyplot, save
+from agon_env.run_folder import RunFolder, read_metrics
+from agon_env.stats import smoothed
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 
@@ -112,13 +116,6 @@ def _step(line: str) -> int:
         return 1 << 62  # a half-written last line from a killed run: drop it
 
 
-def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = RunFolder(run_dir).metrics
-    if not path.exists():
-        return []
-    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
-
-
 SUMMARY_KEYS = (
     *(M.key(q, role) for q in (M.REWARD, M.ACC, M.FORMAT) for role in (DRAFTER, CHALLENGER)),
     M.CONVERSION,
@@ -190,33 +187,12 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
     Console(width=None if console.is_terminal else 120).print(table)  # a log file: no wrapped cells
 
 
-def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:
-    """Centred moving mean over ``width`` steps and its ±1.96·s/√k band (k = values present);
-    a window with one value has no band (NaN, drawn as a gap), not a zero-width one."""
-    means, lows, highs = [], [], []
-    half = width // 2
-    for i in range(len(values)):
-        win = [v for v in values[max(0, i - half) : i + half + 1] if v is not None]
-        m = mean(win) if win else math.nan
-        sd = (sum((v - m) ** 2 for v in win) / (len(win) - 1)) ** 0.5 if len(win) > 1 else math.nan
-        band = 1.96 * sd / math.sqrt(len(win)) if win else math.nan
-        means.append(m)
-        lows.append(m - band)
-        highs.append(m + band)
-    return means, lows, highs
-
-
 def plot(run_dir: Path) -> Path | None:
     """``curves.png``: reward and accuracy/format per step, per role, smoothed with a noise band."""
     records = read_metrics(run_dir)
     if not records:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    fig, axes = pyplot().subplots(1, 2, figsize=(12, 4.2))
     steps = [r["step"] for r in records]
     width = max(3, len(records) // 6) | 1  # odd, so the window is centred
     panels = (("reward", (M.REWARD,)), ("accuracy / format rate", (M.ACC, M.FORMAT)))
@@ -234,11 +210,7 @@ def plot(run_dir: Path) -> Path | None:
         ax.grid(alpha=0.3)
         if keys:
             ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = RunFolder(run_dir).curves
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return save(fig, RunFolder(run_dir).curves)
 
 
 def peak_rss_mb() -> float:

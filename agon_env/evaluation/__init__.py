@@ -12,13 +12,12 @@ module              concept
 ``report``          ``eval.json`` and the Table-1-style ``eval.md``
 ``plots``           the training figures of ``agon plot`` (and ``plot_all``)
 ``tradeoff``        accuracy vs. trace length per method (Figure 7a)
-``figures``         the matplotlib plumbing both figure modules share
 ``heldout``         ``agon train``'s end-of-run held-out check (``TrainedRunCheck``)
 ``probe``           ``agon probe``: solve vs. verify rates before training
 ``metrics/``        Hugging Face ``evaluate`` modules loadable from a local path
 ``cli``             ``agon eval`` / ``agon plot`` parsers
 ==================  ==============================================================
 
-The statistics are :mod:`agon_env.stats`, on the floor both wings share. See
-``docs/evaluation.md``.
+The statistics are :mod:`agon_env.stats`, on the floor both wings share, and every figure's
+matplotlib set-up is :mod:`agon_env.figures`. See ``docs/evaluation.md``.
 """

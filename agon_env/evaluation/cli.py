@@ -239,7 +239,7 @@ class PlotArgs(CommandArgs):
     out: str = "plots"
     """Output folder for the PNGs."""
     smooth: int | None = None
-    """Moving-average window (None: steps / 10)."""
+    """Centred moving-mean window in steps, made odd (None: steps / 10)."""
 
 
 def plot_main(argv: Sequence[str]) -> int:

@@ -29,8 +29,9 @@ from typing import Any
 
 from agon_env import metric_names as M
 from agon_env.errors import UserError
-from agon_env.evaluation.figures import palette, pyplot, save
-from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder
+from agon_env.figures import palette, pyplot, save
+from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder, read_metrics
+from agon_env.stats import smoothed
 from agon_env.vocabulary import ROLES, SEATS
 
 
@@ -63,7 +64,8 @@ class Run:
 
 
 def load_run(folder: str | Path, label: str | None = None) -> Run:
-    """Read ``metrics.jsonl`` of a run folder; fail with one line when there is none."""
+    """A run folder's ``metrics.jsonl`` (:func:`~agon_env.run_folder.read_metrics`: a killed run's
+    torn last line is skipped); fail with one line when there is none."""
     folder = Path(folder)
     path = RunFolder(folder).metrics
     if not folder.is_dir():
@@ -73,14 +75,7 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
             f"{folder} has no metrics.jsonl: not a training run folder (agon train writes one per step), "
             "or the run has not finished its first step"
         )
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # torn last line of a killed run
-        if isinstance(row, dict):
-            records.append(row)
+    records = read_metrics(folder)
     if not records:
         raise NoMetricsError(f"{path} is empty: the run has no completed step yet")
     return Run(label or _run_label(folder), folder, records)
@@ -100,19 +95,6 @@ def _run_label(folder: Path) -> str:
     return folder.name
 
 
-def smooth(ys: Sequence[float], window: int) -> list[float]:
-    """Trailing moving average (window 1 = raw); short noisy RL curves need it to be readable."""
-    if window <= 1:
-        return list(ys)
-    out, acc = [], 0.0
-    for i, y in enumerate(ys):
-        acc += y
-        if i >= window:
-            acc -= ys[i - window]
-        out.append(acc / min(i + 1, window))
-    return out
-
-
 _LINESTYLES = dict(zip(ROLES, ("-", "--"), strict=True))
 
 
@@ -122,7 +104,7 @@ def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls:
         return
     if window > 1:
         ax.plot(xs, ys, color=color, alpha=0.2, lw=1, ls=ls)
-    ax.plot(xs, smooth(ys, window), color=color, lw=2, ls=ls, label=label)
+    ax.plot(xs, smoothed(ys, window)[0], color=color, lw=2, ls=ls, label=label)
 
 
 def _finish(ax: Any, title: str, ylabel: str, empty_note: str, unit_interval: bool = True) -> None:
@@ -142,10 +124,11 @@ def _finish(ax: Any, title: str, ylabel: str, empty_note: str, unit_interval: bo
 
 
 def _window(runs: Sequence[Run], smoothing: int | None) -> int:
+    """The smoothing window in steps: odd, so the mean is centred on its step."""
     if smoothing is not None:
-        return max(1, smoothing)
+        return max(1, smoothing) | 1
     longest = max(len(r.records) for r in runs)
-    return max(1, longest // 10)
+    return max(1, longest // 10) | 1
 
 
 def plot_training_curves(runs: Sequence[Run], out: Path, smoothing: int | None = None) -> Path:
@@ -200,7 +183,7 @@ def plot_trace_length(runs: Sequence[Run], out: Path, smoothing: int | None = No
 
 
 def _suptitle(text: str, window: int) -> str:
-    return text + (f" (moving average over {window} steps; raw faint)" if window > 1 else "")
+    return text + (f" (centred moving mean over {window} steps; raw faint)" if window > 1 else "")
 
 
 def load_report(path: str | Path) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.figures import palette, pyplot, save
 from agon_env.evaluation.methods import METHODS, current_name
 from agon_env.evaluation.report import method_interval
+from agon_env.figures import palette, pyplot, save
 
 
 def _short(method_id: str) -> str:

@@ -7,10 +7,10 @@ import json
 import time
 
 from agon_env.algorithms.run import _heldout_fit, train
-from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import load_config
 from agon_env.evaluation.evaluate import Evaluator
+from agon_env.run_folder import read_metrics
 
 STEP_S, METHOD_S, BUDGET_MIN = 200.0, 300.0, 60.0
 """A machine where every step takes 200 s more and each held-out row (base, each adapter) 300 s:

@@ -18,7 +18,7 @@ from agon_env.algorithms import stream_prefix as SP
 from agon_env.algorithms import trainer as T
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.run import train
-from agon_env.algorithms.run_log import read_metrics
+from agon_env.run_folder import read_metrics
 
 LEVERS = {
     "stream_prefix": {"grpo.stream_prefix": (True, False)},

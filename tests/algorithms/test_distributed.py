@@ -105,7 +105,7 @@ def _adapters(run: Path) -> dict[str, torch.Tensor]:
 @pytest.mark.slow
 def test_two_gloo_processes_match_one_process(tmp_path):
     """torchrun with 2 CPU processes trains the same adapters as 1 process (same global batch)."""
-    from agon_env.algorithms.run_log import read_metrics
+    from agon_env.run_folder import read_metrics
 
     steps = ["--algo", "agon", "--steps", "3"]
     one, two = tmp_path / "one", tmp_path / "two"

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from agon_env.algorithms.cli_train import main
-from agon_env.algorithms.run_log import read_metrics
+from agon_env.run_folder import read_metrics
 
 HERE = Path(__file__).parent
 TINY = [

@@ -8,7 +8,8 @@ import math
 import pytest
 from algo_helpers import scripted
 
-from agon_env.algorithms.run_log import MetricsLogger, plot, read_metrics, smoothed, summary_rows
+from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary, summary_rows
+from agon_env.run_folder import read_metrics
 
 
 def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):
@@ -39,14 +40,6 @@ def test_a_noisy_movement_is_labelled_within_noise():
     records = [{"step": s, "acc/drafter": a} for s, a in enumerate(accs)]
     (row,) = [r for r in summary_rows(records, window=4) if r[0] == "acc/drafter"]
     assert row[3].startswith("+0.100 [") and row[4] == "within noise"
-
-
-def test_smoothed_is_a_centred_mean_with_its_band():
-    m, lo, hi = smoothed([0, 1, 2, 3, None], 3)
-    assert m[:4] == [0.5, 1, 2, 2.5] and math.isnan(m[4]) is False and m[4] == 3
-    half = 1.96 / math.sqrt(3)  # window [1, 2, 3]: sd 1, three values
-    assert lo[2] == pytest.approx(2 - half) and hi[2] == pytest.approx(2 + half)
-    assert math.isnan(lo[4]) and math.isnan(hi[4])  # one value: its spread is unknown, so no band
 
 
 def test_plot_writes_png(tmp_path):
@@ -112,3 +105,18 @@ def test_challenge_changed_answer_counts_only_read_drafts_with_both_answers():
     m = rollout_metrics(batch)
     assert m[CHALLENGE_CHANGED_ANSWER] == pytest.approx(1 / 3)  # 4→4, 5→4, x+1→x+1
     assert CHALLENGE_CHANGED_ANSWER == "divergence/challenge_changed_answer" and KL == "divergence/kl"
+
+
+def test_a_killed_runs_folder_still_plots_and_summarises(tmp_path, capsys):
+    # A run killed mid-write leaves its last metrics line cut off: the figure and the summary
+    # are drawn from the steps before it.
+    rows = [
+        {"step": s, "reward/drafter": s / 4, "acc/drafter": s / 4, "format/drafter": 1.0} for s in range(4)
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in rows) + '{"step": 4, "reward/dr'
+    (tmp_path / "metrics.jsonl").write_text(text)
+    assert [r["step"] for r in read_metrics(tmp_path)] == [0, 1, 2, 3]
+    out = plot(tmp_path)
+    assert out is not None and out.read_bytes()[:4] == b"\x89PNG"
+    print_summary(tmp_path)
+    assert "4 steps" in capsys.readouterr().out

@@ -18,9 +18,9 @@ from agon_env import metric_names as M
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
-from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import load_config
+from agon_env.run_folder import read_metrics
 
 HERE = Path(__file__).parent
 TINY = [

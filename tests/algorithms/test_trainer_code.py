@@ -11,12 +11,12 @@ import agon_env
 from agon_env.algorithms.builders import SetupError, build_env
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.registry import get_algorithm
-from agon_env.algorithms.run_log import read_metrics
 from agon_env.algorithms.validation import load_config
 from agon_env.envs.tasks.base import ListTask, Problem, content_split
 from agon_env.envs.tasks.data import local_file
 from agon_env.envs.tasks.fixtures import MBPP_FIXTURE_IDS, write_mbpp_fixture
 from agon_env.registry import _REGISTRY
+from agon_env.run_folder import read_metrics
 
 # A model that cannot load: a refusal that names the test split shows the check ran first.
 NO_MODEL = ["--model", "no/such-model", "--steps", "1", "--no-progress"]

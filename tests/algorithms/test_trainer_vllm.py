@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agon_env.agents.models import smollm2_available
-from agon_env.algorithms.run_log import read_metrics
+from agon_env.run_folder import read_metrics
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.model]
 

@@ -20,7 +20,8 @@ TINY = ["--problems", "4", "--val-problems", "2", "--max-new-tokens", "6", "--qu
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    """A run folder as `agon train` leaves it: config.yaml, metrics.jsonl, adapters/<name>/."""
+    """A run folder as a killed `agon train` leaves it: config.yaml, metrics.jsonl (its last line
+    torn), adapters/<name>/."""
     from agon_env.agents.adapters import LoraSpec, SharedBase
 
     run = tmp_path_factory.mktemp("runs") / "agon-seed0"
@@ -37,7 +38,8 @@ def tiny_run(tmp_path_factory):
         {"step": s, "acc/agent_a/drafter": 0.1 * s, "win_rate/agent_a": 0.2, "len_tokens/drafter": 6}
         for s in range(4)
     ]
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # Killed while logging a fifth step: its line is cut off, and the run still evaluates and plots.
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"step": 4, "acc/ag')
     return run
 
 

@@ -7,7 +7,7 @@ from eval_fakes import FakeAgent, hashed
 from agon_env import metric_names as M
 from agon_env.evaluation.evaluate import Evaluator
 from agon_env.evaluation.methods import Policies
-from agon_env.evaluation.plots import NoMetricsError, load_run, plot_all, smooth
+from agon_env.evaluation.plots import NoMetricsError, load_run, plot_all
 from agon_env.evaluation.report import write_report
 from agon_env.evaluation.splits import load_eval_data
 
@@ -55,11 +55,6 @@ def fake_eval(folder, seed):
     ev = Evaluator(data, seeds=[0])
     report = {"data": data.describe(), "seeds": [0], "confidence": 0.95, "runs": [ev.evaluate(pol)]}
     return write_report(report, folder / "eval")
-
-
-def test_smooth_is_a_trailing_mean():
-    assert smooth([1, 2, 3, 4], 2) == [1, 1.5, 2.5, 3.5]
-    assert smooth([1, 2], 1) == [1, 2]
 
 
 def test_load_run_tolerates_a_torn_line_and_finds_keys(tmp_path):

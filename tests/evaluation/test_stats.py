@@ -15,6 +15,7 @@ from agon_env.stats import (
     pass_at_k_table,
     pooled,
     rate,
+    smoothed,
     spread,
     verdict_of,
     welch_interval,
@@ -178,3 +179,11 @@ def test_verdicts():
     assert verdict_of(0.01, 0.2, "up", "down") == "up" and verdict_of(-0.2, -0.01, "up", "down") == "down"
     assert verdict_of(-0.1, 0.2, "up", "down") == "within noise"
     assert verdict_of(0, 0, "up", "down") == "no change"
+
+
+def test_smoothed_is_a_centred_mean_with_its_band():
+    m, lo, hi = smoothed([0, 1, 2, 3, None], 3)
+    assert m[:4] == [0.5, 1, 2, 2.5] and math.isnan(m[4]) is False and m[4] == 3
+    half = 1.96 / math.sqrt(3)  # window [1, 2, 3]: sd 1, three values
+    assert lo[2] == pytest.approx(2 - half) and hi[2] == pytest.approx(2 + half)
+    assert math.isnan(lo[4]) and math.isnan(hi[4])  # one value: its spread is unknown, so no band

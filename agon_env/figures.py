@@ -1,8 +1,10 @@
-"""The matplotlib plumbing every figure of ``agon plot`` shares: backend, colours, saving.
+"""The one figure set-up of the package: matplotlib's backend, fonts, colours and saving.
 
-Its own module so the training figures (:mod:`agon_env.evaluation.plots`) and the
-accuracy-vs-length figure (:mod:`agon_env.evaluation.tradeoff`) both use it without one
-importing the other's figures; matplotlib loads only when a figure is drawn.
+Every figure uses it: the run's own ``curves.png`` (:func:`agon_env.algorithms.run_log.plot`),
+the training figures of ``agon plot`` (:mod:`agon_env.evaluation.plots`), the accuracy-vs-length
+figure (:mod:`agon_env.evaluation.tradeoff`) and the replication's figure. It imports nothing of
+the package, so both wings use it without one importing the other; matplotlib loads only when a
+figure is drawn.
 """
 
 from __future__ import annotations
