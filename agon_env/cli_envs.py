@@ -3,7 +3,7 @@
     agon envs --imports my_tasks               # the built-in ids and those my_tasks.py registers
     agon episode --env agon/gsm8k-v0 --seed 3  # a wrong draft, a right challenge, rendered
 
-Both are dataclasses parsed by tyro, like every ``agon`` subcommand (:mod:`agon_env.cli`).
+Both are dataclasses parsed by tyro, like every ``agon`` subcommand (:mod:`agon_env.command`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agon_env.cli import CommandArgs, run_command
+from agon_env.command import CommandArgs, run_command
 from agon_env.config import EnvConfig
 
 

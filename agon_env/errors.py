@@ -20,6 +20,13 @@ class UserError(Exception):
     """Something the user asked for cannot be done; the message says what to fix, in one line."""
 
 
+USER_ERRORS = (UserError, KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError)
+"""What a command shows as one line (unless ``--debug`` or ``AGON_DEBUG=1``), and what building a
+run turns into a one-line ``SetupError``: every :class:`UserError`, and what a mistyped id, keyword
+or path raises from code that is not ours (a task's constructor, ``datasets``, the hub).
+``agon train`` catches ``UserError`` alone around the run itself: there a ValueError may be a defect."""
+
+
 def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:
     """The "did you mean" candidates for a mistyped name (the one fuzzy matcher of the package)."""
     return difflib.get_close_matches(name, list(known), n=n, cutoff=cutoff)

@@ -14,16 +14,12 @@ import torch
 
 from agon_env.algorithms.registry import AlgorithmPlugin
 from agon_env.config import TrainConfig
-from agon_env.errors import UserError
+from agon_env.errors import USER_ERRORS, UserError
 from agon_env.seeding import derive_seed
 
 
 class SetupError(UserError, ValueError):
     """The run cannot be built as configured (model, env id, task keywords, data path); one line."""
-
-
-USER_ERRORS = (KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError)
-"""What a wrong model, env id, task keyword or data path raises while a run is built."""
 
 
 def _message(exc: BaseException) -> str:

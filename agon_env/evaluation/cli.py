@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import tyro
 
 from agon_env.agents.protocol import SamplingParams
-from agon_env.cli import CommandArgs, run_command
+from agon_env.command import CommandArgs, run_command
 from agon_env.config import ModelConfig, TrainConfig, parse_assignments
 from agon_env.evaluation.methods import DEFAULT_METHODS
 
