@@ -34,8 +34,10 @@ class MetricsLogger:
         folder = RunFolder(run_dir)
         self.path = folder.metrics
         self.samples_path = folder.samples
-        for path in (self.path, self.samples_path):
-            _truncate(path, start_step)
+        if self.path.exists():  # read back by the one reader, so a killed run's torn line goes too
+            kept = [r for r in read_metrics(run_dir) if r["step"] < start_step]
+            _replace(self.path, [json.dumps(r) for r in kept])
+        _truncate(self.samples_path, start_step)
         self.tb: Any = None
         try:
             from torch.utils.tensorboard import SummaryWriter
@@ -88,12 +90,15 @@ _BAR_KEYS = (
 
 
 def _truncate(path: Path, start_step: int) -> None:
-    """Cut a per-step JSONL file back to the steps before ``start_step`` (a resumed run)."""
-    if not path.exists():
-        return
-    keep = [ln for ln in path.read_text().splitlines() if ln.strip() and _step(ln) < start_step]
+    """Cut ``samples.jsonl`` back to the steps before ``start_step`` (a resumed run)."""
+    if path.exists():
+        _replace(path, [ln for ln in path.read_text().splitlines() if ln.strip() and _step(ln) < start_step])
+
+
+def _replace(path: Path, lines: list[str]) -> None:
+    """Write ``lines`` as ``path`` whole (a temporary file, then a rename: never half a file)."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(ln + "\n" for ln in keep))
+    tmp.write_text("".join(ln + "\n" for ln in lines))
     tmp.replace(path)
 
 
