@@ -74,7 +74,7 @@ class EnvConfig(EnvOptions):
     :class:`~agon_env.envs.draft_challenge.EnvOptions` but the two its algorithm picks."""
 
     id: str = "agon/arith-v0"
-    """Registered task id (see ``agon envs``)."""
+    """Registered task id (see ``agon envs``), or ``module:id`` to import ``module`` first."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Task keyword arguments for ``agon_env.make`` (e.g. ``difficulty=3``); reset when id changes."""
     # Picked by the algorithm (its plugin's env_mode and reward_scheme), so no config keys:
