@@ -177,6 +177,10 @@ class TrainConfig:
     (each adapter at its own temperature, :meth:`sampling_of`)."""
     samples_per_role: int = 2
     """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
+    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
+    """Trackers that get the run's scalars (as in ``metrics.jsonl``), its config and each step's
+    samples table: ``tensorboard`` (``<run>/tb``), ``wandb``, ``trackio``, several at once, or
+    ``none`` (:mod:`agon_env.algorithms.trackers`; wandb and trackio: ``pip install 'agon-env[track]'``)."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True

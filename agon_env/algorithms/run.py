@@ -95,7 +95,7 @@ def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
 
 def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, started: float) -> Path:
     logger = (
-        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+        MetricsLogger(run_dir, cfg.steps, trainer.step, cfg.progress, cfg.report_to, to_dict(cfg))
         if ctx.is_main
         else None
     )
