@@ -71,7 +71,7 @@ from agon_env.envs.rewards import (
     episode_rewards,
     get_scheme,
 )
-from agon_env.envs.scoring import Verdict, score_answer, warn_once
+from agon_env.envs.scoring import Verdict, judge
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
@@ -307,10 +307,7 @@ class DraftChallengeEnv(AECEnv):
         self._accumulate_rewards()
 
     def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> tuple[Outcome, Verdict]:
-        verdict = score_answer(self.task, self.problem, parsed.answer) if parsed.answer else Verdict(False)
-        warn_once(getattr(self.task, "name", type(self.task).__name__), verdict)
-        length = tokens if tokens else len(text)
-        return Outcome(correct=verdict.correct, format_ok=parsed.format_ok, length=length), verdict
+        return judge(self.task, self.problem, parsed, tokens if tokens else len(text))
 
     def _turn_rewards(self) -> list[float]:
         draft = self.turns[0].outcome

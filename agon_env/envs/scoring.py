@@ -24,6 +24,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from agon_env.envs.format import Parsed
+from agon_env.envs.rewards import Outcome
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.errors import VerifierTimeout
 
@@ -79,3 +81,13 @@ def warn_once(task_name: str, verdict: Verdict) -> None:
             f"First error:\n{verdict.error}"
         )
     gymnasium.logger.warn("%s", text)  # the text itself may hold a '%': never a format string
+
+
+def judge(task: Any, problem: Problem, parsed: Parsed, length: int) -> tuple[Outcome, Verdict]:
+    """One parsed completion as the env judges it: its answer scored (none: wrong, no verdict
+    needed), the first error and timeout of the task warned about, and the :class:`Outcome`
+    its reward is computed from. Every turn of the env and every completion
+    :mod:`agon_env.integrations.trl` scores come through here."""
+    verdict = score_answer(task, problem, parsed.answer) if parsed.answer else Verdict(False)
+    warn_once(getattr(task, "name", type(task).__name__), verdict)
+    return Outcome(correct=verdict.correct, format_ok=parsed.format_ok, length=length), verdict
