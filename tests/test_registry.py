@@ -246,6 +246,7 @@ def test_module_colon_id_imports_the_module_then_makes_the_id(rot13_site, monkey
         agon_env.spec(":me/x-v0")
 
 
+@pytest.mark.slow
 def test_agon_train_runs_a_module_colon_id_from_another_folder(rot13_site):
     cwd, env = rot13_site
     flags = [
