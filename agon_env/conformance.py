@@ -76,7 +76,7 @@ def check_episode_contract(env: Any) -> None:
             assert secret_reasoning not in text, "the challenger's observation leaks the drafter's reasoning"
         elif obs["draft"]:
             assert secret_reasoning in obs["draft"], f"the {channel.name} channel lacks the draft's reasoning"
-        if channel.latent:
+        if channel.cache:
             assert is_handle(obs["draft"]), "a latent observation must name its draft with a handle"
             assert "SUMMARY-OK" not in text, "the latent channel's observation carries draft text"
         elif obs["draft"]:

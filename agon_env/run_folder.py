@@ -3,7 +3,9 @@
 ::
 
     runs/agon-seed0/
-      config.yaml          the resolved TrainConfig (written before the first step)
+      config.yaml          the validated TrainConfig (written before the first step)
+      resolved.yaml        what it resolved to: seats, env keywords, channel, per-policy
+                           sampling, device (agon_env.resolved; written with config.yaml)
       metrics.jsonl        one JSON line per step (names: agon_env.metric_names)
       samples.jsonl        a few rendered prompts and completions per role per step
       tb/                  TensorBoard events (when tensorboard is installed)
@@ -23,10 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml
+import yaml
+
+from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml, to_dict
 from agon_env.errors import UserError
+from agon_env.resolved import ResolvedRun, from_record, settle, to_record
+from agon_env.upgrade import upgrade_config
 
 CONFIG = "config.yaml"
+RESOLVED = "resolved.yaml"
 METRICS = "metrics.jsonl"
 SAMPLES = "samples.jsonl"
 TENSORBOARD = "tb"
@@ -59,6 +66,10 @@ class RunFolder:
     @property
     def config(self) -> Path:
         return self.path / CONFIG
+
+    @property
+    def resolved(self) -> Path:
+        return self.path / RESOLVED
 
     @property
     def metrics(self) -> Path:
@@ -115,8 +126,32 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
             f"{folder.config}: no such file; is {run_dir} a run folder written by `agon train`?"
         )
     try:
-        cfg = from_dict(read_yaml(folder.config, "run config"))
+        cfg = from_dict(upgrade_config(read_yaml(folder.config, "run config")))
     except ConfigError as exc:
         raise ConfigError(f"{folder.config}: {exc}") from None
     import_modules(cfg)
     return cfg
+
+
+def write_resolved(run_dir: str | Path, run: ResolvedRun) -> None:
+    """Write ``config.yaml`` and ``resolved.yaml``: what the run was asked to be and what it is."""
+    folder = RunFolder(Path(run_dir))
+    folder.config.write_text(yaml.safe_dump(to_dict(run.config), sort_keys=False))
+    folder.resolved.write_text(yaml.safe_dump(to_record(run), sort_keys=False))
+
+
+def load_resolved(run_dir: str | Path) -> ResolvedRun:
+    """The run a folder holds, as training resolved it (``resolved.yaml`` over ``config.yaml``).
+
+    A folder written before ``resolved.yaml`` existed is settled from its config alone, as
+    :func:`agon_env.resolved.settle` does for training, but without the algorithm's fields:
+    its adapters are then the folder's own, and its mode and reward scheme the env's
+    defaults (evaluation reads neither)."""
+    cfg = load_run_config(run_dir)
+    folder = RunFolder(Path(run_dir))
+    if not folder.resolved.is_file():
+        return settle(cfg)
+    try:
+        return from_record(cfg, read_yaml(folder.resolved, "resolved run"))
+    except ConfigError as exc:
+        raise ConfigError(f"{folder.resolved}: {exc}") from None

@@ -44,9 +44,10 @@ from transformers import DynamicCache
 
 from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
 from agon_env.agents.kv_cache import BufferCache
-from agon_env.agents.latent_spans import VLLM_REFUSAL, LatentConfig, span_tokens
+from agon_env.agents.latent_spans import span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
-from agon_env.vocabulary import draft_handle, is_handle
+from agon_env.options import LatentConfig
+from agon_env.vocabulary import VLLM_REFUSAL, draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""
@@ -233,7 +234,7 @@ def generate_with_prefixes(
     """:meth:`HFBackend.generate` with row ``i`` conditioned on ``prefixes[i]`` (same seeds, same
     chunking, same log-prob convention)."""
     ids = [backend._encode(p) for p in prompts]
-    seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
+    seed = int(torch.randint(0, 2**62, (1,)).item())  # used only without per-row seeds
     device = backend.base.device
     gen = torch.Generator(device=device).manual_seed(seed)
     sized = [[0] * (len(x) + p.length) for x, p in zip(ids, prefixes, strict=True)]  # chunk on both

@@ -24,7 +24,7 @@ import tyro
 import yaml
 from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
 
-from agon_env.algorithms.validation import ready
+from agon_env.algorithms.validation import resolve
 from agon_env.config import (
     ConfigError,
     TrainConfig,
@@ -35,6 +35,7 @@ from agon_env.config import (
     to_dict,
 )
 from agon_env.errors import UserError
+from agon_env.resolved import ResolvedRun
 
 SHORT_NAMES = {
     "--model": "--model.name",
@@ -134,8 +135,9 @@ def _own_options(argv: Sequence[str]) -> tuple[str | None, bool, list[str]]:
     return preset, print_config, rest
 
 
-def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
-    """``(config, print_config)`` from ``agon train`` arguments; the config is validated.
+def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
+    """``(run, print_config)`` from ``agon train`` arguments; the config is validated and
+    resolved once (:func:`~agon_env.algorithms.validation.resolve`).
 
     ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
     raises :class:`ConfigError`.
@@ -159,26 +161,27 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
     cfg.temperatures = {**base.temperatures, **cfg.temperatures}
     cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
-    return ready(cfg), print_config
+    return resolve(cfg), print_config
 
 
 def run_train(argv: Sequence[str]) -> int:
     from agon_env.cli import exit_code
 
     try:
-        cfg, print_config = parse_train_args(argv)
+        run, print_config = parse_train_args(argv)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
         return exit_code(exc)
     except ConfigError as exc:
         return _refused(exc, argv)
+    cfg = run.config
     if print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         return 0
-    # Only now the trainer (torch): --help stays fast.
+    # Only now the trainer: --help stays fast.
     from agon_env.algorithms.run import train
 
     try:
-        train(cfg)
+        train(run)
     except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
         return _refused(exc, argv)
     except KeyboardInterrupt:

@@ -33,13 +33,7 @@ import torch
 
 from agon_env import metric_names as M
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.builders import (
-    BACKENDS,
-    build_agents,
-    build_base,
-    build_env,
-    resolve_device,
-)
+from agon_env.algorithms.builders import BACKENDS, build_agents, build_base, build_env
 from agon_env.algorithms.checkpoint import (
     RunIdentity,
     load_checkpoint,
@@ -58,12 +52,26 @@ from agon_env.algorithms.run_log import peak_rss_mb
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.stream_prefix import stream_prefix
+from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig
 from agon_env.episodes import Turn
+from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
+
+
+def sampled_temperature(turns: list[Turn]) -> float:
+    """The temperature the turns' completions were sampled at (one adapter's: one value), read
+    off the completions themselves, so the update's log-probs match what the sampler drew."""
+    found = {t.completion.temperature for t in turns}
+    if len(found) != 1 or None in found:
+        raise ValueError(
+            "a stream's completions must carry the one temperature they were sampled at, "
+            f"got {sorted(map(str, found))}"
+        )
+    return float(found.pop())  # type: ignore[arg-type]
 
 
 @dataclass
@@ -84,7 +92,8 @@ class StreamBatch:
 
 @dataclass
 class Trainer:
-    cfg: TrainConfig
+    run: ResolvedRun
+    """The run as resolved once (:mod:`agon_env.resolved`); the trainer derives none of it."""
     plugin: AlgorithmPlugin
     env: Any
     base: Any
@@ -101,17 +110,27 @@ class Trainer:
 
     # -- construction ---------------------------------------------------------------------
 
+    @property
+    def cfg(self) -> TrainConfig:
+        """The run's config, for the settings it does not derive (``grpo``, ``optim``, ...)."""
+        return self.run.config
+
     @classmethod
-    def build(cls, cfg: TrainConfig, ctx: DistContext | None = None) -> Trainer:
-        ctx = ctx or DistContext(device=resolve_device(cfg))
+    def build(cls, run: ResolvedRun | TrainConfig, ctx: DistContext | None = None) -> Trainer:
+        """The trainer of ``run``; a config is resolved first
+        (:func:`~agon_env.algorithms.validation.resolve`)."""
+        if isinstance(run, TrainConfig):
+            run = resolve(run)
+        cfg = run.config
+        ctx = ctx or DistContext(device=run.device)
         dist.check_batch(cfg.batch_problems, ctx)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        plugin = get_algorithm(cfg.algo).mirrored(cfg.first_drafter)
-        env = build_env(cfg, plugin)
-        base = build_base(cfg, plugin)
-        backend = BACKENDS[cfg.model.backend](cfg, base)
-        agents = build_agents(cfg, plugin, base, backend, env.task)
+        plugin = get_algorithm(run.algo).mirrored(cfg.first_drafter)
+        env = build_env(run)
+        base = build_base(run)
+        backend = BACKENDS[cfg.model.backend](run, base)
+        agents = build_agents(run, base, backend, env.task)
         optimizers: dict[str, torch.optim.Optimizer] = {}
         schedulers = {}
         for name in plugin.adapters:
@@ -123,7 +142,7 @@ class Trainer:
                 opt, lr_lambda(cfg.steps, cfg.optim.warmup_ratio, cfg.optim.schedule)
             )
         sampler = ProblemSampler(len(env.task), seed=derive_seed(cfg.seed, "problems"))
-        return cls(cfg, plugin, env, base, backend, agents, optimizers, schedulers, sampler, ctx)
+        return cls(run, plugin, env, base, backend, agents, optimizers, schedulers, sampler, ctx)
 
     @property
     def identity(self) -> RunIdentity:
@@ -277,8 +296,7 @@ class Trainer:
         check_trainable(chosen, self.cfg.model.max_seq_len, batch)
         g, budget = self.cfg.grpo, self.cfg.sampling.max_new_tokens
         weights = token_weights(mask, g.aggregation, budget, n_seqs=n_seqs, n_tokens=n_tokens)
-        temperature = self.cfg.sampling_of(adapter).temperature
-        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, temperature)
+        sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, sampled_temperature(chosen))
         return sb, keep
 
     def _logprobs(self, turns: list[Turn], temperature: float, prefix: Any = None) -> torch.Tensor:
@@ -346,7 +364,7 @@ class Trainer:
         g, total = self.cfg.grpo, 0.0
         prompts = [t.completion.prompt_ids for t in sb.turns]  # the shared part runs once per pass:
         # (A latent stream reads its own cached draft prefix instead: latent_logprobs.)
-        reuse = g.stream_prefix and not is_latent([t.completion for t in sb.turns])
+        reuse = not is_latent([t.completion for t in sb.turns])
         prefix = stream_prefix(self.base.model, prompts) if reuse else None
         shared = len(prefix.ids) if prefix else 0  # a micro-batch is sized by what its rows add
         lengths = [len(t.completion.prompt_ids) + len(t.completion.completion_ids) - shared for t in sb.turns]
@@ -393,7 +411,7 @@ class Trainer:
         own = [t.completion.logprobs for t in turns]
         own = pad_right(own, max(map(len, own)))
         with self.base.use(seats[CHALLENGER]):
-            rival = self._logprobs(turns, self.cfg.sampling_of(seats[DRAFTER]).temperature)
+            rival = self._logprobs(turns, sampled_temperature(turns))
         mask = completion_mask([t.completion.completion_ids for t in turns]).to(rival.device)
         kl = k3_kl(own.to(rival.device), rival)  # k3: unbiased and never negative, unlike the plain log-ratio
         return {M.KL: float((kl * mask).sum() / mask.sum().clamp(min=1))}

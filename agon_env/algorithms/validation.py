@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agon_env.config import ConfigError, TrainConfig, compose, import_modules
+from agon_env.options import ENV_KWARGS
+from agon_env.resolved import ResolvedRun, settle
 
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     # The choice tables live with the code that uses them; torch loads only here.
-    from agon_env.agents.latent_spans import SPANS, VLLM_REFUSAL
+    from agon_env.agents.latent_spans import SPANS
     from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
@@ -37,6 +39,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     except ValueError as exc:
         adapters, algo = None, (False, f"algo: {exc}")
     at_least_1, algo_set = "set it to 1 or more", {"mode", "reward_scheme"}
+    channel = CHANNELS.get(c.env.exchange)
     return [
         algo,
         need("steps", lambda v: v >= 1, at_least_1),
@@ -100,18 +103,22 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         ),
         need(
             "env.kwargs",
-            lambda v: not (set(v) & set(c.env.env_keywords())),
+            lambda v: not (set(v) & (ENV_KWARGS - algo_set)),
             "env keywords have their own keys: set env.<name> (--env.<name>) instead",
         ),
-        need("env.exchange", lambda v: v is None or v in CHANNELS, f"choose one of {list(CHANNELS)} or null"),
+        one_of("env.exchange", CHANNELS),
         one_of("latent.span", SPANS),
         need("latent.max_tokens", lambda v: v >= 1, at_least_1),
         need("latent.layers", lambda v: all(i >= 0 for i in v), "layer indices are 0 or more"),
-        (c.env.exchange != "latent" or c.model.backend == "hf", VLLM_REFUSAL),
+        (
+            channel is None or channel.backends is None or c.model.backend in channel.backends,
+            channel.refusal if channel else "",
+        ),
         need(
             "model.gradient_checkpointing",
-            lambda v: not (v and c.env.exchange == "latent"),
-            "exchange = 'latent' reads a stored cache, which transformers drops under gradient checkpointing",
+            lambda v: not (v and channel is not None and channel.cache),
+            f"exchange = {c.env.exchange!r} reads a stored cache, which transformers drops under "
+            "gradient checkpointing",
         ),
     ]
 
@@ -131,6 +138,29 @@ def ready(cfg: TrainConfig) -> TrainConfig:
     the one check a config gets before it runs."""
     import_modules(cfg)
     return validate(cfg)
+
+
+def resolve(cfg: TrainConfig) -> ResolvedRun:
+    """``cfg``, made :func:`ready`, resolved once (:mod:`agon_env.resolved`): the algorithm's
+    seats, mode, reward scheme and channel, each policy's sampling, the device and dtype.
+    What training hands on to everything that acts on the run."""
+    from agon_env.agents.models import resolve_device
+    from agon_env.algorithms.registry import get_algorithm
+
+    ready(cfg)
+    plugin = get_algorithm(cfg.algo).mirrored(cfg.first_drafter)
+    device = resolve_device(cfg.model.device)
+    # fp32 on CPU: bf16 matmuls run ~300x slower than fp32 on the cores we target.
+    dtype = cfg.model.dtype if cfg.model.dtype != "auto" else "bfloat16" if device == "cuda" else "float32"
+    return settle(
+        cfg,
+        adapters=plugin.adapters,
+        mode=plugin.env_mode,
+        reward_scheme=plugin.reward_scheme,
+        exchange=plugin.exchange,
+        device=device,
+        dtype=dtype,
+    )
 
 
 def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:

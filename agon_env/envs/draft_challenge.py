@@ -18,8 +18,6 @@ mode           seats   what happens
 ``solo``       one     the drafter alone, rewarded ``2c + λφ`` (plain GRPO)
 ``self``       one     the drafter then reads its *own* summary and answers again
                        (self-refinement); its reward is the sum over both turns
-``hidden``     two     ``challenge`` with ``exchange="none"``: the challenger sees only the
-                       problem, rewarded against its own paired draft (hidden-draft cell)
 =============  ======  =============================================================
 
 Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
@@ -61,11 +59,9 @@ import gymnasium
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
-from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel, resolve_exchange
+from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel
 from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import (
-    FORMAT_WEIGHT,
-    PAPER_SCHEME,
     Outcome,
     drafter_reward,
     episode_rewards,
@@ -76,46 +72,8 @@ from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, action_text
+from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
-
-
-@dataclass
-class EnvOptions:
-    """Every keyword of the env, with its default: the one list of them.
-
-    ``agon_env.make`` routes these names to the env and the rest to the task
-    (:data:`ENV_KWARGS`), ``spawn`` passes them on, a run's config has an ``env.<name>`` key
-    and an ``agon train --env.<name>`` flag for each but ``mode`` and ``reward_scheme``
-    (the algorithm picks those), and evaluation keeps them away from the task. So a new
-    keyword is one field here, read in the env as ``self.<name>`` (docs/envs.md).
-    """
-
-    mode: str = "challenge"
-    """Which game: ``challenge``, ``solo``, ``self`` or ``hidden`` (:data:`MODES`)."""
-    reward_scheme: str = PAPER_SCHEME
-    """The challenger's reward (:mod:`agon_env.envs.rewards`): ``conversion``, ``coop``, ``margin``."""
-    lam: float = FORMAT_WEIGHT
-    """Format weight λ in every reward scheme."""
-    gamma: float | None = None
-    """Length tiebreak γ: bonus to the shorter of two correct traces (None = off). Works with any algo."""
-    max_text_length: int = 65536
-    """Longest observation or completion in characters (the text spaces' bound)."""
-    render_mode: str | None = None
-    """``ansi`` (``render()`` returns the text), ``human`` (prints it) or None."""
-    redact_answer: bool = False
-    """Beyond the paper: also blank every statement of the draft's final answer inside the summary
-    the challenger is shown (the paper's rule removes only the answer block; ``summary_leak``
-    measures what that lets through)."""
-    tiebreak_drafter: bool = False
-    """Let the drafter earn γ too; off keeps its reward free of rival terms (plain GRPO)."""
-    exchange: str | None = None
-    """What the challenger is shown of the draft: a row of :data:`~agon_env.envs.exchange.CHANNELS`
-    (``summary``, ``redacted``, ``trace``, ``none``, ``latent``); None is ``summary``, or what
-    ``mode="hidden"`` (``none``) and ``redact_answer=True`` (``redacted``) imply."""
-
-
-ENV_KWARGS = frozenset(f.name for f in fields(EnvOptions))
-"""The keywords ``agon_env.make`` gives the env rather than the task."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +90,6 @@ MODES: dict[str, ModeSpec] = {
     "challenge": ModeSpec(two_seats=True, challenge=True, shows_draft=True),
     "solo": ModeSpec(two_seats=False, challenge=False, shows_draft=False),
     "self": ModeSpec(two_seats=False, challenge=True, shows_draft=True),
-    "hidden": ModeSpec(two_seats=True, challenge=True, shows_draft=False),
 }
 
 
@@ -177,9 +134,9 @@ class DraftChallengeEnv(AECEnv):
         for f in fields(chosen):  # one attribute per keyword: env.lam, env.mode, ...
             setattr(self, f.name, getattr(chosen, f.name))
         self.spec_mode = MODES[self.mode]
-        # One channel from exchange and today's names for it (ValueError: unknown or contradicted);
-        # the keywords stay as given, so ``options`` and ``spawn`` hand on what was asked for.
-        self.channel = CHANNELS[resolve_exchange(self.mode, self.exchange, self.redact_answer)]
+        if self.exchange not in CHANNELS:
+            raise ValueError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
+        self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)
         self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})

@@ -23,7 +23,7 @@ family              env mode     seats
                                  ``exchange`` says (summary by default), both orders; the
                                  reported order is chosen on validation
 ``latent-cascade``  challenge    X drafts, Y answers conditioned on the draft's KV cache
-                                 (``exchange="latent"``, the run's ``latent`` settings),
+                                 (``exchange=latent``, the run's ``latent`` settings),
                                  both orders, all reported; not run unless asked for
 ==================  ===========  =======================================================
 
@@ -44,11 +44,9 @@ from typing import Any
 
 from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
+from agon_env.envs.exchange import CACHE_CHANNEL
 from agon_env.errors import unknown_id_message
-from agon_env.vocabulary import AGENT_A, AGENT_B
-
-BASE = "base"
-"""Policy name of the untrained base in an evaluation."""
+from agon_env.vocabulary import AGENT_A, AGENT_B, BASE
 
 Seating = tuple[tuple[str, str], ...]
 """``(env seat, policy name)`` pairs; ``agent_a`` always drafts."""
@@ -121,7 +119,7 @@ METHODS: dict[str, MethodFamily] = {
         MethodFamily(
             "latent-cascade", "challenge", "Latent cascade {x} → {y}",
             lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
-            marker="P", exchange="latent", default=False,
+            marker="P", exchange=CACHE_CHANNEL, default=False,
         ),
     )
 }  # fmt: skip
@@ -176,8 +174,11 @@ class Policies:
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
     exchange: str | None = None
     """The run's exchange channel (``env.exchange``): methods without their own use it."""
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """The run's other env keywords (``lam``, ``gamma``, ...: ``ResolvedRun.reader_options``),
+    so the evaluation env is the one the run trained in."""
     latent: Any = None
-    """The run's :class:`~agon_env.agents.latent_spans.LatentConfig` (``exchange="latent"``)."""
+    """The run's :class:`~agon_env.options.LatentConfig` (the cache channel's settings)."""
 
     def agent(self, name: str, few_shot: bool | None = None) -> Agent:
         """The policy's agent; ``few_shot`` set: with the worked examples on or off."""
