@@ -54,9 +54,7 @@ class SamplingParams:
     """How to sample completions; the defaults are the embedded default run's.
 
     The one description of how to sample, shared by training (``TrainConfig.sampling``),
-    evaluation and both generation backends. Which seed a row samples with is not a
-    setting: callers pass one per row (:mod:`agon_env.seeding`), and a call without them
-    draws from torch's global generator."""
+    evaluation and both generation backends."""
 
     temperature: float = 0.7
     """Softmax temperature; 0 means greedy. Log-probs are taken at the same temperature."""
@@ -73,6 +71,10 @@ class SamplingParams:
     stop_after: str | None = None
     """Stop strings count only after this marker: ``"</think>"`` for thinking models, so an
     ``</answer>`` written while thinking does not end the turn (``None``: anywhere)."""
+    seed: int | None = None
+    """Seed of one call's batch generator when the caller passes no per-row seeds (an agent or
+    backend used on its own). Training and ``agon eval`` always pass per-row seeds
+    (:mod:`agon_env.seeding`), which take precedence; ``None`` draws from torch's global RNG."""
     max_batch_size: int = 32
     """Larger batches are split into chunks of at most this many prompts (memory, not results)."""
     max_batch_tokens: int | None = None

@@ -18,7 +18,7 @@ does; the wrapper forwards every other attribute (``env.task``, ``env.spawn()``,
 Registering a task takes one call::
 
     agon_env.register("me/primes-v0", entry_point="my_pkg.tasks:PrimeTask", kwargs={"n": 100})
-    env = agon_env.make("me/primes-v0", mode="hidden")
+    env = agon_env.make("me/primes-v0", exchange="none")
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ what an older version wrote                what it is today
 ``env.exchange: null``                     ``env.exchange: summary`` (or the above)
 ``model.prefix_attention``,                always on (both settings measured the same;
 ``grpo.stream_prefix``                     docs/benchmarks.md, "Cost levers"): dropped
-``sampling.seed``                          dropped: every call passes per-row seeds
 method ``zero-shot`` (results up to        ``base-few-shot``: it showed the worked
 35d8054, e.g. replication_cpu.json)        examples (the default ``prompts.few_shot``)
 =========================================  ===========================================
@@ -27,7 +26,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-_DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"), ("sampling", "seed"))
+_DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"))
 _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
 
 

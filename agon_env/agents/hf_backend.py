@@ -124,7 +124,7 @@ class HFBackend:
             raise ValueError(f"got {len(names)} adapter names for {len(ids)} prompts")
         if seeds is not None and len(seeds) != len(ids):
             raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
-        seed = int(torch.randint(0, 2**62, (1,)).item())  # used only without per-row seeds
+        seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         gen = torch.Generator(device=self.base.device).manual_seed(seed)
         out: list[Completion | None] = [None] * len(ids)
         for chunk in self._chunks(ids, params):

@@ -234,7 +234,7 @@ def generate_with_prefixes(
     """:meth:`HFBackend.generate` with row ``i`` conditioned on ``prefixes[i]`` (same seeds, same
     chunking, same log-prob convention)."""
     ids = [backend._encode(p) for p in prompts]
-    seed = int(torch.randint(0, 2**62, (1,)).item())  # used only without per-row seeds
+    seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
     device = backend.base.device
     gen = torch.Generator(device=device).manual_seed(seed)
     sized = [[0] * (len(x) + p.length) for x, p in zip(ids, prefixes, strict=True)]  # chunk on both

@@ -156,8 +156,8 @@ class VLLMBackend:
     ) -> list[Completion]:
         """Same contract as :meth:`HFBackend.generate`; all rows go to vLLM in one call.
 
-        vLLM seeds per request: row ``i`` gets ``seeds[i]`` (unseeded without them), so a
-        seeded call is reproducible whatever the engine's batching.
+        vLLM seeds per request: row ``i`` gets ``seeds[i]``, else ``params.seed + i``, so
+        a call is reproducible whatever the engine's batching.
         """
         params = params or SamplingParams()
         if len(prompts) == 0:
@@ -171,7 +171,11 @@ class VLLMBackend:
         ]
         if seeds is not None and len(seeds) != len(ids):
             raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
-        row_seeds = [int(x) for x in seeds] if seeds is not None else [None] * len(ids)
+        row_seeds = (
+            [int(x) for x in seeds]
+            if seeds is not None
+            else [None if params.seed is None else params.seed + i for i in range(len(ids))]
+        )
         vparams = [self._vllm_params(params, x) for x in row_seeds]
         outputs = self.llm.generate(
             [{"prompt_token_ids": x} for x in ids],

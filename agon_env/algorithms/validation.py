@@ -81,6 +81,11 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             "training needs top_k = 0: the update's log-probs are over the whole vocabulary "
             "(top_k is for agon eval)",
         ),
+        need(
+            "sampling.seed",
+            lambda v: v is None,
+            "training seeds every turn from `seed` (agon_env.seeding); leave sampling.seed unset",
+        ),
         need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
         need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
         one_of("optim.schedule", DECAYS),

@@ -99,8 +99,7 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
         return cfg.env or EnvConfig().id, given
     run = load_resolved(cfg.run)
     env_id = cfg.env or run.env_id
-    own = {**run.reader_options(), "exchange": run.exchange}
-    return env_id, {**run_task_kwargs(run.config, env_id), **own, **given}
+    return env_id, {**run_task_kwargs(run.config, env_id), "exchange": run.exchange, **given}
 
 
 def probe(cfg: ProbeConfig) -> dict[str, Any]:
