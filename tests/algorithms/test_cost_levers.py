@@ -18,13 +18,13 @@ from agon_env.agents import attention
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.merge import MergedWeights
 from agon_env.algorithms import stream_prefix as SP
-from agon_env.algorithms import trainer as T
+from agon_env.algorithms import update as U
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.run import train
 from agon_env.algorithms.run_log import read_metrics
 
 LEVERS = {
-    "stream_prefix": {T: ("stream_prefix", SP.stream_prefix, lambda *_a, **_k: None)},
+    "stream_prefix": {U: ("stream_prefix", SP.stream_prefix, lambda *_a, **_k: None)},
     "free_merge_buffers": {MergedWeights: ("keep_buffers", False, True)},
     "token_micro_batches": {"grpo.micro_batch_tokens": (24, None)},
     "prefix_attention": {HFBackend: ("_prefix_once", HFBackend._prefix_once, lambda _self: False)},
@@ -40,7 +40,7 @@ def _split_by_tokens(args: tuple, result: list) -> bool:
 RAN = {
     "stream_prefix": (SP.StreamPrefix, "backward", None),
     "free_merge_buffers": (MergedWeights, "merged", None),
-    "token_micro_batches": (T, "micro_batches", _split_by_tokens),
+    "token_micro_batches": (U, "micro_batches", _split_by_tokens),
     "prefix_attention": (attention, "prefix_attention", None),
 }
 """Lever -> a function that runs (or, with a predicate on its arguments and result, does
