@@ -71,7 +71,7 @@ from agon_env.envs.rewards import (
     episode_rewards,
     get_scheme,
 )
-from agon_env.envs.scoring import Verdict, score_answer, warn_once
+from agon_env.envs.scoring import Verdict, score_answer, score_limit, warn_once
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
@@ -173,6 +173,7 @@ class DraftChallengeEnv(AECEnv):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         if len(task) == 0:
             raise ValueError("the task has no problems")
+        score_limit(task)  # a bad score_timeout fails here, not at the first answer
         self.task = task
         for f in fields(chosen):  # one attribute per keyword: env.lam, env.mode, ...
             setattr(self, f.name, getattr(chosen, f.name))
