@@ -23,7 +23,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
-    from agon_env.envs.exchange import CHANNELS
+    from agon_env.envs.draft_challenge import option_problems
 
     def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
         value = functools.reduce(getattr, key.split("."), c)
@@ -93,8 +93,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("model.lora_r", lambda v: v >= 1, at_least_1),
         need("model.lora_alpha", lambda v: v > 0, "must be > 0"),
         need("model.lora_b_init_std", lambda v: v >= 0, "use 0 (zero init) or a std > 0"),
-        need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
-        need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
+        *((False, f"env.{problem}") for problem in option_problems(c.env)),  # the env's own check
         need(
             "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
         ),
@@ -103,7 +102,6 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             lambda v: not (set(v) & set(c.env.env_keywords())),
             "env keywords have their own keys: set env.<name> (--env.<name>) instead",
         ),
-        need("env.exchange", lambda v: v is None or v in CHANNELS, f"choose one of {list(CHANNELS)} or null"),
         one_of("latent.span", SPANS),
         need("latent.max_tokens", lambda v: v >= 1, at_least_1),
         need("latent.layers", lambda v: all(i >= 0 for i in v), "layer indices are 0 or more"),
