@@ -22,6 +22,8 @@ imports the other to learn them. Torch-free: only the checkpoint's *contents* ne
 
 from __future__ import annotations
 
+import errno
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,3 +157,40 @@ def load_resolved(run_dir: str | Path) -> ResolvedRun:
         return from_record(cfg, read_yaml(folder.resolved, "resolved run"))
     except ConfigError as exc:
         raise ConfigError(f"{folder.resolved}: {exc}") from None
+
+
+WRITE_FAULTS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EFBIG,
+    }
+)
+"""The ``OSError`` numbers that mean "this folder cannot be written" (not a defect of the code)."""
+
+
+def check_writable(folder: str | Path, flag: str) -> None:
+    """Refuse, in one line, a ``folder`` that cannot be created or written, before any work is done.
+
+    It need not exist: its nearest existing ancestor is where it would be created, so that must be
+    a folder one can create a file in (tried, not guessed from permission bits, which root ignores
+    and which say nothing of a read-only mount or ``/proc``). ``flag`` names the option it came from.
+    """
+    folder = Path(folder)
+    nearest = folder
+    while not nearest.exists() and nearest.parent != nearest:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise RunFolderError(f"{flag} {folder}: {nearest} is a file, not a folder; choose another path")
+    try:
+        with tempfile.TemporaryFile(dir=nearest):
+            pass
+    except OSError as exc:
+        raise RunFolderError(
+            f"{flag} {folder}: cannot write in {nearest} ({exc.strerror or exc}); choose a writable folder"
+        ) from None

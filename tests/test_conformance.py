@@ -82,5 +82,5 @@ def test_check_env_fails_with_the_traceback_of_a_raising_scorer():
     def factory():
         return agon_env.make("agon/math-v0", task=Broken([Problem("p", "What is 1 + 1?", "2")]))
 
-    with pytest.raises(AssertionError, match=r"(?s)broken\.score raised.*answer ''.*ZeroDivisionError"):
+    with pytest.raises(AssertionError, match=r"(?s)broken\.score failed.*answer ''.*ZeroDivisionError"):
         check_env(factory, num_cycles=2, seed_cycles=2)

@@ -184,6 +184,13 @@ def run_train(argv: Sequence[str]) -> int:
         train(run)
     except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
         return _refused(exc, argv)
+    except OSError as exc:  # a full disk, a folder turned read-only: one line, what is kept, what next
+        from agon_env.algorithms.checkpoint import write_fault
+
+        fault = write_fault(exc, cfg.run_dir)
+        if fault is None:
+            raise
+        return _refused(fault, argv)
     except KeyboardInterrupt:
         if debugging(argv):
             raise
@@ -202,14 +209,11 @@ def _refused(exc: Exception, argv: Sequence[str]) -> int:
 
 def interrupted_message(cfg: TrainConfig) -> str:
     """What Ctrl-C leaves behind, in one line: the last checkpoint and how to continue from it."""
-    from agon_env.run_folder import RunFolder
+    from agon_env.algorithms.checkpoint import checkpoint_step
 
-    path = RunFolder(cfg.run_dir).checkpoint
-    if not path.exists():
+    step = checkpoint_step(cfg.run_dir)
+    if step is None:
         return f"interrupted before the first checkpoint; {cfg.run_dir} has nothing to resume from"
-    import torch
-
-    step = torch.load(path, map_location="cpu", weights_only=False)["step"]
     return (
         f"interrupted; {cfg.run_dir} holds the checkpoint of step {step} of {cfg.steps}: "
         "the same command with --resume continues it"

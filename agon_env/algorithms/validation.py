@@ -25,6 +25,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
+    from agon_env.envs.draft_challenge import option_problems
     from agon_env.envs.exchange import CHANNELS
 
     def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
@@ -101,8 +102,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("model.lora_r", lambda v: v >= 1, at_least_1),
         need("model.lora_alpha", lambda v: v > 0, "must be > 0"),
         need("model.lora_b_init_std", lambda v: v >= 0, "use 0 (zero init) or a std > 0"),
-        need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
-        need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
+        *((False, f"env.{problem}") for problem in option_problems(c.env)),  # the env's own check
         need(
             "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
         ),
@@ -111,7 +111,6 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             lambda v: not (set(v) & (ENV_KWARGS - algo_set)),
             "env keywords have their own keys: set env.<name> (--env.<name>) instead",
         ),
-        one_of("env.exchange", CHANNELS),
         one_of("latent.span", SPANS),
         need("latent.max_tokens", lambda v: v >= 1, at_least_1),
         need("latent.layers", lambda v: all(i >= 0 for i in v), "layer indices are 0 or more"),

@@ -144,12 +144,21 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         training_pool,
     )
     from agon_env.resolved import settle
-    from agon_env.run_folder import EVAL, RunFolder, load_resolved
+    from agon_env.run_folder import EVAL, RunFolder, check_writable, load_resolved
 
     def log(msg: str) -> None:
         if not args.quiet:
             print(f"agon eval: {msg}", file=sys.stderr, flush=True)
 
+    if not args.seeds:
+        raise ValueError("--seeds: give at least one sampling seed, e.g. --seeds 0 or --seeds 0 1 2")
+    out = (
+        Path(args.out)
+        if args.out
+        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
+    )
+    if not args.runs or Path(args.runs[0]).is_dir():  # a missing run folder has its own message
+        check_writable(out, "--out")  # before any model loads or any sample is drawn
     start = time.perf_counter()
     runs = [load_resolved(r) for r in args.runs]
     configs = [run.config for run in runs]
@@ -209,11 +218,6 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         "seconds": time.perf_counter() - start,
         "command": " ".join(["agon eval", *map(str, argv)]),
     }
-    out = (
-        Path(args.out)
-        if args.out
-        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
-    )
     jpath, mpath = write_report(report, out)
     if not args.quiet:
         print(mpath.read_text())

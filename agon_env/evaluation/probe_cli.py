@@ -111,6 +111,9 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     from agon_env.options import ENV_KWARGS
     from agon_env.registry import import_modules
 
+    for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: the probe needs at least 1")
     import_modules(cfg.imports)
     start = time.perf_counter()
     env_id, kwargs = probe_env(cfg)
