@@ -71,7 +71,7 @@ class EnvConfig(EnvOptions):
     :class:`~agon_env.envs.draft_challenge.EnvOptions` but the two its algorithm picks."""
 
     id: str = "agon/arith-v0"
-    """Registered task id (see ``agon envs``)."""
+    """Registered task id (see ``agon envs``), or ``module:id`` to import ``module`` first."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Task keyword arguments for ``agon_env.make`` (e.g. ``difficulty=3``); reset when id changes."""
     # Picked by the algorithm (its plugin's env_mode and reward_scheme), so no config keys:
@@ -168,6 +168,10 @@ class TrainConfig:
     (each adapter at its own temperature, as :class:`~agon_env.resolved.ResolvedRun` resolves it)."""
     samples_per_role: int = 2
     """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
+    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
+    """Trackers that get the run's scalars (as in ``metrics.jsonl``), its config and each step's
+    samples table: ``tensorboard`` (``<run>/tb``), ``wandb``, ``trackio``, several at once, or
+    ``none`` (:mod:`agon_env.algorithms.trackers`; wandb and trackio: ``pip install 'agon-env[track]'``)."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True

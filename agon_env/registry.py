@@ -19,6 +19,16 @@ Registering a task takes one call::
 
     agon_env.register("me/primes-v0", entry_point="my_pkg.tasks:PrimeTask", kwargs={"n": 100})
     env = agon_env.make("me/primes-v0", exchange="none")
+
+Two ways to find an id without importing its module by hand, as Gymnasium and rLLM users expect:
+
+* ``"my_pkg.tasks:me/primes-v0"`` -- any id written ``module:id`` (``make``, ``spec``, every
+  ``--env`` flag, a config file's ``env.id``) imports ``module`` first, as Gymnasium's
+  ``make("module:Env-v0")`` does, then looks ``id`` up.
+* An installed package that declares ``me/primes-v0 = "my_pkg.tasks:PrimeTask"`` under the
+  :data:`ENTRY_POINT_GROUP` entry-point group is registered lazily: its id is listed and made
+  like a built-in one, and its module is imported only when the id is made. An id the package
+  also registers in code takes that registration (its kwargs and description) instead.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 from agon_env.errors import UserError, close_matches, unknown_id_message
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "EnvSpec",
     "all_specs",
     "import_modules",
@@ -87,6 +98,15 @@ class EnvSpec:
 
 _REGISTRY: dict[str, EnvSpec] = {}
 
+ENTRY_POINT_GROUP = "agon_env.tasks"
+"""The entry-point group installed packages declare tasks under: ``"me/task-v0" = "module:attr"``,
+the attr being what :func:`register`'s ``entry_point`` takes (docs/envs.md)."""
+
+_FROM_ENTRY_POINTS: set[str] = set()
+"""Ids registered from entry points, which a registration in code may replace."""
+_SCANNED: list[bool] = []
+"""Non-empty once the installed entry points have been registered (once per process)."""
+
 
 def register(
     id: str,
@@ -96,12 +116,47 @@ def register(
     offline: bool = True,
     data: tuple[str, ...] = (),
 ) -> EnvSpec:
-    """Add an id; re-registering an existing id is an error (ids are versioned instead)."""
-    if id in _REGISTRY:
+    """Add an id; re-registering an existing id is an error (ids are versioned instead), except
+    over an id declared as an entry point: the package's own registration says more."""
+    if id in _REGISTRY and id not in _FROM_ENTRY_POINTS:
         raise ValueError(f"env id {id!r} is already registered; bump its version (e.g. -v1) instead")
+    _FROM_ENTRY_POINTS.discard(id)
     spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline, tuple(data))
     _REGISTRY[id] = spec
     return spec
+
+
+def _register_entry_points() -> None:
+    """Register the ids installed packages declare under :data:`ENTRY_POINT_GROUP`, once; an id
+    already registered in code keeps that registration."""
+    if _SCANNED:
+        return
+    _SCANNED.append(True)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _REGISTRY:
+            continue
+        dist = getattr(ep.dist, "name", None) or "an installed package"
+        register(ep.name, ep.value, description=f"{ep.value} (entry point of {dist})")
+        _FROM_ENTRY_POINTS.add(ep.name)
+
+
+def resolve_id(id: str) -> str:
+    """The registry id of ``id``: ``"module:me/task-v0"`` imports ``module`` and is
+    ``"me/task-v0"``; a plain id is itself."""
+    module, sep, name = id.partition(":")
+    if not sep:
+        return id
+    if not module or not name:
+        raise KeyError(f"env id {id!r}: write it as an id or as module:id, e.g. my_pkg.tasks:me/task-v0")
+    try:
+        import_modules([module])
+    except ImportError as exc:
+        raise ImportError(
+            f"env id {id!r}: cannot import {module!r} ({exc}); is it installed or on PYTHONPATH?"
+        ) from None
+    return name
 
 
 _TASK_ENV: list[Any] = []
@@ -161,12 +216,16 @@ def _check_keywords(id: str, entry: Any, given: Iterable[str], env_keywords: Ite
 
 
 def spec(id: str) -> EnvSpec:
+    """The spec of ``id`` (a plain id or ``module:id``, :func:`resolve_id`)."""
     if not isinstance(id, str):
         raise TypeError(f"an env id is a string such as 'agon/arith-v0', got {id!r}; `agon envs` lists them")
+    name = resolve_id(id)
+    if name not in _REGISTRY:
+        _register_entry_points()
     try:
-        return _REGISTRY[id]
+        return _REGISTRY[name]
     except KeyError:
-        raise KeyError(unknown_id_message("env id", id, sorted(_REGISTRY))) from None
+        raise KeyError(unknown_id_message("env id", name, sorted(_REGISTRY))) from None
 
 
 def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, Any]:
@@ -191,6 +250,8 @@ def import_modules(names: Iterable[str]) -> None:
 
 
 def registered_ids() -> list[str]:
+    """Every id: the built-in ones, those registered in code, and installed entry points."""
+    _register_entry_points()
     return sorted(_REGISTRY)
 
 
@@ -209,7 +270,8 @@ class _OrderEnforced(OrderEnforcingWrapper):
 
 
 def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
-    """Build the env registered as ``id``; ``overrides`` replace its default kwargs.
+    """Build the env registered as ``id`` (or ``module:id``, whose module is imported first);
+    ``overrides`` replace its default kwargs.
 
     The env comes order-enforced, with ``.spec`` set (see the module docstring).
     """

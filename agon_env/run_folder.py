@@ -8,7 +8,8 @@
                            sampling, device (agon_env.resolved; written with config.yaml)
       metrics.jsonl        one JSON line per step (names: agon_env.metric_names)
       samples.jsonl        a few rendered prompts and completions per role per step
-      tb/                  TensorBoard events (when tensorboard is installed)
+      tb/                  TensorBoard events (--report-to tensorboard, the default)
+      wandb/               the wandb run's local files (--report-to wandb)
       checkpoint.pt        everything --resume needs (rewritten every save_every steps)
       adapters/<name>/     each trained adapter as a peft folder (written after the last step;
                            its files are agon_env.agents.adapters', which writes them)

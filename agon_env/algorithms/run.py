@@ -22,7 +22,7 @@ from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import resolve
-from agon_env.config import TrainConfig
+from agon_env.config import TrainConfig, to_dict
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, write_resolved
 
@@ -96,7 +96,7 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
 
 def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, started: float) -> Path:
     logger = (
-        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+        MetricsLogger(run_dir, cfg.steps, trainer.step, cfg.progress, cfg.report_to, to_dict(cfg))
         if ctx.is_main
         else None
     )

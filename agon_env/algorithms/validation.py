@@ -25,6 +25,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
+    from agon_env.algorithms.trackers import refusal
     from agon_env.envs.draft_challenge import option_problems
     from agon_env.envs.exchange import CHANNELS
 
@@ -50,6 +51,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
+        need("report_to", lambda v: refusal(v) is None, str(refusal(c.report_to))),
         need(
             "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"
         ),
