@@ -153,7 +153,14 @@ class TrainConfig:
     out_dir: str = "runs/{algo}-seed{seed}"
     """Run folder; ``{algo}`` and ``{seed}`` are filled in. It must not exist unless --resume."""
     resume: bool = False
-    """Continue from the run folder's last checkpoint."""
+    """Continue the run folder's run from its last checkpoint, exactly as its ``config.yaml``
+    says (a run killed before its first checkpoint starts again). Flags that change what the
+    run is are refused; those in :data:`HOW_IT_RUNS` may change."""
+    extend: bool = False
+    """With ``--resume``: allow more ``steps`` than the run folder's (train a finished run
+    further). The learning-rate schedule becomes the one the new total gives from step 0, so
+    with ``optim.schedule=linear`` the rate at the resume step rises from where the shorter
+    schedule had decayed it; the run prints both rates when it resumes."""
     save_every: int = 1
     """Checkpoint every this many steps (and always at the end)."""
     time_budget_min: float = 14.0
@@ -200,6 +207,47 @@ class TrainConfig:
     @property
     def run_dir(self) -> Path:
         return Path(self.out_dir.format(algo=self.algo, seed=self.seed))
+
+
+HOW_IT_RUNS = frozenset(
+    {
+        "resume",
+        "extend",
+        "out_dir",
+        "progress",
+        "threads",
+        "time_budget_min",
+        "save_every",
+        "heldout_problems",
+        "samples_per_role",
+        "divergence_kl_rollouts",
+        "report_to",
+        "imports",
+        "grpo.micro_batch",
+        "grpo.micro_batch_tokens",
+        "model.device",
+        "model.gradient_checkpointing",
+        "model.gpu_memory_utilization",
+        "sampling.max_batch_size",
+        "sampling.max_batch_tokens",
+    }
+)
+"""The keys that say how a run is carried out, not what it computes: what it shows and logs,
+its budget, where and in what chunks it runs (memory, not results). ``--resume`` lets them
+change; every other key is what the run *is*, and a resumed run keeps it (``steps`` grows only
+with ``extend``)."""
+
+
+def differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any, Any]]:
+    """``(key, stored value, given value)`` for every leaf key (:func:`leaf_keys`) on which the
+    two configs differ, in the order of the config tree."""
+    out = []
+    for key in leaf_keys(type(stored)):
+        a = functools.reduce(getattr, key.split("."), stored)
+        b = functools.reduce(getattr, key.split("."), given)
+        if plain(a) != plain(b):
+            out.append((key, a, b))
+    return out
 
 
 # -- YAML <-> dataclasses ---------------------------------------------------------------

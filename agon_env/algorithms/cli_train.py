@@ -24,6 +24,7 @@ import tyro
 import yaml
 from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
 
+from agon_env.algorithms.resume import stored_base
 from agon_env.algorithms.validation import resolve
 from agon_env.config import (
     ConfigError,
@@ -139,20 +140,38 @@ def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
     """``(run, print_config)`` from ``agon train`` arguments; the config is validated and
     resolved once (:func:`~agon_env.algorithms.validation.resolve`).
 
+    With ``--resume`` the flags go on top of the run folder's own config, not the defaults, so
+    ``agon train --resume --out-dir D`` continues D as configured
+    (:mod:`agon_env.algorithms.resume` refuses a flag that changes what the run is).
+
     ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
     raises :class:`ConfigError`.
     """
     preset, print_config, rest = _own_options(argv)
     base = preset_config(preset) if preset else TrainConfig()
     args = [_expand(a) for a in rest]
-    cfg = tyro.cli(
-        TrainConfig,
-        args=args,
-        default=base,
-        prog="agon train",
-        description=_description(),
-        registry=_REGISTRY,
-    )
+
+    def parse(default: TrainConfig) -> TrainConfig:
+        return tyro.cli(
+            TrainConfig,
+            args=args,
+            default=default,
+            prog="agon train",
+            description=_description(),
+            registry=_REGISTRY,
+        )
+
+    cfg = parse(base)
+    if cfg.resume:
+        stored = stored_base(cfg.run_dir)
+        if stored is not None:
+            if preset:
+                raise ConfigError(
+                    f"--config {preset} with --resume: {cfg.run_dir}/config.yaml is the run's config; "
+                    "drop --config"
+                )
+            base = stored
+            cfg = parse(base)
     kwargs_given = any(a.partition("=")[0] == "--env.kwargs" for a in args)
     if cfg.env.id != base.env.id:
         if not kwargs_given:

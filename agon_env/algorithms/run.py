@@ -19,6 +19,7 @@ from agon_env.agents.prompts import role_prompts
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.distributed import DistContext
+from agon_env.algorithms.resume import check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import resolve
@@ -73,16 +74,25 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
     run_dir = cfg.run_dir
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
+    # A resumed run is the folder's own: a changed config is refused before any model loads.
+    resume = check_resume(cfg) if cfg.resume else None
     # Built before the folder exists: a wrong model, env id, task keyword or a batch that
     # does not split over the processes leaves nothing behind, so a fixed rerun is not refused.
     trainer = Trainer.build(run, ctx)
     dist.barrier(ctx)
-    fresh = not cfg.resume
+    fresh = resume is None or resume.restart
     if ctx.is_main:
-        prepare_run_dir(run_dir, cfg.resume)
+        if resume is not None and resume.restart:
+            # Killed before its first checkpoint: what the folder holds is that start's, redone.
+            print(f"agon train: {run_dir} has no checkpoint yet: starting it again from step 0")
+            shutil.rmtree(run_dir)
+        prepare_run_dir(run_dir, resume=not fresh)
     try:
-        if cfg.resume:
+        if not fresh:
             trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
+            if resume is not None and resume.extended_from is not None and ctx.is_main:
+                print(f"agon train: {schedule_change(cfg, resume.extended_from, trainer.step)}")
+                write_resolved(run_dir, run)  # the folder's config now says the new total
         elif ctx.is_main:
             write_resolved(run_dir, run)
         return _loop(cfg, ctx, trainer, run_dir, started)

@@ -60,6 +60,16 @@ from agon_env.vocabulary import CHALLENGER, DRAFTER
 __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
 
 
+def _rate_at_step(scheduler: Any) -> None:
+    """Set the optimiser's rate to what this run's schedule gives at the restored step: the rate
+    saved with it, unless ``--extend`` gave the run a longer schedule (whose rate there is higher:
+    the saved one would train the extension at the old schedule's end, 0 for a linear decay)."""
+    groups = scheduler.optimizer.param_groups
+    for group, base, f in zip(groups, scheduler.base_lrs, scheduler.lr_lambdas, strict=True):
+        group["lr"] = base * f(scheduler.last_epoch)
+    scheduler._last_lr = [g["lr"] for g in groups]
+
+
 @dataclass
 class Trainer:
     run: ResolvedRun
@@ -146,6 +156,7 @@ class Trainer:
             self.base.load_adapter_state_dict(name, state["adapters"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])
             self.schedulers[name].load_state_dict(state["schedulers"][name])
+            _rate_at_step(self.schedulers[name])
         self.sampler.load_state_dict(state["sampler"])
         self.counters.update(state["counters"])
         self.step = int(state["step"])

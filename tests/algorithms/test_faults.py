@@ -102,7 +102,7 @@ def test_a_corrupt_checkpoint_names_the_file_and_what_to_do(tmp_path: Path, caps
     path = run / "checkpoint.pt"
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # cut short
     capsys.readouterr()
-    assert _train("--steps", "2", "--out-dir", str(run), "--resume") == 2
+    assert _train("--steps", "1", "--out-dir", str(run), "--resume") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert f"{path} is not a readable checkpoint" in err and "Restore it from a copy" in err
