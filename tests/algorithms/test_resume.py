@@ -57,7 +57,7 @@ def test_resume_with_no_other_flag_continues_the_folders_run(tmp_path):
         (["--seed", "5"], "seed is 0 there but 5 here"),
         (
             ["--steps", "4"],
-            "steps is 2 there but 4 here. Drop those flags to continue it as configured (more",
+            "steps is 2 there but 4 here. Drop those flags to continue it as configured (more steps",
         ),
         (["--steps", "1", "--extend"], "steps is 2 there but 1 here"),
     ],
