@@ -22,9 +22,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import importlib
+import os
+import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -426,10 +429,21 @@ def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = Non
     return from_dict(updates, base)
 
 
+def import_user_modules(names: Iterable[str]) -> None:
+    """Import user modules so the ids (and algorithms) they register exist: ``--imports``.
+
+    The current folder is importable first, as for ``python -m``: a console script's
+    ``sys.path`` lacks it, so ``--imports vowels`` next to ``vowels.py`` would fail otherwise.
+    """
+    names = list(names)
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        importlib.import_module(name)
+
+
 def import_modules(cfg: TrainConfig) -> None:
     """Import ``cfg.imports`` so their tasks and algorithms are registered before validation."""
-    from agon_env.registry import import_modules as import_user_modules
-
     for name in cfg.imports:
         try:
             import_user_modules([name])

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +42,7 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
+from agon_env.config import import_user_modules as import_modules
 from agon_env.errors import UserError, close_matches, unknown_id_message
 
 __all__ = [
@@ -234,19 +233,6 @@ def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, 
     if split is None or "split" in kwargs or not spec(id).takes("split"):
         return dict(kwargs)
     return {**kwargs, "split": split}
-
-
-def import_modules(names: Iterable[str]) -> None:
-    """Import user modules so the ids (and algorithms) they register exist: ``--imports``.
-
-    The current folder is importable first, as for ``python -m``: a console script's
-    ``sys.path`` lacks it, so ``--imports vowels`` next to ``vowels.py`` would fail otherwise.
-    """
-    names = list(names)
-    if names and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for name in names:
-        importlib.import_module(name)
 
 
 def registered_ids() -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from agon_env.options import SamplingParams
 
-__all__ = ["Agent", "Completion", "SamplingParams", "stop_end"]
+__all__ = ["Agent", "Backend", "Completion", "SamplingParams", "stop_end"]
 
 
 def stop_end(text: str, params: SamplingParams) -> int | None:
@@ -79,4 +79,21 @@ class Agent(Protocol):
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A generation engine over a shared base (HF or vLLM: ``agon_env.algorithms.builders.BACKENDS``).
+
+    One that keeps its own copy of the adapters (vLLM) also has ``sync(adapter)``, called after
+    every update, and ``versions`` (adapter -> the version it serves), read by the on-policy guard.
+    """
+
+    def generate(
+        self,
+        prompts: Sequence[str] | Sequence[Sequence[int]],
+        params: SamplingParams | None = None,
+        adapter: str | Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Completion]: ...

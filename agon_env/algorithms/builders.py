@@ -14,7 +14,11 @@ from typing import Any
 
 import torch
 
+from agon_env.agents.adapters import SharedBase
+from agon_env.agents.protocol import Agent, Backend
 from agon_env.envs.exchange import CHANNELS
+from agon_env.envs.tasks.base import Task
+from agon_env.episodes import TaskEnv
 from agon_env.errors import UserError
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
@@ -37,7 +41,7 @@ def _message(exc: BaseException) -> str:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def build_env(run: ResolvedRun) -> Any:
+def build_env(run: ResolvedRun) -> TaskEnv:
     """The training env: the task's ``train`` split, refused if it shares a prompt with the test split."""
     import agon_env.registry
 
@@ -85,7 +89,7 @@ def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Any) -> None:
     _CLEAN_POOLS.add(key)
 
 
-def build_base(run: ResolvedRun) -> Any:
+def build_base(run: ResolvedRun) -> SharedBase:
     """One frozen base with one LoRA adapter per seat of the run's algorithm."""
     from agon_env.agents import LoraSpec, SharedBase
 
@@ -114,13 +118,13 @@ def build_base(run: ResolvedRun) -> Any:
     return base
 
 
-def _hf(run: ResolvedRun, base: Any) -> Any:
+def _hf(run: ResolvedRun, base: SharedBase) -> Backend:
     from agon_env.agents import HFBackend
 
     return HFBackend(base)
 
 
-def _vllm(run: ResolvedRun, base: Any) -> Any:
+def _vllm(run: ResolvedRun, base: SharedBase) -> Backend:
     from agon_env.agents import VLLMBackend
 
     return VLLMBackend(
@@ -132,11 +136,11 @@ def _vllm(run: ResolvedRun, base: Any) -> Any:
     )
 
 
-BACKENDS: dict[str, Callable[[ResolvedRun, Any], Any]] = {"hf": _hf, "vllm": _vllm}
+BACKENDS: dict[str, Callable[[ResolvedRun, SharedBase], Backend]] = {"hf": _hf, "vllm": _vllm}
 """Generation backends by name: ``(resolved run, shared base) -> backend``."""
 
 
-def build_agents(run: ResolvedRun, base: Any, backend: Any, task: Any) -> dict[str, Any]:
+def build_agents(run: ResolvedRun, base: SharedBase, backend: Backend, task: Task) -> dict[str, Agent]:
     """One LLM agent per seat, all sharing ``backend``, each sampling as the run resolved for it;
     on a channel that hands over the draft's cache, the seats record drafts and read caches."""
     from agon_env.agents import LLMAgent

@@ -31,6 +31,8 @@ from typing import Any
 import torch
 
 from agon_env import metric_names as M
+from agon_env.agents.adapters import SharedBase
+from agon_env.agents.protocol import Agent, Backend
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.builders import BACKENDS, build_agents, build_base, build_env
 from agon_env.algorithms.checkpoint import (
@@ -53,6 +55,7 @@ from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.update import StreamBatch, Update, sampled_temperature
 from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig
+from agon_env.episodes import TaskEnv
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
@@ -75,10 +78,10 @@ class Trainer:
     run: ResolvedRun
     """The run as resolved once (:mod:`agon_env.resolved`); the trainer derives none of it."""
     plugin: AlgorithmPlugin
-    env: Any
-    base: Any
-    backend: Any
-    agents: dict[str, Any]
+    env: TaskEnv
+    base: SharedBase
+    backend: Backend
+    agents: dict[str, Agent]
     optimizers: dict[str, torch.optim.Optimizer]
     schedulers: dict[str, Any]
     sampler: ProblemSampler
