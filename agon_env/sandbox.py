@@ -75,7 +75,8 @@ class Limits:
     """Resource limits of one sandboxed run."""
 
     cpu_s: float = 4
-    """CPU seconds per process, rounded up (RLIMIT_CPU soft limit: SIGXCPU, SIGKILL 1 s later)."""
+    """CPU seconds per process, rounded up to whole seconds (RLIMIT_CPU soft limit: SIGXCPU, then
+    SIGKILL one second later)."""
     wall_s: float = 8.0
     """Wall-clock seconds for the whole run, bwrap start-up included; then the group is SIGKILLed."""
     memory_bytes: int = 2 << 30
@@ -175,7 +176,9 @@ def _is_root() -> bool:
 
 class _UidLease:
     """Hold one slot uid exclusively, machine-wide, so the post-run sweep only hits our own run.
-    The lock is an abstract unix socket: no file to leave behind, released when the process dies."""
+
+    The lock is an abstract unix socket: no file to leave behind, released when the process dies.
+    """
 
     def __enter__(self) -> int:
         self.sock: socket.socket | None = None
@@ -244,25 +247,37 @@ def _prlimit_args(limits: Limits, uid: int) -> list[str]:
     if not _is_root():
         # NPROC counts every task of the uid machine-wide; leave room for the caller's own.
         nproc += sum(_live_pids(uid).values())
-    # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first;
-    # whole seconds, as prlimit reads "5.0:6.0" as 5:5 (SIGKILL with SIGXCPU: "killed").
+    # The CPU hard limit sits one second above the soft one so SIGXCPU (-> "timeout") comes first.
+    # RLIMIT_CPU is whole seconds and prlimit truncates "5.0:6.0" to 5:5, so a float limit would get
+    # SIGKILL with SIGXCPU and read as "killed": round up to an int first.
     cpu = math.ceil(limits.cpu_s)
     return [
-        "/usr/bin/prlimit", f"--cpu={cpu}:{cpu + 1}", f"--as={limits.memory_bytes}",
-        f"--nproc={nproc}", f"--fsize={limits.fsize_bytes}", f"--nofile={limits.nofile}", "--core=0", "--",
-    ]  # fmt: skip
+        "/usr/bin/prlimit",
+        f"--cpu={cpu}:{cpu + 1}",
+        f"--as={limits.memory_bytes}",
+        f"--nproc={nproc}",
+        f"--fsize={limits.fsize_bytes}",
+        f"--nofile={limits.nofile}",
+        "--core=0",
+        "--",
+    ]
 
 
 def _bwrap_args(limits: Limits, program_fd: int | None) -> list[str]:
     args = [
-        "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1",
-        "--uid", "65534", "--gid", "65534",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-        "--proc", "/proc", "--dev", "/dev",
-        "--size", str(limits.tmpfs_bytes), "--tmpfs", "/work", "--chdir", "/work",
-        "--setenv", "PATH", "/usr/bin", "--setenv", "HOME", "/work",
-    ]  # fmt: skip
+        *("--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--as-pid-1"),
+        *("--uid", "65534", "--gid", "65534"),
+        *("--ro-bind", "/usr", "/usr"),
+        *("--symlink", "usr/lib", "/lib"),
+        *("--symlink", "usr/lib64", "/lib64"),
+        *("--symlink", "usr/bin", "/bin"),
+        *("--proc", "/proc"),
+        *("--dev", "/dev"),
+        *("--size", str(limits.tmpfs_bytes), "--tmpfs", "/work"),
+        *("--chdir", "/work"),
+        *("--setenv", "PATH", "/usr/bin"),
+        *("--setenv", "HOME", "/work"),
+    ]
     if program_fd is not None:
         args += ["--file", str(program_fd), "/work/main.py"]
     return [*args, "--"]
@@ -319,15 +334,27 @@ def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int)
     # bwrap and the fallback's sh both report a death by signal N as exit status 128 + N.
     sig = -rc if rc < 0 else max(rc - 128, 0)
     if stop is None:
-        stop = "timeout" if sig == signal.SIGXCPU else "killed" if sig else "ok" if rc == 0 else "error"
+        stop = _status(rc, sig)
     tail = err[-_STDERR_TAIL:].decode("utf-8", errors="replace")
     text = out[: limits.output_bytes].decode("utf-8", errors="replace")
     return RunResult(stop, rc, text, tail, time.monotonic() - start)
 
 
+def _status(rc: int, sig: int) -> Status:
+    """How a run that met neither the deadline nor the output cap ended."""
+    if sig == signal.SIGXCPU:  # the CPU soft limit: the program ran out of CPU time
+        return "timeout"
+    if sig:  # any other signal (the CPU hard limit's SIGKILL, a crash, the OOM killer)
+        return "killed"
+    if rc == 0:
+        return "ok"
+    return "error"
+
+
 def _stop(proc: subprocess.Popen, uid: int) -> None:
     """Kill a run still going. As root, kill the slot uid's processes but our direct child first, so
-    each namespace's parent reaps its pid 1 and no zombie is handed to an init that may not reap it."""
+    each namespace's parent reaps its pid 1 and no zombie is handed to an init that may not reap it.
+    """
     if _is_root():
         _sweep(uid, spare=proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from agon_env.envs.tasks.code import STDIO_LIMITS, codecontests, humaneval
 from agon_env.envs.tasks.code_checks import IOCase, check_stdio
+from agon_env.envs.tasks.codecontests import STDIO_LIMITS, codecontests
 from agon_env.envs.tasks.data import local_file
+from agon_env.envs.tasks.humaneval import humaneval
 from agon_env.sandbox import PYTHON, Limits, SandboxPool, run_python, sandbox_mode
 
 TRIVIAL = "print(1)"

@@ -34,9 +34,9 @@ def test_unknown_id_suggests_close_ids():
 
 
 def test_overrides_route_to_env_and_task():
-    env = agon_env.make("agon/arith-v0", difficulty=5, mode="hidden", lam=1.0)
+    env = agon_env.make("agon/arith-v0", difficulty=5, mode="self", exchange="none", lam=1.0)
     assert isinstance(env.unwrapped, DraftChallengeEnv)
-    assert env.task.difficulty == 5 and env.mode == "hidden" and env.lam == 1.0
+    assert env.task.difficulty == 5 and env.mode == "self" and env.exchange == "none" and env.lam == 1.0
 
 
 def test_register_user_task_in_a_few_lines():

@@ -44,9 +44,10 @@ from transformers import DynamicCache
 
 from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
 from agon_env.agents.kv_cache import BufferCache
-from agon_env.agents.latent_spans import VLLM_REFUSAL, LatentConfig, span_tokens
+from agon_env.agents.latent_spans import span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
-from agon_env.vocabulary import draft_handle, is_handle
+from agon_env.options import LatentConfig
+from agon_env.vocabulary import VLLM_REFUSAL, draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""
@@ -136,8 +137,13 @@ def compute_prefixes(base: Any, records: Sequence[DraftRecord], config: LatentCo
                 ids[j, : len(s)], mask[j, : len(s)] = torch.tensor(s), 1
             cache = DynamicCache()
             with base.use(adapter):
-                model(input_ids=ids.to(base.device), attention_mask=mask.to(base.device),
-                      past_key_values=cache, use_cache=True, logits_to_keep=1)  # fmt: skip
+                model(
+                    input_ids=ids.to(base.device),
+                    attention_mask=mask.to(base.device),
+                    past_key_values=cache,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
             for j, (i, (s, e)) in enumerate(zip(rows, spans, strict=True)):
                 lo, hi = len(records[i].prompt_ids) + s, len(records[i].prompt_ids) + e
                 keys = tuple(layer.keys[j, :, lo:hi].clone() for layer in cache.layers) if hi > lo else ()
@@ -296,8 +302,14 @@ class LatentAgent:
     leaves the prefix on the completion for the update (training); evaluation drops it.
     """
 
-    def __init__(self, agent: Any, store: LatentStore, config: LatentConfig | None = None,
-                 drafting: Any = None, keep_prefix: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self,
+        agent: Any,
+        store: LatentStore,
+        config: LatentConfig | None = None,
+        drafting: Any = None,
+        keep_prefix: bool = True,
+    ) -> None:
         if not isinstance(agent.backend, HFBackend):
             raise ValueError(VLLM_REFUSAL)
         self.agent, self.store, self.config = agent, store, config or LatentConfig()

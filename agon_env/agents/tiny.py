@@ -182,12 +182,15 @@ def _teach_format(model: Any, tok: Any, steps: int) -> None:
     systems = (MATH.drafter_system, MATH.challenger_system)
     chats = [
         tok.apply_chat_template(
-            [{"role": "system", "content": systems[i % 2]}, {"role": "user", "content": q},
-             {"role": "assistant", "content": a}],
+            [
+                {"role": "system", "content": systems[i % 2]},
+                {"role": "user", "content": q},
+                {"role": "assistant", "content": a},
+            ],
             tokenize=False,
         )
         for i, (q, a) in enumerate(_format_demos(64))
-    ]  # fmt: skip
+    ]
     # Right padding: positions then count from each chat's first token, as in generation.
     batch = tok(chats, return_tensors="pt", padding=True, add_special_tokens=False, padding_side="right")
     labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)

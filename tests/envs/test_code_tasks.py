@@ -11,18 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agon_env.envs.tasks.base import Problem
-from agon_env.envs.tasks.code import (
-    ASSERT_LIMITS,
-    STDIO_LIMITS,
-    CodeContestsTask,
-    MBPPTask,
-    codecontests,
-    codecontests_row,
-    humaneval,
-    load_codecontests_problems,
-    load_mbpp_problems,
-    mbpp,
-)
+from agon_env.envs.tasks.code import ASSERT_LIMITS
 from agon_env.envs.tasks.code_checks import (
     CheckReport,
     IOCase,
@@ -33,7 +22,16 @@ from agon_env.envs.tasks.code_checks import (
     strip_code_fence,
     tolerance_from_statement,
 )
+from agon_env.envs.tasks.codecontests import (
+    STDIO_LIMITS,
+    CodeContestsTask,
+    codecontests,
+    codecontests_row,
+    load_codecontests_problems,
+)
 from agon_env.envs.tasks.data import local_file
+from agon_env.envs.tasks.humaneval import humaneval
+from agon_env.envs.tasks.mbpp import MBPPTask, load_mbpp_problems, mbpp
 from agon_env.sandbox import Limits, RunResult
 
 MBPP = local_file("mbpp.jsonl")
@@ -291,13 +289,13 @@ def test_codecontests_hub_rows_are_normalised():
 @pytest.mark.parametrize(("split", "hub"), [("train", "train"), ("validation", "valid"), ("test", "test")])
 def test_codecontests_reads_the_hubs_own_split(monkeypatch, split, hub):
     # Without a local file the hub's official split is read as is (its validation is "valid").
-    import agon_env.envs.tasks.code as code
+    import agon_env.envs.tasks.codecontests as cc
 
     asked = []
     row = {"name": "1_A", "description": "Print 1.", "public_tests": {"input": [""], "output": ["1"]}}
-    monkeypatch.setattr(code, "local_file", lambda name: None)
-    monkeypatch.setattr(code, "load_rows", lambda source, split: asked.append((source, split)) or [row])
-    assert [p.id for p in code.codecontests(split=split)] == ["1_A"]  # not carved: the hub decided
+    monkeypatch.setattr(cc, "local_file", lambda name: None)
+    monkeypatch.setattr(cc, "load_rows", lambda source, split: asked.append((source, split)) or [row])
+    assert [p.id for p in cc.codecontests(split=split)] == ["1_A"]  # not carved: the hub decided
     assert asked == [("deepmind/code_contests", hub)]
 
 

@@ -13,9 +13,9 @@ from agon_env.algorithms.rollout import TaskScoreError, check_scoring, rollout
 from agon_env.envs.scoring import as_verdict
 from agon_env.envs.tasks import code_checks
 from agon_env.envs.tasks.base import ListTask, Problem
-from agon_env.envs.tasks.code import MBPPTask
 from agon_env.envs.tasks.errors import VerifierError
 from agon_env.envs.tasks.math import MathTask
+from agon_env.envs.tasks.mbpp import MBPPTask
 from agon_env.metric_names import SCORE_ERRORS, SCORE_TIMEOUTS
 from agon_env.sandbox import Limits, RunResult
 

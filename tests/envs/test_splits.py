@@ -100,7 +100,7 @@ def test_code_envs_have_non_empty_content_disjoint_splits(env_id):
 
 
 def test_codecontests_file_is_carved_by_content_with_duplicates_together(tmp_path):
-    from agon_env.envs.tasks.code import codecontests
+    from agon_env.envs.tasks.codecontests import codecontests
 
     # The same statement under two ids (Codeforces' div. 1 and div. 2 rounds) must land in one split.
     rows = [
@@ -119,8 +119,8 @@ def test_codecontests_file_is_carved_by_content_with_duplicates_together(tmp_pat
 
 
 def test_mbpp_fixture_keeps_the_upstream_id_ranges(tmp_path):
-    from agon_env.envs.tasks.code import mbpp
     from agon_env.envs.tasks.fixtures import MBPP_FIXTURE_IDS, write_mbpp_fixture
+    from agon_env.envs.tasks.mbpp import mbpp
 
     path = str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))
     for split, ids in MBPP_FIXTURE_IDS.items():
