@@ -1,6 +1,6 @@
 """``agon envs`` and ``agon episode``: the registered ids, and one scripted episode of one of them.
 
-    agon envs --imports my_tasks               # the built-in ids and those my_tasks.py registers
+    agon envs --imports my_tasks               # the built-in ids, installed entry points, my_tasks.py's
     agon episode --env agon/gsm8k-v0 --seed 3  # a wrong draft, a right challenge, rendered
 
 Both are dataclasses parsed by tyro, like every ``agon`` subcommand (:mod:`agon_env.command`).
@@ -17,7 +17,7 @@ from agon_env.config import EnvConfig
 
 @dataclass
 class EnvsArgs(CommandArgs):
-    """List the registered env ids."""
+    """List the registered env ids: built in, declared by installed packages (entry points), imported."""
 
 
 def envs_main(argv: Sequence[str]) -> int:
@@ -45,7 +45,7 @@ class EpisodeArgs(CommandArgs):
     """Play one scripted episode (a wrong draft, then a right challenge) and print it."""
 
     env: str = EnvConfig.id
-    """Registered env id (see ``agon envs``)."""
+    """Registered env id (see ``agon envs``), or ``module:id`` to import ``module`` first."""
     mode: str | None = None
     """Env mode (None: the id's own, draft and challenge for the built-in ones)."""
     reward_scheme: str | None = None

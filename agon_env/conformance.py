@@ -15,7 +15,6 @@ broke) and returns a small report otherwise.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from pettingzoo.test import api_test, seed_test
 
 from agon_env.envs.exchange import CHANNELS
-from agon_env.envs.scoring import as_verdict
+from agon_env.envs.scoring import score_answer, score_limit
 from agon_env.registry import make
 from agon_env.vocabulary import AGENT_B, is_handle
 
@@ -76,7 +75,7 @@ def check_episode_contract(env: Any) -> None:
             assert secret_reasoning not in text, "the challenger's observation leaks the drafter's reasoning"
         elif obs["draft"]:
             assert secret_reasoning in obs["draft"], f"the {channel.name} channel lacks the draft's reasoning"
-        if channel.latent:
+        if channel.cache:
             assert is_handle(obs["draft"]), "a latent observation must name its draft with a handle"
             assert "SUMMARY-OK" not in text, "the latent channel's observation carries draft text"
         elif obs["draft"]:
@@ -88,25 +87,33 @@ SAMPLE_ANSWERS = ("42", "", "-1.5", "\\frac{1}{2}", "x^2 + 1", "def f(x):\n    r
 
 
 def check_scores(env: Any, limit: int = 5) -> None:
-    """``task.score`` returns a bool on sample answers for the first problems, never raises.
+    """``task.score`` returns a bool on sample answers for the first problems, in time, never raises.
 
-    The env catches a raising ``score`` (a run must survive odd model text), so this is
-    where a broken scorer fails loudly, with its traceback.
+    The env catches a raising ``score`` (a run must survive odd model text) and abandons one
+    that overruns its wall-clock limit (:mod:`agon_env.envs.scoring`), so this is where a
+    broken scorer fails loudly, with its traceback. A hanging one stops the check at its first
+    overrun: each costs the whole limit.
     """
     task = env.task
+    name = getattr(task, "name", type(task).__name__)
     for i in range(min(limit, len(task))):
         problem = task[i]
         for answer in SAMPLE_ANSWERS:
-            try:
-                verdict = task.score(problem, answer)
-            except Exception as exc:
+            verdict = score_answer(task, problem, answer)
+            if verdict.hung:
                 raise AssertionError(
-                    f"{getattr(task, 'name', type(task).__name__)}.score raised on problem {problem.id} "
-                    f"with answer {answer!r}:\n{traceback.format_exc()}"
-                ) from exc
-            assert as_verdict(verdict) is not None, (
-                f"score must return a bool (or 0/1), got {type(verdict).__name__} on problem {problem.id}"
-            )
+                    f"{name}.score gave no verdict within {score_limit(task):g} s (its score_timeout) on "
+                    f"problem {problem.id} with answer {answer!r}: 1 score_timeout; score must return in "
+                    "bounded time (the env abandons the call; its thread runs on)"
+                )
+            if verdict.timeout:
+                raise AssertionError(
+                    f"{name}.score raised VerifierTimeout on problem {problem.id} with answer {answer!r}"
+                )
+            if verdict.error is not None:  # a traceback, or what it returned instead of a bool
+                raise AssertionError(
+                    f"{name}.score failed on problem {problem.id} with answer {answer!r}:\n{verdict.error}"
+                )
 
 
 def check_env(

@@ -26,14 +26,26 @@ import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 from agon_env.agents.protocol import Agent
+from agon_env.envs.tasks.base import Task
 from agon_env.envs.turns import TurnResult
 from agon_env.vocabulary import CHALLENGER
 
 SeedFn = Callable[[int, str, int], int]
 """``(episode index, seat, turn number within the episode) -> sampling seed``."""
+
+
+class TaskEnv(Protocol):
+    """What playing episodes needs of an env: a PettingZoo AEC env over a task (``agon_env.make``'s
+    wrapped draft-and-challenge env, or any subclass) that makes fresh copies of itself."""
+
+    task: Task
+
+    def spawn(self) -> Any:
+        """A fresh env sharing this one's task."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -146,7 +158,7 @@ def _done(env: Any) -> bool:
 
 
 def play_episodes(
-    env: Any,
+    env: TaskEnv,
     agents: Mapping[str, Agent],
     starts: Sequence[Start],
     seed_of: SeedFn | None = None,

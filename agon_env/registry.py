@@ -18,15 +18,23 @@ does; the wrapper forwards every other attribute (``env.task``, ``env.spawn()``,
 Registering a task takes one call::
 
     agon_env.register("me/primes-v0", entry_point="my_pkg.tasks:PrimeTask", kwargs={"n": 100})
-    env = agon_env.make("me/primes-v0", mode="hidden")
+    env = agon_env.make("me/primes-v0", exchange="none")
+
+Two ways to find an id without importing its module by hand, as Gymnasium and rLLM users expect:
+
+* ``"my_pkg.tasks:me/primes-v0"`` -- any id written ``module:id`` (``make``, ``spec``, every
+  ``--env`` flag, a config file's ``env.id``) imports ``module`` first, as Gymnasium's
+  ``make("module:Env-v0")`` does, then looks ``id`` up.
+* An installed package that declares ``me/primes-v0 = "my_pkg.tasks:PrimeTask"`` under the
+  :data:`ENTRY_POINT_GROUP` entry-point group is registered lazily: its id is listed and made
+  like a built-in one, and its module is imported only when the id is made. An id the package
+  also registers in code takes that registration (its kwargs and description) instead.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,9 +42,11 @@ from typing import Any
 from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
-from agon_env.errors import unknown_id_message
+from agon_env.config import import_user_modules as import_modules
+from agon_env.errors import UserError, close_matches, unknown_id_message
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "EnvSpec",
     "all_specs",
     "import_modules",
@@ -87,6 +97,15 @@ class EnvSpec:
 
 _REGISTRY: dict[str, EnvSpec] = {}
 
+ENTRY_POINT_GROUP = "agon_env.tasks"
+"""The entry-point group installed packages declare tasks under: ``"me/task-v0" = "module:attr"``,
+the attr being what :func:`register`'s ``entry_point`` takes (docs/envs.md)."""
+
+_FROM_ENTRY_POINTS: set[str] = set()
+"""Ids registered from entry points, which a registration in code may replace."""
+_SCANNED: list[bool] = []
+"""Non-empty once the installed entry points have been registered (once per process)."""
+
 
 def register(
     id: str,
@@ -96,12 +115,47 @@ def register(
     offline: bool = True,
     data: tuple[str, ...] = (),
 ) -> EnvSpec:
-    """Add an id; re-registering an existing id is an error (ids are versioned instead)."""
-    if id in _REGISTRY:
+    """Add an id; re-registering an existing id is an error (ids are versioned instead), except
+    over an id declared as an entry point: the package's own registration says more."""
+    if id in _REGISTRY and id not in _FROM_ENTRY_POINTS:
         raise ValueError(f"env id {id!r} is already registered; bump its version (e.g. -v1) instead")
+    _FROM_ENTRY_POINTS.discard(id)
     spec = EnvSpec(id, entry_point, dict(kwargs or {}), description, offline, tuple(data))
     _REGISTRY[id] = spec
     return spec
+
+
+def _register_entry_points() -> None:
+    """Register the ids installed packages declare under :data:`ENTRY_POINT_GROUP`, once; an id
+    already registered in code keeps that registration."""
+    if _SCANNED:
+        return
+    _SCANNED.append(True)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _REGISTRY:
+            continue
+        dist = getattr(ep.dist, "name", None) or "an installed package"
+        register(ep.name, ep.value, description=f"{ep.value} (entry point of {dist})")
+        _FROM_ENTRY_POINTS.add(ep.name)
+
+
+def resolve_id(id: str) -> str:
+    """The registry id of ``id``: ``"module:me/task-v0"`` imports ``module`` and is
+    ``"me/task-v0"``; a plain id is itself."""
+    module, sep, name = id.partition(":")
+    if not sep:
+        return id
+    if not module or not name:
+        raise KeyError(f"env id {id!r}: write it as an id or as module:id, e.g. my_pkg.tasks:me/task-v0")
+    try:
+        import_modules([module])
+    except ImportError as exc:
+        raise ImportError(
+            f"env id {id!r}: cannot import {module!r} ({exc}); is it installed or on PYTHONPATH?"
+        ) from None
+    return name
 
 
 _TASK_ENV: list[Any] = []
@@ -126,11 +180,51 @@ def task_env() -> Any:
     return _TASK_ENV[0]
 
 
-def spec(id: str) -> EnvSpec:
+class UnknownKeywordError(UserError, TypeError):
+    """``make`` was given a keyword neither the task (or env class) nor the env takes."""
+
+
+def _check_keywords(id: str, entry: Any, given: Iterable[str], env_keywords: Iterable[str] = ()) -> None:
+    """Refuse, naming the close matches, keywords ``entry`` does not take (one that takes
+    ``**kwargs`` takes any): ``dificulty=3`` is a typo of ``difficulty``, not a bare TypeError."""
     try:
-        return _REGISTRY[id]
+        params = inspect.signature(entry).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: let the call say what it takes
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = [k for k in given if k not in params]
+    if not unknown:
+        return
+    if "max_cycles" in unknown:  # PettingZoo's max_cycles_test passes it to every env
+        raise UnknownKeywordError(
+            f"make({id!r}): this env has a fixed two-turn episode (a draft, then a challenge), so it "
+            "takes no max_cycles; PettingZoo's max_cycles_test does not apply to it"
+        )
+    taken = sorted(k for k in params if k not in ("self", "task"))
+    known = sorted(set(taken) | set(env_keywords))
+    hints = []
+    for k in unknown:
+        close = close_matches(k, known, n=1, cutoff=0.6)
+        hints.append(f"{k!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    env_part = f"; env keywords: {', '.join(sorted(env_keywords))}" if env_keywords else ""
+    raise UnknownKeywordError(
+        f"make({id!r}): unknown keyword {', '.join(hints)}. "
+        f"{'Task' if env_keywords else 'Its'} keywords: {', '.join(taken) or 'none'}{env_part}"
+    )
+
+
+def spec(id: str) -> EnvSpec:
+    """The spec of ``id`` (a plain id or ``module:id``, :func:`resolve_id`)."""
+    if not isinstance(id, str):
+        raise TypeError(f"an env id is a string such as 'agon/arith-v0', got {id!r}; `agon envs` lists them")
+    name = resolve_id(id)
+    if name not in _REGISTRY:
+        _register_entry_points()
+    try:
+        return _REGISTRY[name]
     except KeyError:
-        raise KeyError(unknown_id_message("env id", id, sorted(_REGISTRY))) from None
+        raise KeyError(unknown_id_message("env id", name, sorted(_REGISTRY))) from None
 
 
 def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, Any]:
@@ -141,20 +235,9 @@ def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, 
     return {**kwargs, "split": split}
 
 
-def import_modules(names: Iterable[str]) -> None:
-    """Import user modules so the ids (and algorithms) they register exist: ``--imports``.
-
-    The current folder is importable first, as for ``python -m``: a console script's
-    ``sys.path`` lacks it, so ``--imports vowels`` next to ``vowels.py`` would fail otherwise.
-    """
-    names = list(names)
-    if names and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for name in names:
-        importlib.import_module(name)
-
-
 def registered_ids() -> list[str]:
+    """Every id: the built-in ones, those registered in code, and installed entry points."""
+    _register_entry_points()
     return sorted(_REGISTRY)
 
 
@@ -162,8 +245,19 @@ def all_specs() -> list[EnvSpec]:
     return [_REGISTRY[i] for i in registered_ids()]
 
 
+class _OrderEnforced(OrderEnforcingWrapper):
+    """PettingZoo's order check; ``last()`` after the episode asks the env, which can say why
+    (PettingZoo's own ``last()`` reads the wrapper's reward dicts and ends in a bare ``KeyError``)."""
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not self.agents:
+            return self.env.last(observe)
+        return super().last(observe)
+
+
 def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
-    """Build the env registered as ``id``; ``overrides`` replace its default kwargs.
+    """Build the env registered as ``id`` (or ``module:id``, whose module is imported first);
+    ``overrides`` replace its default kwargs.
 
     The env comes order-enforced, with ``.spec`` set (see the module docstring).
     """
@@ -171,6 +265,7 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
     entry = s.load()
     env: AECEnv
     if inspect.isclass(entry) and issubclass(entry, AECEnv):
+        _check_keywords(id, entry, {**s.kwargs, **overrides})
         env = entry(**{**s.kwargs, **overrides})
     else:
         # A prebuilt task= makes the spec's task defaults moot; only the caller's kwargs remain.
@@ -179,10 +274,13 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
         wrapper = task_env()
         env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in wrapper.keywords()}
         if task is None:
+            _check_keywords(id, entry, kwargs, wrapper.keywords())
             task = entry(**kwargs)
         elif kwargs:
-            raise TypeError(f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}")
+            raise UnknownKeywordError(
+                f"task= was given, so these task kwargs have nowhere to go: {sorted(kwargs)}"
+            )
         env = task if isinstance(task, AECEnv) else wrapper(task, **env_kwargs)
     env.unwrapped.spec = s
     # A factory may itself return make()'s result; a second order check would add nothing.
-    return env if isinstance(env, OrderEnforcingWrapper) else OrderEnforcingWrapper(env)
+    return env if isinstance(env, OrderEnforcingWrapper) else _OrderEnforced(env)

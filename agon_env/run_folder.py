@@ -3,10 +3,13 @@
 ::
 
     runs/agon-seed0/
-      config.yaml          the resolved TrainConfig (written before the first step)
+      config.yaml          the validated TrainConfig (written before the first step)
+      resolved.yaml        what it resolved to: seats, env keywords, channel, per-policy
+                           sampling, device (agon_env.resolved; written with config.yaml)
       metrics.jsonl        one JSON line per step (names: agon_env.metric_names)
       samples.jsonl        a few rendered prompts and completions per role per step
-      tb/                  TensorBoard events (when tensorboard is installed)
+      tb/                  TensorBoard events (--report-to tensorboard, the default)
+      wandb/               the wandb run's local files (--report-to wandb)
       checkpoint.pt        everything --resume needs (rewritten every save_every steps)
       adapters/<name>/     each trained adapter as a peft folder (written after the last step;
                            its files are agon_env.agents.adapters', which writes them)
@@ -21,15 +24,22 @@ imports the other to learn them, and :func:`read_metrics` is the one reader of
 
 from __future__ import annotations
 
+import errno
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml
+import yaml
+
+from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml, to_dict
 from agon_env.errors import UserError
+from agon_env.resolved import ResolvedRun, from_record, settle, to_record
+from agon_env.upgrade import upgrade_config
 
 CONFIG = "config.yaml"
+RESOLVED = "resolved.yaml"
 METRICS = "metrics.jsonl"
 SAMPLES = "samples.jsonl"
 TENSORBOARD = "tb"
@@ -62,6 +72,10 @@ class RunFolder:
     @property
     def config(self) -> Path:
         return self.path / CONFIG
+
+    @property
+    def resolved(self) -> Path:
+        return self.path / RESOLVED
 
     @property
     def metrics(self) -> Path:
@@ -118,11 +132,72 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
             f"{folder.config}: no such file; is {run_dir} a run folder written by `agon train`?"
         )
     try:
-        cfg = from_dict(read_yaml(folder.config, "run config"))
+        cfg = from_dict(upgrade_config(read_yaml(folder.config, "run config")))
     except ConfigError as exc:
         raise ConfigError(f"{folder.config}: {exc}") from None
     import_modules(cfg)
     return cfg
+
+
+def write_resolved(run_dir: str | Path, run: ResolvedRun) -> None:
+    """Write ``config.yaml`` and ``resolved.yaml``: what the run was asked to be and what it is."""
+    folder = RunFolder(Path(run_dir))
+    folder.config.write_text(yaml.safe_dump(to_dict(run.config), sort_keys=False))
+    folder.resolved.write_text(yaml.safe_dump(to_record(run), sort_keys=False))
+
+
+def load_resolved(run_dir: str | Path) -> ResolvedRun:
+    """The run a folder holds, as training resolved it (``resolved.yaml`` over ``config.yaml``).
+
+    A folder written before ``resolved.yaml`` existed is settled from its config alone, as
+    :func:`agon_env.resolved.settle` does for training, but without the algorithm's fields:
+    its adapters are then the folder's own, and its mode and reward scheme the env's
+    defaults (evaluation reads neither)."""
+    cfg = load_run_config(run_dir)
+    folder = RunFolder(Path(run_dir))
+    if not folder.resolved.is_file():
+        return settle(cfg)
+    try:
+        return from_record(cfg, read_yaml(folder.resolved, "resolved run"))
+    except ConfigError as exc:
+        raise ConfigError(f"{folder.resolved}: {exc}") from None
+
+
+WRITE_FAULTS = frozenset(
+    {
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EFBIG,
+    }
+)
+"""The ``OSError`` numbers that mean "this folder cannot be written" (not a defect of the code)."""
+
+
+def check_writable(folder: str | Path, flag: str) -> None:
+    """Refuse, in one line, a ``folder`` that cannot be created or written, before any work is done.
+
+    It need not exist: its nearest existing ancestor is where it would be created, so that must be
+    a folder one can create a file in (tried, not guessed from permission bits, which root ignores
+    and which say nothing of a read-only mount or ``/proc``). ``flag`` names the option it came from.
+    """
+    folder = Path(folder)
+    nearest = folder
+    while not nearest.exists() and nearest.parent != nearest:
+        nearest = nearest.parent
+    if not nearest.is_dir():
+        raise RunFolderError(f"{flag} {folder}: {nearest} is a file, not a folder; choose another path")
+    try:
+        with tempfile.TemporaryFile(dir=nearest):
+            pass
+    except OSError as exc:
+        raise RunFolderError(
+            f"{flag} {folder}: cannot write in {nearest} ({exc.strerror or exc}); choose a writable folder"
+        ) from None
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:

@@ -35,6 +35,9 @@ CHALLENGE: Final = 1
 
 REFERENCE: Final = "__base__"
 """Adapter name of the reference policy: the shared base with adapters disabled."""
+BASE: Final = "base"
+"""Policy name of the untrained base (the reference policy) in an evaluation and in a resolved
+run's per-policy sampling."""
 
 
 def other_seat(seat: str) -> str:
@@ -93,3 +96,12 @@ def draft_handle(problem: str, draft: str) -> str:
 def is_handle(draft: object) -> bool:
     """Whether an observation's ``draft`` is a latent handle rather than text to read."""
     return isinstance(draft, str) and draft.startswith(HANDLE_PREFIX)
+
+
+VLLM_REFUSAL = (
+    "exchange = 'latent' needs the HF backend (--model.backend hf): vLLM cannot take an injected "
+    "KV cache (docs/agents.md, 'Latent exchange')"
+)
+"""The one line that refuses ``--exchange latent`` with vLLM: the latent channel's row says it
+(:data:`agon_env.envs.exchange.CHANNELS`, read by config validation) and
+:class:`agon_env.agents.latent.LatentAgent` raises it."""

@@ -167,7 +167,7 @@ def kwarg_flags(kwargs: dict[str, Any], flag: str | None = "--env-kwarg") -> lis
 def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
     """Base few-shot pass@1 per level on the validation split (never test); the level to train at
     (None off ``agon/arith-v0``: the task as its kwargs size it, measured once)."""
-    from agon_env.evaluation.methods import current_name  # light: no torch
+    from agon_env.upgrade import method_id  # light: no torch
 
     if p.config().env.id != ARITH:  # a level is agon/arith-v0's keyword: the task as its kwargs say
         levels: list[float | None] = [None]
@@ -185,7 +185,7 @@ def calibrate(p: Plan, r: Runner) -> tuple[float | None, dict[str, float]]:
                 "--no-cache", "--out", str(out), "--quiet",
             ])  # fmt: skip
         report = json.loads((out / EVAL_REPORT).read_text())
-        methods = {current_name(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
+        methods = {method_id(k): v for k, v in report["runs"][0]["methods"].items()}  # old folders too
         measured[tag] = methods["base-few-shot"]["pass@1"]["rate"]
         say(f"base few-shot at difficulty {tag}: {100 * measured[tag]:.1f}%")
         if d is not None and p.difficulty is None and TARGET_BAND[0] <= measured[tag] <= TARGET_BAND[1]:

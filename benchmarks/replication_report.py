@@ -29,10 +29,10 @@ from typing import Any
 from replication_plans import two_stage  # the arms' table; a sibling file
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the parent process stays light
-from agon_env.evaluation.methods import current_name
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.stats import Difference, paired_bootstrap, verdict_of
+from agon_env.upgrade import method_id
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
 LEGACY_CHANGED = "divergence/answer_disagreement"
@@ -139,8 +139,8 @@ def _training(run_dir: Path, steps: int) -> dict[str, Any]:
 def current_methods(methods: dict[str, Any]) -> dict[str, Any]:
     """``methods`` keyed by today's method names. Files written up to 35d8054 (``eval.json``s and
     ``docs/results/replication_cpu.json``) call the few-shot base ``zero-shot``; it is read as
-    ``base-few-shot`` (``agon_env.evaluation.methods.LEGACY_NAMES``)."""
-    return {current_name(k): v for k, v in methods.items()}
+    ``base-few-shot`` (:func:`agon_env.upgrade.method_id`)."""
+    return {method_id(k): v for k, v in methods.items()}
 
 
 def task_record(plan: Any, difficulty: float | None) -> dict[str, Any]:

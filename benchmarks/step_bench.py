@@ -16,8 +16,7 @@ left out of the means. The paper's claim is that a rival is nearly free; the goa
 more ``--algo agon`` run with that key set, reported as its step time and peak over the plain
 Agon run's, measured in the same invocation (how a cost lever is weighed):
 
-    python benchmarks/step_bench.py --reps 1 --lever grpo.micro_batch_tokens=512 \\
-      --lever grpo.stream_prefix=false
+    python benchmarks/step_bench.py --reps 1 --lever grpo.micro_batch_tokens=512
 
 Last line: one JSON object with ``agon_over_grpo`` and ``agon_peak_over_grpo_peak`` (and ``levers``).
 """

@@ -2,9 +2,9 @@
 
 Every import counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: no
 two modules and no two layers import each other, evaluation imports nothing of training,
-training reaches evaluation through one named call, the floor imports neither, and no
-command module imports the command table that names it. docs/architecture.md's picture is the
-script's output.
+training reaches evaluation through one named call, the floor imports nothing above it, and
+no command module imports the command table that names it. docs/architecture.md's picture is
+the script's output.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ sys.modules["import_graph"] = graph
 _spec.loader.exec_module(graph)  # type: ignore[union-attr]
 
 EDGES = graph.edges(ROOT)
-FLOOR = ("config", "run_folder", "errors", "stats", "metric_names")
+FLOOR = ("config", "options", "resolved", "upgrade", "run_folder", "errors", "stats", "metric_names")
 FLOOR = tuple(f"agon_env.{m}" for m in FLOOR)
+LEAVES = ("agon_env.vocabulary",)
+"""Modules that import nothing of the package: the floor may use them."""
 
 
 def test_the_walk_sees_lazy_imports_and_reports_a_cycle():
@@ -61,6 +63,21 @@ def test_training_reaches_evaluation_through_one_named_call():
 def test_the_floor_imports_neither_wing(module):
     wings = [e for e in EDGES if e.source == module and e.target.startswith(graph.WINGS)]
     assert wings == []
+
+
+@pytest.mark.parametrize("module", FLOOR)
+def test_the_floor_imports_nothing_above_it(module):
+    """config, the resolved run and the run folder compose envs', agents' and training's options
+    without importing those layers: the floor is the bottom."""
+    up = [
+        f"{e.target} (line {e.line})" for e in EDGES if e.source == module and e.target not in FLOOR + LEAVES
+    ]
+    assert up == []
+
+
+@pytest.mark.parametrize("module", LEAVES)
+def test_the_leaves_import_nothing_of_the_package(module):
+    assert [e.target for e in EDGES if e.source == module] == []
 
 
 def test_errors_import_nothing_of_the_package():

@@ -44,9 +44,10 @@ from transformers import DynamicCache
 
 from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
 from agon_env.agents.kv_cache import BufferCache
-from agon_env.agents.latent_spans import VLLM_REFUSAL, LatentConfig, span_tokens
+from agon_env.agents.latent_spans import span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
-from agon_env.vocabulary import draft_handle, is_handle
+from agon_env.options import LatentConfig
+from agon_env.vocabulary import VLLM_REFUSAL, draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""

@@ -1,6 +1,7 @@
 """Which tokens of a draft the latent challenger is conditioned on, and the settings that say so.
 
-Torch-free, so the training config can hold :class:`LatentConfig` without loading a model.
+Its settings are :class:`agon_env.options.LatentConfig` (at the floor, so a run's config holds
+them without loading this layer).
 A *span* is a half-open range ``[start, end)`` of the draft's completion tokens whose keys
 and values (computed under the drafter's adapter, in the draft's own context) are placed
 before the challenger's prompt (:mod:`agon_env.agents.latent`). Both spans end before the
@@ -31,30 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-
-
-@dataclass
-class LatentConfig:
-    """How the ``latent`` exchange conditions the challenger on its paired draft's KV cache."""
-
-    span: str = "summary"
-    """Which draft tokens: ``summary`` (its summary block) or ``completion`` (all of it up to the
-    answer block); see :data:`SPANS`."""
-    max_tokens: int = 256
-    """Keep at most this many tokens of a span (its last ones): bounds a stored cache at
-    ``max_tokens`` × bytes per token (SmolLM2-135M fp32: 46 KB per token, 11.8 MB per turn)."""
-    layers: list[int] = field(default_factory=list)
-    """Layers whose attention reads the draft's cache (KVComm-style selection; empty: all).
-    At the other layers the challenger attends only to its own prompt."""
-
-
-VLLM_REFUSAL = (
-    "exchange = 'latent' needs the HF backend (--model.backend hf): vLLM cannot take an injected "
-    "KV cache (docs/agents.md, 'Latent exchange')"
-)
-"""The one line that refuses ``--exchange latent`` with vLLM (config validation and :class:`LatentAgent`)."""
 
 _SUMMARY = re.compile(r"<summary>.*?</summary>", re.IGNORECASE | re.DOTALL)
 _ANSWER = re.compile(r"<answer>", re.IGNORECASE)

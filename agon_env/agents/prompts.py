@@ -9,7 +9,7 @@ A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challe
 system message and examples, rendered through the same ``challenger_text``, or, when the
 draft is the player's own (``own`` is 1: self mode's second turn), the self-refinement
 ones, so a self-refining model never reads of a rival; any other turn (drafting, or
-challenging in hidden mode) gets the drafter's.
+reading an empty draft, as on the ``none`` channel) gets the drafter's.
 
 Why few-shot by default: measured on SmolLM2-135M-Instruct (T=0.7, 48 new tokens,
 16 problems per row), a system prompt that only *describes* the tag format produced

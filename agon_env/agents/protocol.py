@@ -9,8 +9,9 @@ An *observation* is exactly what the env emits for one agent (see the draft-and-
 env's module docstring): ``text`` is the user turn the player reads,
 ``problem`` and ``draft`` are its parts, ``role`` is 0 (draft) or 1 (challenge).
 
-:class:`SamplingParams` is the one description of how to sample, shared by training
-(``TrainConfig.sampling``), evaluation and both generation backends.
+:class:`~agon_env.options.SamplingParams` (defined at the floor, so a run's config can hold
+it) is the one description of how to sample, shared by training, evaluation and both
+generation backends.
 """
 
 from __future__ import annotations
@@ -19,50 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agon_env.options import SamplingParams
 
-@dataclass
-class SamplingParams:
-    """How to sample completions; the defaults are the embedded default run's."""
-
-    temperature: float = 0.7
-    """Softmax temperature; 0 means greedy. Log-probs are taken at the same temperature."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1 disables it)."""
-    top_k: int = 0
-    """Keep only the k most likely tokens (0 disables it)."""
-    max_new_tokens: int = 80
-    """Hard cap per completion (``finish_reason="length"`` when hit); also the Dr. GRPO normaliser.
-
-    80 fits a well-formed challenge on arith (~45-55 tokens); at 48 a third were cut off."""
-    stop: tuple[str, ...] = ("</answer>",)
-    """Strings that end a completion (kept in it). EOS always ends a completion."""
-    stop_after: str | None = None
-    """Stop strings count only after this marker: ``"</think>"`` for thinking models, so an
-    ``</answer>`` written while thinking does not end the turn (``None``: anywhere)."""
-    seed: int | None = None
-    """Seed of one call's batch generator when the caller passes no per-row seeds.
-
-    Training and ``agon eval`` always pass per-row seeds (``agon_env.seeding``), so
-    there it has no effect; ``None`` draws from torch's global RNG."""
-    max_batch_size: int = 32
-    """Larger batches are split into chunks of at most this many prompts (memory, not results)."""
-    max_batch_tokens: int | None = None
-    """Optional cap on ``rows * (longest prompt + max_new_tokens)`` per chunk (KV memory)."""
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if self.max_batch_size < 1:
-            raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
-        if isinstance(self.stop, str):
-            self.stop = (self.stop,)
-        self.stop = tuple(s for s in self.stop if s)
+__all__ = ["Agent", "Backend", "Completion", "SamplingParams", "stop_end"]
 
 
 def stop_end(text: str, params: SamplingParams) -> int | None:
@@ -119,4 +79,21 @@ class Agent(Protocol):
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A generation engine over a shared base (HF or vLLM: ``agon_env.algorithms.builders.BACKENDS``).
+
+    One that keeps its own copy of the adapters (vLLM) also has ``sync(adapter)``, called after
+    every update, and ``versions`` (adapter -> the version it serves), read by the on-policy guard.
+    """
+
+    def generate(
+        self,
+        prompts: Sequence[str] | Sequence[Sequence[int]],
+        params: SamplingParams | None = None,
+        adapter: str | Sequence[str] | None = None,
+        seeds: Sequence[int] | None = None,
     ) -> list[Completion]: ...

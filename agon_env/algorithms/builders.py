@@ -1,4 +1,6 @@
-"""Turning a config into the objects a run needs: the env, the shared base, the agents.
+"""Turning a resolved run (:class:`~agon_env.resolved.ResolvedRun`) into the objects it needs:
+the env, the shared base, the backend, the agents. Each reads the run's resolved fields
+(seats, env keywords, channel, per-policy sampling, device, dtype) and derives none.
 
 Generation backends are a registry (``BACKENDS``), so ``--backend vllm`` is a lookup,
 not a branch. A backend may expose ``sync(adapter)``; the trainer calls it after every
@@ -12,9 +14,13 @@ from typing import Any
 
 import torch
 
-from agon_env.algorithms.registry import AlgorithmPlugin
-from agon_env.config import TrainConfig
+from agon_env.agents.adapters import SharedBase
+from agon_env.agents.protocol import Agent, Backend
+from agon_env.envs.exchange import CHANNELS
+from agon_env.envs.tasks.base import Task
+from agon_env.episodes import TaskEnv
 from agon_env.errors import USER_ERRORS, UserError
+from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 
 
@@ -31,28 +37,16 @@ def _message(exc: BaseException) -> str:
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def resolve_device(cfg: TrainConfig) -> str:
-    """The device of ``cfg.model.device`` (:func:`agon_env.agents.models.resolve_device`)."""
-    from agon_env.agents.models import resolve_device as resolve
-
-    return resolve(cfg.model.device)
-
-
-def resolve_dtype(cfg: TrainConfig) -> torch.dtype:
-    # fp32 on CPU: bf16 matmuls run ~300x slower than fp32 on the cores we target.
-    if cfg.model.dtype == "auto":
-        return torch.bfloat16 if resolve_device(cfg) == "cuda" else torch.float32
-    return DTYPES[cfg.model.dtype]
-
-
-def build_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
+def build_env(run: ResolvedRun) -> TaskEnv:
     """The training env: the task's ``train`` split, refused if it shares a prompt with the test split."""
+    import agon_env.registry
 
+    kwargs = agon_env.registry.with_split(run.env_id, run.task_kwargs, "train")
     try:
-        env = _make_env(cfg, plugin)
-        check_training_pool(cfg.env.id, cfg.env.kwargs, env.task)
+        env = agon_env.make(run.env_id, **run.env_keywords(), **kwargs)
+        check_training_pool(run.env_id, run.task_kwargs, env.task)
     except USER_ERRORS as exc:
-        raise SetupError(f"env {cfg.env.id} with kwargs {cfg.env.kwargs}: {_message(exc)}") from exc
+        raise SetupError(f"env {run.env_id} with kwargs {run.task_kwargs}: {_message(exc)}") from exc
     return env
 
 
@@ -91,32 +85,21 @@ def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Any) -> None:
     _CLEAN_POOLS.add(key)
 
 
-def _make_env(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
-    import agon_env.registry
-
-    return agon_env.make(
-        cfg.env.id,
-        mode=plugin.env_mode,
-        reward_scheme=plugin.reward_scheme,
-        **cfg.env.env_keywords(),
-        **agon_env.registry.with_split(cfg.env.id, cfg.env.kwargs, "train"),
-    )
-
-
-def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
-    """One frozen base with one LoRA adapter per seat of the plugin."""
+def build_base(run: ResolvedRun) -> SharedBase:
+    """One frozen base with one LoRA adapter per seat of the run's algorithm."""
     from agon_env.agents import LoraSpec, SharedBase
 
+    cfg = run.config
     try:
         base = SharedBase.from_source(
             cfg.model.name,
-            dtype=resolve_dtype(cfg),
-            device=resolve_device(cfg),
+            dtype=DTYPES[run.dtype],
+            device=run.device,
             seed=derive_seed(cfg.seed, "base"),
         )
     except (*USER_ERRORS, OSError) as exc:
         raise SetupError(f"model {cfg.model.name}: {_message(exc)}") from exc
-    for name in plugin.adapters:
+    for name in run.adapters:
         # Seeded per adapter: the rivals' A matrices differ from the start.
         spec = LoraSpec(
             r=cfg.model.lora_r,
@@ -131,38 +114,35 @@ def build_base(cfg: TrainConfig, plugin: AlgorithmPlugin) -> Any:
     return base
 
 
-def _hf(cfg: TrainConfig, base: Any) -> Any:
+def _hf(run: ResolvedRun, base: SharedBase) -> Backend:
     from agon_env.agents import HFBackend
 
-    return HFBackend(base, prefix_attention=cfg.model.prefix_attention)
+    return HFBackend(base)
 
 
-def _vllm(cfg: TrainConfig, base: Any) -> Any:
+def _vllm(run: ResolvedRun, base: SharedBase) -> Backend:
     from agon_env.agents import VLLMBackend
 
-    dtype = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}[
-        resolve_dtype(cfg)
-    ]
     return VLLMBackend(
         base,
-        gpu_memory_utilization=cfg.model.gpu_memory_utilization,
-        dtype=dtype,
-        seed=cfg.seed,
-        max_model_len=cfg.model.max_seq_len,
+        gpu_memory_utilization=run.config.model.gpu_memory_utilization,
+        dtype=run.dtype,
+        seed=run.config.seed,
+        max_model_len=run.config.model.max_seq_len,
     )
 
 
-BACKENDS: dict[str, Callable[[TrainConfig, Any], Any]] = {"hf": _hf, "vllm": _vllm}
-"""Generation backends by name: ``(config, shared base) -> backend``."""
+BACKENDS: dict[str, Callable[[ResolvedRun, SharedBase], Backend]] = {"hf": _hf, "vllm": _vllm}
+"""Generation backends by name: ``(resolved run, shared base) -> backend``."""
 
 
-def build_agents(
-    cfg: TrainConfig, plugin: AlgorithmPlugin, base: Any, backend: Any, task: Any
-) -> dict[str, Any]:
-    """One LLM agent per seat, all sharing ``backend``, each sampling as ``cfg.sampling_of`` its seat."""
+def build_agents(run: ResolvedRun, base: SharedBase, backend: Backend, task: Task) -> dict[str, Agent]:
+    """One LLM agent per seat, all sharing ``backend``, each sampling as the run resolved for it;
+    on a channel that hands over the draft's cache, the seats record drafts and read caches."""
     from agon_env.agents import LLMAgent
     from agon_env.agents.prompts import PromptFamilyError, role_prompts
 
+    cfg = run.config
     try:
         prompts = role_prompts(task, cfg.prompts)
     except PromptFamilyError as exc:
@@ -173,13 +153,13 @@ def build_agents(
             base=base,
             adapter=name,
             backend=backend,
-            sampling=cfg.sampling_of(name),
+            sampling=run.sampling[name],
             prompts=prompts,
             template_kwargs=cfg.model.chat_template_kwargs,
         )
-        for name in plugin.adapters
+        for name in run.adapters
     }
-    if cfg.env.exchange == "latent":  # the seats record their drafts and read each other's caches
+    if CHANNELS[run.env.exchange].cache:
         from agon_env.agents.latent import latent_agents
 
         return latent_agents(agents, cfg.latent)

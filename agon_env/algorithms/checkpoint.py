@@ -10,6 +10,7 @@ new one, never a torn file.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agon_env.run_folder import CHECKPOINT, RunFolderError
+from agon_env.run_folder import CHECKPOINT, WRITE_FAULTS, RunFolderError, check_writable
 
 
 @dataclass(frozen=True)
@@ -55,12 +56,24 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def atomic_save(obj: Any, path: Path) -> None:
+    """Write ``obj`` to ``path`` whole or not at all: a full disk, a read-only folder or a kill
+    leaves the previous file as it was, and no temporary file behind (but on a kill)."""
+    # Serialised in memory first: torch.save to a failing file raises an opaque RuntimeError
+    # ("unexpected pos"), the bytes' own write an OSError that says what happened.
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
     tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as f:
+            f.write(buffer.getbuffer())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:  # fsync's says no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
 
 
 def save_checkpoint(
@@ -95,7 +108,7 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         raise RunFolderError(f"--resume: {run_dir} has no {CHECKPOINT} yet; start it again without --resume")
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = read_checkpoint(path)
     saved = RunIdentity(**{k: tuple(v) if isinstance(v, list) else v for k, v in state["identity"].items()})
     problem = identity.mismatch(saved)
     if problem:
@@ -103,12 +116,63 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     return state
 
 
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The state in ``path``; one line naming the file and what to do when it cannot be read."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except OSError as exc:
+        raise RunFolderError(
+            f"cannot read {path} ({exc.strerror or exc}); check the file's permissions"
+        ) from None
+    except Exception as exc:  # torch's unpickler raises anything from RuntimeError to UnpicklingError
+        raise RunFolderError(
+            f"{path} is not a readable checkpoint ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}): "
+            "it was cut short or overwritten outside agon train. Restore it from a copy, or start the run "
+            "again under a new --out-dir"
+        ) from None
+    if not isinstance(state, dict) or not {"step", "identity"} <= state.keys():
+        raise RunFolderError(
+            f"{path} holds no agon train checkpoint; restore it from a copy, or start the run again "
+            "under a new --out-dir"
+        )
+    return state
+
+
+def checkpoint_step(run_dir: Path) -> int | None:
+    """The step the run folder's checkpoint was saved after, or None when it has none it can read."""
+    path = Path(run_dir) / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        return int(read_checkpoint(path)["step"])
+    except RunFolderError:
+        return None
+
+
+def write_fault(exc: OSError, run_dir: Path) -> RunFolderError | None:
+    """A failed write in a run (a full disk, a folder turned read-only) as one line naming the file,
+    what the folder still holds and how to go on; None when ``exc`` is no file-system fault."""
+    if exc.errno not in WRITE_FAULTS:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    step = checkpoint_step(run_dir)
+    kept = (
+        f"{run_dir} keeps its checkpoint of step {step}: fix that, then the same command with --resume "
+        "continues from it"
+        if step is not None
+        else f"{run_dir} has no checkpoint yet: fix that and start the run again"
+    )
+    return RunFolderError(f"cannot write{where} ({exc.strerror or exc}); {kept}")
+
+
 def prepare_run_dir(run_dir: Path, resume: bool, create: bool = True) -> None:
-    """Refuse to overwrite a run; refuse to resume one that is not there.
+    """Refuse to overwrite a run; refuse to resume one that is not there; refuse a folder that
+    cannot be written (before any model loads: this runs first).
 
     ``create=False`` only checks (data-parallel ranks all check before rank 0 creates).
     """
     run_dir = Path(run_dir)
+    check_writable(run_dir, "--out-dir")
     if resume:
         if not run_dir.is_dir():
             raise RunFolderError(f"--resume: run folder {run_dir} does not exist; drop --resume to start it")

@@ -24,7 +24,8 @@ import tyro
 import yaml
 from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec, PrimitiveTypeInfo
 
-from agon_env.algorithms.validation import ready
+from agon_env.algorithms.resume import stored_base
+from agon_env.algorithms.validation import resolve
 from agon_env.config import (
     ConfigError,
     TrainConfig,
@@ -35,6 +36,7 @@ from agon_env.config import (
     to_dict,
 )
 from agon_env.errors import UserError
+from agon_env.resolved import ResolvedRun
 
 SHORT_NAMES = {
     "--model": "--model.name",
@@ -134,8 +136,13 @@ def _own_options(argv: Sequence[str]) -> tuple[str | None, bool, list[str]]:
     return preset, print_config, rest
 
 
-def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
-    """``(config, print_config)`` from ``agon train`` arguments; the config is validated.
+def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
+    """``(run, print_config)`` from ``agon train`` arguments; the config is validated and
+    resolved once (:func:`~agon_env.algorithms.validation.resolve`).
+
+    With ``--resume`` the flags go on top of the run folder's own config, not the defaults, so
+    ``agon train --resume --out-dir D`` continues D as configured
+    (:mod:`agon_env.algorithms.resume` refuses a flag that changes what the run is).
 
     ``--help`` and flag errors exit through tyro (``SystemExit``); a bad preset or value
     raises :class:`ConfigError`.
@@ -143,14 +150,28 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
     preset, print_config, rest = _own_options(argv)
     base = preset_config(preset) if preset else TrainConfig()
     args = [_expand(a) for a in rest]
-    cfg = tyro.cli(
-        TrainConfig,
-        args=args,
-        default=base,
-        prog="agon train",
-        description=_description(),
-        registry=_REGISTRY,
-    )
+
+    def parse(default: TrainConfig) -> TrainConfig:
+        return tyro.cli(
+            TrainConfig,
+            args=args,
+            default=default,
+            prog="agon train",
+            description=_description(),
+            registry=_REGISTRY,
+        )
+
+    cfg = parse(base)
+    if cfg.resume:
+        stored = stored_base(cfg.run_dir)
+        if stored is not None:
+            if preset:
+                raise ConfigError(
+                    f"--config {preset} with --resume: {cfg.run_dir}/config.yaml is the run's config; "
+                    "drop --config"
+                )
+            base = stored
+            cfg = parse(base)
     kwargs_given = any(a.partition("=")[0] == "--env.kwargs" for a in args)
     if cfg.env.id != base.env.id:
         if not kwargs_given:
@@ -159,28 +180,36 @@ def parse_train_args(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
     cfg.temperatures = {**base.temperatures, **cfg.temperatures}
     cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
-    return ready(cfg), print_config
+    return resolve(cfg), print_config
 
 
 def run_train(argv: Sequence[str]) -> int:
     from agon_env.cli import exit_code
 
     try:
-        cfg, print_config = parse_train_args(argv)
+        run, print_config = parse_train_args(argv)
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
         return exit_code(exc)
     except ConfigError as exc:
         return _refused(exc, argv)
+    cfg = run.config
     if print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
         return 0
-    # Only now the trainer (torch): --help stays fast.
+    # Only now the trainer: --help stays fast.
     from agon_env.algorithms.run import train
 
     try:
-        train(cfg)
+        train(run)
     except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
         return _refused(exc, argv)
+    except OSError as exc:  # a full disk, a folder turned read-only: one line, what is kept, what next
+        from agon_env.algorithms.checkpoint import write_fault
+
+        fault = write_fault(exc, cfg.run_dir)
+        if fault is None:
+            raise
+        return _refused(fault, argv)
     except KeyboardInterrupt:
         if debugging(argv):
             raise
@@ -199,14 +228,11 @@ def _refused(exc: Exception, argv: Sequence[str]) -> int:
 
 def interrupted_message(cfg: TrainConfig) -> str:
     """What Ctrl-C leaves behind, in one line: the last checkpoint and how to continue from it."""
-    from agon_env.run_folder import RunFolder
+    from agon_env.algorithms.checkpoint import checkpoint_step
 
-    path = RunFolder(cfg.run_dir).checkpoint
-    if not path.exists():
+    step = checkpoint_step(cfg.run_dir)
+    if step is None:
         return f"interrupted before the first checkpoint; {cfg.run_dir} has nothing to resume from"
-    import torch
-
-    step = torch.load(path, map_location="cpu", weights_only=False)["step"]
     return (
         f"interrupted; {cfg.run_dir} holds the checkpoint of step {step} of {cfg.steps}: "
         "the same command with --resume continues it"

@@ -103,12 +103,16 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
 
 
 def rendered_samples(batch: RolloutBatch, tokenizer: Any, per_role: int) -> list[dict[str, Any]]:
-    """The first ``per_role`` turns of each role as the model saw and wrote them (``samples.jsonl``)."""
+    """The first ``per_role`` turns of each role as the model saw and wrote them (``samples.jsonl``),
+    with what a reader compares across a draft and its challenge (the same ``episode``): the
+    problem, the summary and answer each wrote, and what the challenger was ``shown``."""
     out: list[dict[str, Any]] = []
     for role in (DRAFTER, CHALLENGER):
         for t in batch.stream(role)[:per_role]:
             ids = t.completion.prompt_ids
             prompt = tokenizer.decode(ids) if ids else str(t.observation.get("text", ""))
             verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "correct", "format_ok", "tokens")}
-            out.append({**verdict, "prompt": prompt, "completion": t.text})
+            read = {"episode": t.episode, "problem": str(t.observation.get("problem", ""))}
+            wrote = {"summary": t.summary, "answer": t.answer, "shown": t.draft}
+            out.append({**verdict, **read, **wrote, "prompt": prompt, "completion": t.text})
     return out

@@ -1,21 +1,22 @@
 """The built-in algorithm plugins: one row each, registered by :func:`register_algorithm`.
 
 Each recipe is data (see :class:`~agon_env.algorithms.registry.AlgorithmPlugin`): the
-env mode and reward scheme it asks for, the adapters it trains, who drafts at step
+env mode, reward scheme and exchange channel it asks for ("run's": the run's
+``env.exchange``), the adapters it trains, who drafts at step
 ``t`` and which role streams produce updates. The trainer reads these fields and never
 branches on a name.
 
-================  ========  ==========  ========  =========  ===============================
-name              mode      reward      adapters  roles      trained streams
-================  ========  ==========  ========  =========  ===============================
-``agon``          challenge conversion  a, b      alternate  drafter + challenger (the paper)
-``coop``          challenge coop        a, b      alternate  drafter + challenger
-``margin``        challenge margin      a, b      alternate  drafter + challenger
-``fixed-roles``   challenge conversion  a, b      fixed      drafter + challenger
-``hidden-draft``  hidden    conversion  a, b      alternate  drafter + challenger
-``self-refine``   self      conversion  a         fixed      both turns of the one adapter
-``grpo``          solo      --          a         fixed      drafter
-================  ========  ==========  ========  =========  ===============================
+================  =========  ==========  ========  ========  =========  ===============================
+name              mode       reward      exchange  adapters  roles      trained streams
+================  =========  ==========  ========  ========  =========  ===============================
+``agon``          challenge  conversion  run's     a, b      alternate  drafter + challenger (the paper)
+``coop``          challenge  coop        run's     a, b      alternate  drafter + challenger
+``margin``        challenge  margin      run's     a, b      alternate  drafter + challenger
+``fixed-roles``   challenge  conversion  run's     a, b      fixed      drafter + challenger
+``hidden-draft``  challenge  conversion  ``none``  a, b      alternate  drafter + challenger
+``self-refine``   self       conversion  run's     a         fixed      both turns of the one adapter
+``grpo``          solo       --          --        a         fixed      drafter
+================  =========  ==========  ========  ========  =========  ===============================
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ PLUGINS = (
         name="hidden-draft",
         summary="challenger does not see the draft but is rewarded against its own paired draft",
         # Competition without visible exchange: the per-rollout hidden-draft cell the paper left open.
-        env_mode="hidden",
+        env_mode="challenge",
         reward_scheme="conversion",
+        exchange="none",
     ),
     AlgorithmPlugin(
         name="self-refine",

@@ -1,12 +1,13 @@
 """Algorithm plugins: what each training recipe declares, and a registry to find them.
 
-An algorithm is data, not code paths: the env mode and reward scheme it asks the env
-for, how many adapters it trains, who drafts at step ``t`` (a role schedule), and which
-role's stream is trained. The trainer reads these fields and never branches on a name,
-so a new recipe is one :class:`AlgorithmPlugin` passed to :func:`register_algorithm`
-(the built-ins are the rows of :mod:`agon_env.algorithms.plugins`, which the package's
-``__init__`` imports, so they are registered before anyone can ask this module; it does
-not import them itself, which would make the two modules import each other).
+An algorithm is data, not code paths: the env mode, reward scheme and (if it fixes one)
+exchange channel it asks the env for, how many adapters it trains, who drafts at step ``t``
+(a role schedule), and which role's stream is trained. The trainer reads these fields and
+never branches on a name, so a new recipe is one :class:`AlgorithmPlugin` passed to
+:func:`register_algorithm` (the built-ins are the rows of
+:mod:`agon_env.algorithms.plugins`, which the package's ``__init__`` imports, so they are
+registered before anyone can ask this module; it does not import them itself, which would
+make the two modules import each other).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class AlgorithmPlugin:
     summary: str
     """One line for ``agon train --help`` and the docs."""
     env_mode: str
-    """``challenge``, ``solo``, ``self`` or ``hidden`` (see the env's modes)."""
+    """``challenge``, ``solo`` or ``self`` (see the env's modes)."""
     reward_scheme: str = PAPER_SCHEME
     """``conversion``, ``coop`` or ``margin`` (the challenger's reward; drafters always get 2c + λφ)."""
     adapters: tuple[str, ...] = SEATS
@@ -47,6 +48,9 @@ class AlgorithmPlugin:
     """Key of :data:`ROLE_SCHEDULES`."""
     trained_roles: tuple[str, ...] = ROLES
     """Streams that produce updates; each updates the adapter of the seat that played that role."""
+    exchange: str | None = None
+    """The channel the challenger reads the draft through in training, when the recipe fixes one
+    (hidden-draft: ``none``); ``None``: the run's ``env.exchange``."""
     first_drafter: str = AGENT_A
     """The seat the schedule's ``agent_a`` turns go to: ``agent_b`` mirrors the schedule (b drafts
     at step 0 and wherever a would have), so a gap between the adapters can be traced to the

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from agon_env.agents.protocol import Agent
 from agon_env.algorithms.distributed import DistContext, all_sum
-from agon_env.episodes import Episode, Played, Start, Turn, play_episodes
+from agon_env.episodes import Episode, Played, Start, TaskEnv, Turn, play_episodes
 from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
 
@@ -57,7 +56,7 @@ class RolloutBatch:
 
 
 def rollout(
-    env: Any,
+    env: TaskEnv,
     agents: Mapping[str, Agent],
     problem_indices: Sequence[int],
     num_generations: int,

@@ -14,19 +14,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agon_env import metric_names as M
 from agon_env.agents.prompts import role_prompts
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.builders import resolve_device
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.distributed import DistContext
+from agon_env.algorithms.resume import check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.validation import ready
+from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig, to_dict
-from agon_env.run_folder import RunFolder
+from agon_env.resolved import ResolvedRun
+from agon_env.run_folder import RunFolder, write_resolved
 
 __all__ = ["train"]
 
@@ -52,38 +51,50 @@ def _heldout_fit(problems: int, reserve_s: float, left_s: float) -> int:
     return min(problems, max(0, int(left_s / (reserve_s / problems))))
 
 
-def train(cfg: TrainConfig) -> Path:
-    """Run (or resume) a training run; return its folder.
+def train(run: TrainConfig | ResolvedRun) -> Path:
+    """Run (or resume) a training run; return its folder. A config is resolved first
+    (:func:`~agon_env.algorithms.validation.resolve`: the checks the command line's get).
 
     Launched by ``torchrun`` (or ``accelerate launch --multi_gpu``), every process runs this same
     function: they join one process group, share the step's problems, and rank 0 alone
     writes the run folder.
     """
     started = time.perf_counter()
-    ready(cfg)  # a config built in code gets the same checks as one from the command line
-    ctx = dist.init_from_env(resolve_device(cfg))
+    if isinstance(run, TrainConfig):
+        run = resolve(run)
+    ctx = dist.init_from_env(run.device)
     try:
-        return _train(cfg, ctx, started)
+        return _train(run, ctx, started)
     finally:
         dist.shutdown(ctx)
 
 
-def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
+def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
+    cfg = run.config
     run_dir = cfg.run_dir
-    dist.check_batch(cfg.batch_problems, ctx)  # before the run folder exists, so a fixed rerun is not refused
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
-    # Built before the folder exists: a wrong model, env id or task keyword leaves nothing behind.
-    trainer = Trainer.build(cfg, ctx)
+    # A resumed run is the folder's own: a changed config is refused before any model loads.
+    resume = check_resume(cfg) if cfg.resume else None
+    # Built before the folder exists: a wrong model, env id, task keyword or a batch that
+    # does not split over the processes leaves nothing behind, so a fixed rerun is not refused.
+    trainer = Trainer.build(run, ctx)
     dist.barrier(ctx)
-    fresh = not cfg.resume
+    fresh = resume is None or resume.restart
     if ctx.is_main:
-        prepare_run_dir(run_dir, cfg.resume)
+        if resume is not None and resume.restart:
+            # Killed before its first checkpoint: what the folder holds is that start's, redone.
+            print(f"agon train: {run_dir} has no checkpoint yet: starting it again from step 0")
+            shutil.rmtree(run_dir)
+        prepare_run_dir(run_dir, resume=not fresh)
     try:
-        if cfg.resume:
+        if not fresh:
             trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
+            if resume is not None and resume.extended_from is not None and ctx.is_main:
+                print(f"agon train: {schedule_change(cfg, resume.extended_from, trainer.step)}")
+                write_resolved(run_dir, run)  # the folder's config now says the new total
         elif ctx.is_main:
-            RunFolder(run_dir).config.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+            write_resolved(run_dir, run)
         return _loop(cfg, ctx, trainer, run_dir, started)
     except BaseException:
         if fresh and trainer.step == 0 and ctx.is_main:
@@ -95,7 +106,7 @@ def _train(cfg: TrainConfig, ctx: DistContext, started: float) -> Path:
 
 def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, started: float) -> Path:
     logger = (
-        MetricsLogger(run_dir, cfg.steps, start_step=trainer.step, progress=cfg.progress)
+        MetricsLogger(run_dir, cfg.steps, trainer.step, cfg.progress, cfg.report_to, to_dict(cfg))
         if ctx.is_main
         else None
     )
@@ -151,9 +162,9 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
 def _heldout_check(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
     """The run's held-out check (:class:`agon_env.evaluation.heldout.TrainedRunCheck`), the one
     thing a run calls in the evaluator (which itself knows no algorithm): agents over the
-    trainer's own base and backend, the run's prompts, each policy sampling as
-    ``cfg.sampling_of`` its adapter (an adapter at its own temperature, the base at the run's),
-    as ``agon eval`` builds them."""
+    trainer's own base and backend, the run's prompts, each policy sampling as the run
+    resolved it (an adapter at its own temperature, the base at the run's), as ``agon eval``
+    builds them."""
     from agon_env.agents import LLMAgent
     from agon_env.evaluation.heldout import TrainedRunCheck
 
@@ -165,7 +176,7 @@ def _heldout_check(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
             base=trainer.base,
             adapter=adapter,
             backend=trainer.backend,
-            sampling=cfg.sampling_of(adapter),
+            sampling=trainer.run.policy_sampling(adapter),
             prompts=prompts,
             template_kwargs=cfg.model.chat_template_kwargs,
         )

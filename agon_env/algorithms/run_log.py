@@ -1,4 +1,4 @@
-"""Where a run's metrics go: ``metrics.jsonl``, TensorBoard, a progress bar, a summary, a plot.
+"""Where a run's metrics go: ``metrics.jsonl``, the trackers, a progress bar, a summary, a plot.
 
 The metrics themselves are computed in :mod:`agon_env.algorithms.metrics` and named in
 :mod:`agon_env.metric_names`; this module only writes, tabulates and draws them. Reading them
@@ -23,13 +23,25 @@ from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 
 class MetricsLogger:
-    """Writes each step's metrics to ``metrics.jsonl`` and TensorBoard, and drives a progress bar.
+    """Writes each step's metrics to ``metrics.jsonl`` and its samples to ``samples.jsonl``, sends
+    both to the trackers of ``report_to`` (:mod:`agon_env.algorithms.trackers`: TensorBoard by
+    default, wandb, trackio), and drives a progress bar.
 
-    On resume the JSONL is cut back to the steps before ``start_step`` (a killed run may
+    On resume the JSONL files are cut back to the steps before ``start_step`` (a killed run may
     have logged steps its last checkpoint does not cover) and TensorBoard purges them too.
     """
 
-    def __init__(self, run_dir: Path, total_steps: int, start_step: int = 0, progress: bool = True) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        total_steps: int,
+        start_step: int = 0,
+        progress: bool = True,
+        report_to: Sequence[str] = ("tensorboard",),
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        from agon_env.algorithms.trackers import open_trackers
+
         self.run_dir = run_dir
         folder = RunFolder(run_dir)
         self.path = folder.metrics
@@ -38,13 +50,7 @@ class MetricsLogger:
             kept = [r for r in read_metrics(run_dir) if r["step"] < start_step]
             _replace(self.path, [json.dumps(r) for r in kept])
         _truncate(self.samples_path, start_step)
-        self.tb: Any = None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self.tb = SummaryWriter(str(folder.tensorboard), purge_step=start_step if start_step else None)
-        except ImportError:  # tensorboard is optional; JSONL is the record of truth
-            self.tb = None
+        self.trackers = open_trackers(report_to, run_dir, config or {}, start_step)
         self.bar: Any = None
         if progress:
             from tqdm.auto import tqdm
@@ -53,21 +59,18 @@ class MetricsLogger:
 
     def log(self, step: int, metrics: dict[str, float], samples: Sequence[Mapping[str, Any]] = ()) -> None:
         """One step: its metrics, and a few rendered prompts and completions (``samples.jsonl``)."""
+        from agon_env.algorithms.trackers import finite_scalars
+
         if samples:
             with self.samples_path.open("a") as f:
                 f.writelines(json.dumps({"step": step, **s}) + "\n" for s in samples)
-            if self.tb is not None:
-                for s in samples:
-                    self.tb.add_text(f"samples/{s['role']}", _markdown(s), step)
         record = {"step": step, **{k: _finite(v) for k, v in metrics.items()}}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
             f.flush()
-        if self.tb is not None:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and math.isfinite(v):
-                    self.tb.add_scalar(k, v, step)
-            self.tb.flush()
+        scalars = finite_scalars(metrics)
+        for tracker in self.trackers:
+            tracker.log(step, scalars, samples)
         if self.bar is not None:
             shown = {k: metrics[k] for k in _BAR_KEYS if k in metrics}
             self.bar.set_postfix({k.split("/")[-1] if "/" in k else k: f"{v:.2f}" for k, v in shown.items()})
@@ -76,8 +79,8 @@ class MetricsLogger:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        if self.tb is not None:
-            self.tb.close()
+        for tracker in self.trackers:
+            tracker.close()
 
 
 _BAR_KEYS = (
@@ -100,13 +103,6 @@ def _replace(path: Path, lines: list[str]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text("".join(ln + "\n" for ln in lines))
     tmp.replace(path)
-
-
-def _markdown(sample: dict[str, Any]) -> str:
-    verdict = f"reward {sample['reward']:.2f}, correct {sample['correct']}, format {sample['format_ok']}"
-    # Four-space indentation keeps the texts verbatim in TensorBoard's markdown view.
-    block = "\n".join("    " + line for line in (sample["prompt"] + sample["completion"]).splitlines())
-    return f"**{sample['seat']}** as {sample['role']} ({verdict})\n\n{block}"
 
 
 def _finite(v: Any) -> Any:

@@ -13,16 +13,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agon_env.config import ConfigError, TrainConfig, compose, import_modules
+from agon_env.options import ENV_KWARGS
+from agon_env.resolved import ResolvedRun, settle
 
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     # The choice tables live with the code that uses them; torch loads only here.
-    from agon_env.agents.latent_spans import SPANS, VLLM_REFUSAL
+    from agon_env.agents.latent_spans import SPANS
     from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
     from agon_env.algorithms.schedules import DECAYS
+    from agon_env.algorithms.trackers import refusal
+    from agon_env.envs.draft_challenge import option_problems
     from agon_env.envs.exchange import CHANNELS
 
     def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
@@ -37,6 +41,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     except ValueError as exc:
         adapters, algo = None, (False, f"algo: {exc}")
     at_least_1, algo_set = "set it to 1 or more", {"mode", "reward_scheme"}
+    channel = CHANNELS.get(c.env.exchange)
     return [
         algo,
         need("steps", lambda v: v >= 1, at_least_1),
@@ -46,6 +51,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
+        need("report_to", lambda v: refusal(v) is None, str(refusal(c.report_to))),
         need(
             "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"
         ),
@@ -78,6 +84,11 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             "training needs top_k = 0: the update's log-probs are over the whole vocabulary "
             "(top_k is for agon eval)",
         ),
+        need(
+            "sampling.seed",
+            lambda v: v is None,
+            "training seeds every turn from `seed` (agon_env.seeding); leave sampling.seed unset",
+        ),
         need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
         need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
         one_of("optim.schedule", DECAYS),
@@ -93,25 +104,27 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("model.lora_r", lambda v: v >= 1, at_least_1),
         need("model.lora_alpha", lambda v: v > 0, "must be > 0"),
         need("model.lora_b_init_std", lambda v: v >= 0, "use 0 (zero init) or a std > 0"),
-        need("env.lam", lambda v: v >= 0, "the format weight must be ≥ 0"),
-        need("env.gamma", lambda v: v is None or v >= 0, "must be ≥ 0 or null (off)"),
+        *((False, f"env.{problem}") for problem in option_problems(c.env)),  # the env's own check
         need(
             "env.kwargs", lambda v: not algo_set & set(v), f"the algo decides {sorted(algo_set)}: drop them"
         ),
         need(
             "env.kwargs",
-            lambda v: not (set(v) & set(c.env.env_keywords())),
+            lambda v: not (set(v) & (ENV_KWARGS - algo_set)),
             "env keywords have their own keys: set env.<name> (--env.<name>) instead",
         ),
-        need("env.exchange", lambda v: v is None or v in CHANNELS, f"choose one of {list(CHANNELS)} or null"),
         one_of("latent.span", SPANS),
         need("latent.max_tokens", lambda v: v >= 1, at_least_1),
         need("latent.layers", lambda v: all(i >= 0 for i in v), "layer indices are 0 or more"),
-        (c.env.exchange != "latent" or c.model.backend == "hf", VLLM_REFUSAL),
+        (
+            channel is None or channel.backends is None or c.model.backend in channel.backends,
+            channel.refusal if channel else "",
+        ),
         need(
             "model.gradient_checkpointing",
-            lambda v: not (v and c.env.exchange == "latent"),
-            "exchange = 'latent' reads a stored cache, which transformers drops under gradient checkpointing",
+            lambda v: not (v and channel is not None and channel.cache),
+            f"exchange = {c.env.exchange!r} reads a stored cache, which transformers drops under "
+            "gradient checkpointing",
         ),
     ]
 
@@ -131,6 +144,29 @@ def ready(cfg: TrainConfig) -> TrainConfig:
     the one check a config gets before it runs."""
     import_modules(cfg)
     return validate(cfg)
+
+
+def resolve(cfg: TrainConfig) -> ResolvedRun:
+    """``cfg``, made :func:`ready`, resolved once (:mod:`agon_env.resolved`): the algorithm's
+    seats, mode, reward scheme and channel, each policy's sampling, the device and dtype.
+    What training hands on to everything that acts on the run."""
+    from agon_env.agents.models import resolve_device
+    from agon_env.algorithms.registry import get_algorithm
+
+    ready(cfg)
+    plugin = get_algorithm(cfg.algo).mirrored(cfg.first_drafter)
+    device = resolve_device(cfg.model.device)
+    # fp32 on CPU: bf16 matmuls run ~300x slower than fp32 on the cores we target.
+    dtype = cfg.model.dtype if cfg.model.dtype != "auto" else "bfloat16" if device == "cuda" else "float32"
+    return settle(
+        cfg,
+        adapters=plugin.adapters,
+        mode=plugin.env_mode,
+        reward_scheme=plugin.reward_scheme,
+        exchange=plugin.exchange,
+        device=device,
+        dtype=dtype,
+    )
 
 
 def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:

@@ -18,8 +18,6 @@ mode           seats   what happens
 ``solo``       one     the drafter alone, rewarded ``2c + λφ`` (plain GRPO)
 ``self``       one     the drafter then reads its *own* summary and answers again
                        (self-refinement); its reward is the sum over both turns
-``hidden``     two     ``challenge`` with ``exchange="none"``: the challenger sees only the
-                       problem, rewarded against its own paired draft (hidden-draft cell)
 =============  ======  =============================================================
 
 Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
@@ -53,69 +51,36 @@ Example::
 
 from __future__ import annotations
 
+import math
+import numbers
+import types
+import typing
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 import gymnasium
+import numpy as np
 from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
-from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel, resolve_exchange
+from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel
 from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import (
-    FORMAT_WEIGHT,
-    PAPER_SCHEME,
     Outcome,
     drafter_reward,
     episode_rewards,
     get_scheme,
 )
-from agon_env.envs.scoring import Verdict, score_answer, warn_once
+from agon_env.envs.scoring import Verdict, judge, score_limit
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, action_text
+from agon_env.errors import UserError
+from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
-
-
-@dataclass
-class EnvOptions:
-    """Every keyword of the env, with its default: the one list of them.
-
-    ``agon_env.make`` routes these names to the env and the rest to the task
-    (:data:`ENV_KWARGS`), ``spawn`` passes them on, a run's config has an ``env.<name>`` key
-    and an ``agon train --env.<name>`` flag for each but ``mode`` and ``reward_scheme``
-    (the algorithm picks those), and evaluation keeps them away from the task. So a new
-    keyword is one field here, read in the env as ``self.<name>`` (docs/envs.md).
-    """
-
-    mode: str = "challenge"
-    """Which game: ``challenge``, ``solo``, ``self`` or ``hidden`` (:data:`MODES`)."""
-    reward_scheme: str = PAPER_SCHEME
-    """The challenger's reward (:mod:`agon_env.envs.rewards`): ``conversion``, ``coop``, ``margin``."""
-    lam: float = FORMAT_WEIGHT
-    """Format weight λ in every reward scheme."""
-    gamma: float | None = None
-    """Length tiebreak γ: bonus to the shorter of two correct traces (None = off). Works with any algo."""
-    max_text_length: int = 65536
-    """Longest observation or completion in characters (the text spaces' bound)."""
-    render_mode: str | None = None
-    """``ansi`` (``render()`` returns the text), ``human`` (prints it) or None."""
-    redact_answer: bool = False
-    """Beyond the paper: also blank every statement of the draft's final answer inside the summary
-    the challenger is shown (the paper's rule removes only the answer block; ``summary_leak``
-    measures what that lets through)."""
-    tiebreak_drafter: bool = False
-    """Let the drafter earn γ too; off keeps its reward free of rival terms (plain GRPO)."""
-    exchange: str | None = None
-    """What the challenger is shown of the draft: a row of :data:`~agon_env.envs.exchange.CHANNELS`
-    (``summary``, ``redacted``, ``trace``, ``none``, ``latent``); None is ``summary``, or what
-    ``mode="hidden"`` (``none``) and ``redact_answer=True`` (``redacted``) imply."""
-
-
-ENV_KWARGS = frozenset(f.name for f in fields(EnvOptions))
-"""The keywords ``agon_env.make`` gives the env rather than the task."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +97,77 @@ MODES: dict[str, ModeSpec] = {
     "challenge": ModeSpec(two_seats=True, challenge=True, shows_draft=True),
     "solo": ModeSpec(two_seats=False, challenge=False, shows_draft=False),
     "self": ModeSpec(two_seats=False, challenge=True, shows_draft=True),
-    "hidden": ModeSpec(two_seats=True, challenge=True, shows_draft=False),
 }
+
+
+RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "mode": (lambda v: v in MODES, f"unknown mode; choose one of {sorted(MODES)}"),
+    "lam": (lambda v: math.isfinite(v) and v >= 0, "the format weight must be a finite number ≥ 0"),
+    "gamma": (
+        lambda v: v is None or (math.isfinite(v) and v >= 0),
+        "the length tiebreak must be a finite number ≥ 0, or None (off)",
+    ),
+    "max_text_length": (lambda v: v >= 1, "must be 1 or more characters"),
+    "render_mode": (lambda v: v in (None, "ansi", "human"), "choose 'ansi', 'human' or None"),
+    "exchange": (lambda v: v in CHANNELS, f"unknown exchange; choose one of {list(CHANNELS)}"),
+}
+"""Each keyword's range beyond its type (its :class:`EnvOptions` annotation), with the fix."""
+
+
+def _fits(value: Any, annotation: Any) -> bool:
+    """Whether ``value`` has the type ``annotation`` names (a bool is no number; an int is a float)."""
+    if annotation is Any:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in typing.get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if annotation is bool:
+        return isinstance(value, (bool, np.bool_))
+    if annotation in (int, float):
+        wanted = numbers.Integral if annotation is int else numbers.Real
+        return isinstance(value, wanted) and not isinstance(value, (bool, np.bool_))
+    if isinstance(annotation, type):
+        return isinstance(value, annotation)
+    return True  # a generic this check does not read: the env's own use decides
+
+
+def _type_name(annotation: Any) -> str:
+    return " | ".join(
+        "None" if a is type(None) else getattr(a, "__name__", str(a))
+        for a in (typing.get_args(annotation) or (annotation,))
+    )
+
+
+def option_problems(options: EnvOptions) -> list[str]:
+    """What is wrong with ``options``, one ``name = value: fix`` line per keyword (empty: nothing).
+
+    The one check of the env's keywords, typed and in range (finite weights, no negatives): the
+    env runs it on construction, so ``make()`` and ``spawn()`` get it, and a training config's
+    ``env.<name>`` keys (flags, presets, ``config.yaml``) get it from its validation. A field
+    that is a class variable there (``mode`` in ``EnvConfig``) is not checked.
+    """
+    hints = typing.get_type_hints(type(options))
+    problems = []
+    for f in fields(options):
+        value = getattr(options, f.name)
+        if not _fits(value, hints.get(f.name, Any)):
+            wanted, got = _type_name(hints[f.name]), type(value).__name__
+            problems.append(f"{f.name} = {value!r}: must be {wanted}, not {got}")
+            continue
+        ok, fix = RANGES.get(f.name, (lambda _v: True, ""))
+        if not ok(value):
+            problems.append(f"{f.name} = {value!r}: {fix}")
+    if isinstance(getattr(options, "reward_scheme", None), str):
+        try:
+            get_scheme(options.reward_scheme)
+        except ValueError as exc:
+            problems.append(f"reward_scheme = {options.reward_scheme!r}: {exc}")
+    return problems
+
+
+class EnvOptionError(UserError, ValueError):
+    """An env keyword of the wrong type or out of range (:func:`option_problems`)."""
 
 
 class DraftChallengeEnv(AECEnv):
@@ -166,20 +200,19 @@ class DraftChallengeEnv(AECEnv):
     def __init__(self, task: Task, options: EnvOptions | None = None, **keywords: Any) -> None:
         super().__init__()
         chosen = self.options_type(**{**(vars(options) if options else {}), **keywords})
-        if chosen.mode not in MODES:
-            raise ValueError(f"unknown mode {chosen.mode!r}; choose one of {sorted(MODES)}")
-        get_scheme(chosen.reward_scheme)  # fail at construction, not at the first episode end
-        if chosen.render_mode is not None and chosen.render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        problems = option_problems(chosen)  # at construction, not at the first step or episode end
+        if problems:
+            raise EnvOptionError(f"env keyword {'; '.join(problems)}")
         if len(task) == 0:
             raise ValueError("the task has no problems")
+        score_limit(task)  # a bad score_timeout fails here, not at the first answer
         self.task = task
         for f in fields(chosen):  # one attribute per keyword: env.lam, env.mode, ...
             setattr(self, f.name, getattr(chosen, f.name))
         self.spec_mode = MODES[self.mode]
-        # One channel from exchange and today's names for it (ValueError: unknown or contradicted);
-        # the keywords stay as given, so ``options`` and ``spawn`` hand on what was asked for.
-        self.channel = CHANNELS[resolve_exchange(self.mode, self.exchange, self.redact_answer)]
+        if self.exchange not in CHANNELS:
+            raise ValueError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
+        self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)
         self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
@@ -212,6 +245,11 @@ class DraftChallengeEnv(AECEnv):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None:
             self._np_random, _ = gymnasium.utils.seeding.np_random(seed)
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(
+                f"reset(options=...) takes a dict such as {{'drafter': 'agent_b', 'problem_index': 3}}, "
+                f"not {type(options).__name__} {options!r:.80}"
+            )
         options = dict(options or {})
         drafter = options.pop("drafter", AGENT_A)
         if drafter not in SEATS:
@@ -269,6 +307,14 @@ class DraftChallengeEnv(AECEnv):
         mentions = getattr(self.task, "mentions_answer", mentions_answer)
         return bool(mentions(shown, answer))
 
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not self.agents:  # PettingZoo's own last() would end in a bare KeyError: 'agent_a'
+            raise RuntimeError(
+                "last(): the episode is over and every agent has left (env.agents is empty); "
+                "call reset() to play another"
+            )
+        return super().last(observe)
+
     def observe(self, agent: str) -> dict[str, Any]:
         role = self._role(agent)
         draft, problem, cap = self._draft_shown(role), self.problem.prompt, self.max_text_length
@@ -307,10 +353,7 @@ class DraftChallengeEnv(AECEnv):
         self._accumulate_rewards()
 
     def _outcome(self, parsed: Parsed, text: str, tokens: int | None) -> tuple[Outcome, Verdict]:
-        verdict = score_answer(self.task, self.problem, parsed.answer) if parsed.answer else Verdict(False)
-        warn_once(getattr(self.task, "name", type(self.task).__name__), verdict)
-        length = tokens if tokens else len(text)
-        return Outcome(correct=verdict.correct, format_ok=parsed.format_ok, length=length), verdict
+        return judge(self.task, self.problem, parsed, tokens if tokens else len(text))
 
     def _turn_rewards(self) -> list[float]:
         draft = self.turns[0].outcome

@@ -13,9 +13,12 @@ channel       what the challenger's observation carries of the draft
               agents layer resolves it to the draft's KV cache (:mod:`agon_env.agents.latent`)
 ============  ==============================================================================
 
-Today's names still load: ``mode="hidden"`` is ``exchange="none"`` and
-``redact_answer=True`` is ``exchange="redacted"`` (:func:`resolve_exchange`). The
-challenger never reads the draft's ``<answer>`` block in any channel. When a text channel
+What else differs between channels is a property of the row, read where it matters: whether
+the shown draft is text the model reads, whether it carries the reasoning, and whether it
+travels as the drafter's KV cache (which the agents must record, which only some generation
+backends can inject, and which gradient checkpointing would drop). No code outside this
+table and the latent modules names a channel. The challenger never reads the draft's
+``<answer>`` block in any channel. When a text channel
 has nothing to show (no usable summary, an empty trace) it shows :data:`NO_SUMMARY`, and
 the challenger still plays the challenger.
 
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 
 from agon_env.envs.format import Parsed, strip_answer_blocks
 from agon_env.envs.tasks.verify import redact_answer
-from agon_env.vocabulary import challenger_text, draft_handle, latent_text, trace_text
+from agon_env.vocabulary import VLLM_REFUSAL, challenger_text, draft_handle, latent_text, trace_text
 
 MAX_SUMMARY_CHARS = 4000
 """Shown drafts are cut here so a rambling draft cannot flood the rival's context."""
@@ -87,8 +90,15 @@ class Channel:
     """The shown draft is text the model reads (``summary_leak`` is measured on it)."""
     reasoning: bool = False
     """The challenger reads the draft's reasoning (``trace``); the conformance check holds it to that."""
-    latent: bool = False
-    """The draft reaches the challenger as its KV cache (``draft`` is a :func:`draft_handle`)."""
+    cache: bool = False
+    """The draft reaches the challenger as its KV cache (``draft`` is a :func:`draft_handle`): the
+    seats must record their drafts (:func:`agon_env.agents.latent.latent_agents`), a text-only
+    reader (``agon probe``'s) has nothing to read, and gradient checkpointing, which drops a
+    stored cache, cannot train it."""
+    backends: tuple[str, ...] | None = None
+    """The generation backends that can run it (``None``: every one)."""
+    refusal: str = ""
+    """The one line that refuses it on another backend."""
 
 
 CHANNELS: dict[str, Channel] = {
@@ -98,25 +108,18 @@ CHANNELS: dict[str, Channel] = {
         Channel("redacted", _redacted),
         Channel("trace", _trace, words=trace_text, reasoning=True),
         Channel("none", _none, text=False),
-        Channel("latent", _latent, words=latent_text, text=False, latent=True),
+        Channel(
+            "latent",
+            _latent,
+            words=latent_text,
+            text=False,
+            cache=True,
+            backends=("hf",),
+            refusal=VLLM_REFUSAL,
+        ),
     )
 }
 """The exchange channels by name (the env keyword ``exchange``, ``agon train --exchange``)."""
 DEFAULT = "summary"
-
-
-def resolve_exchange(mode: str, exchange: str | None, redact: bool = False) -> str:
-    """The channel an env runs: ``exchange``, or the one today's names imply.
-
-    ``mode="hidden"`` implies ``none`` and ``redact_answer=True`` implies ``redacted`` (old
-    configs keep loading); an explicit ``exchange`` that contradicts them is refused.
-    """
-    implied = "none" if mode == "hidden" else "redacted" if redact else None
-    if exchange is None:
-        return implied or DEFAULT
-    if exchange not in CHANNELS:
-        raise ValueError(f"unknown exchange {exchange!r}; choose one of {list(CHANNELS)}")
-    if implied is not None and exchange != implied:
-        why = "mode='hidden'" if mode == "hidden" else "redact_answer=True"
-        raise ValueError(f"{why} is exchange={implied!r}, but exchange={exchange!r} was given; drop one")
-    return exchange
+CACHE_CHANNEL = next(c.name for c in CHANNELS.values() if c.cache)
+"""The channel that hands the draft over as its KV cache (the latent cascade's)."""

@@ -27,9 +27,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-FORMAT_WEIGHT = 0.5
-"""λ, the paper's format weight: the default of every reward below and of the env's ``lam``."""
-PAPER_SCHEME = "conversion"
+from agon_env.options import EnvOptions
+
+FORMAT_WEIGHT: float = EnvOptions.lam
+"""λ, the paper's format weight: the default of every reward below and of the env's ``lam``
+(defined once, as that keyword's default)."""
+PAPER_SCHEME: str = EnvOptions.reward_scheme
 """The paper's challenger reward: the default scheme of the functions below and of the env."""
 
 ChallengerTerm = Callable[[int, int], float]

@@ -95,7 +95,7 @@ def solo(env_id: str = "agon/arith-v0", opponent: Policy | None = None, **kwargs
     """``agon_env.make(env_id, **kwargs)`` seen by one agent (see the module docstring).
 
     Without ``opponent`` the env is built in ``solo`` mode (one drafting turn); with one,
-    in ``challenge`` mode unless ``mode`` says otherwise (``hidden`` works too).
+    in ``challenge`` mode unless ``mode`` says otherwise (any ``exchange`` works too).
     """
     from agon_env.registry import make
 

@@ -39,7 +39,7 @@ class TurnResult:
     reward: float
     """What this turn's role earned (a seat that plays twice gets one reward per turn)."""
     draft: str
-    """What this turn was shown of the draft ('' when none: drafting, hidden mode)."""
+    """What this turn was shown of the draft ('' when none: drafting, the ``none`` channel)."""
     summary_leak: bool
     """The draft this turn was shown states the draft's final answer (answer block removed or not)."""
     score_error: str | None

@@ -84,9 +84,6 @@ class EvalArgs(CommandArgs):
     """Prompts per forward batch (memory, not results)."""
     device: str = ModelConfig.device
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available), as in ``agon train``."""
-    prefix_attention: bool = ModelConfig.prefix_attention
-    """Keep a sampling batch's shared prompt prefix once, as ``agon train``'s ``model.prefix_attention``
-    (the same samples up to float round-off; off: copied to every row, the pre-issue-#23 path)."""
     confidence: float = 0.95
     """Interval coverage."""
     out: str | None = None
@@ -146,14 +143,25 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         overlap_count,
         training_pool,
     )
-    from agon_env.run_folder import EVAL, RunFolder, load_run_config
+    from agon_env.resolved import settle
+    from agon_env.run_folder import EVAL, RunFolder, check_writable, load_resolved
 
     def log(msg: str) -> None:
         if not args.quiet:
             print(f"agon eval: {msg}", file=sys.stderr, flush=True)
 
+    if not args.seeds:
+        raise ValueError("--seeds: give at least one sampling seed, e.g. --seeds 0 or --seeds 0 1 2")
+    out = (
+        Path(args.out)
+        if args.out
+        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
+    )
+    if not args.runs or Path(args.runs[0]).is_dir():  # a missing run folder has its own message
+        check_writable(out, "--out")  # before any model loads or any sample is drawn
     start = time.perf_counter()
-    configs = [load_run_config(r) for r in args.runs]
+    runs = [load_resolved(r) for r in args.runs]
+    configs = [run.config for run in runs]
     _one_base(args, configs)
     cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
     env_id, task_kwargs = _task_choice(args, cfg)
@@ -172,7 +180,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         "max_batch_size": args.batch_size,
     }
     # Each run as it trained: its own sampling, temperatures, prompt family and chat template.
-    settings = [settings_for(c, data.test.task, **overrides) for c in configs or [cfg]]
+    settings = [settings_for(r, data.test.task, **overrides) for r in runs or [settle(cfg)]]
     overlaps = overlap_count(data.check)
     log(
         f"{env_id} {task_kwargs}: {len(data.test.indices)} test / {len(data.validation.indices)} validation "
@@ -184,7 +192,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     )
     from agon_env.agents.models import resolve_device
 
-    loader = PolicyLoader(resolve_device(args.device), args.prefix_attention)
+    loader = PolicyLoader(resolve_device(args.device))
     cache = SampleCache((args.cache_dir or default_cache_dir()) if args.cache else None)
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
@@ -210,11 +218,6 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         "seconds": time.perf_counter() - start,
         "command": " ".join(["agon eval", *map(str, argv)]),
     }
-    out = (
-        Path(args.out)
-        if args.out
-        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
-    )
     jpath, mpath = write_report(report, out)
     if not args.quiet:
         print(mpath.read_text())

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agon_env.envs.exchange import CHANNELS
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.cache import CachedAgent, SampleCache
 from agon_env.evaluation.methods import BASE, DEFAULT_METHODS, Method, Policies, plan_methods
@@ -176,7 +177,7 @@ class Evaluator:
         stream: str = "",
     ) -> dict[int, list[Episode]]:
         exchange = method.family.exchange or policies.exchange
-        env = self.data.env(method.family.env_mode, part, exchange)
+        env = self.data.env(method.family.env_mode, part, exchange, policies.env_options)
         indices = part.indices
         shots = method.family.few_shot
         who = {seat: policies.identity(name, shots) for seat, name in method.seats}
@@ -184,7 +185,7 @@ class Evaluator:
             seat: CachedAgent(policies.agent(name, shots), who[seat], self.cache, persistent=name == BASE)
             for seat, name in method.seats
         }
-        if exchange == "latent":  # drafts come from the sample cache; challenges read their caches
+        if CHANNELS[env.exchange].cache:  # drafts come from the sample cache; challenges read their caches
             from agon_env.agents.latent import LatentAgent, LatentStore
 
             store = LatentStore()

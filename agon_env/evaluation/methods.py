@@ -23,7 +23,7 @@ family              env mode     seats
                                  ``exchange`` says (summary by default), both orders; the
                                  reported order is chosen on validation
 ``latent-cascade``  challenge    X drafts, Y answers conditioned on the draft's KV cache
-                                 (``exchange="latent"``, the run's ``latent`` settings),
+                                 (``exchange=latent``, the run's ``latent`` settings),
                                  both orders, all reported; not run unless asked for
 ==================  ===========  =======================================================
 
@@ -44,11 +44,10 @@ from typing import Any
 
 from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
+from agon_env.envs.exchange import CACHE_CHANNEL
 from agon_env.errors import unknown_id_message
-from agon_env.vocabulary import AGENT_A, AGENT_B
-
-BASE = "base"
-"""Policy name of the untrained base in an evaluation."""
+from agon_env.upgrade import method_id as upgraded_id
+from agon_env.vocabulary import AGENT_A, AGENT_B, BASE
 
 Seating = tuple[tuple[str, str], ...]
 """``(env seat, policy name)`` pairs; ``agent_a`` always drafts."""
@@ -94,52 +93,70 @@ METHODS: dict[str, MethodFamily] = {
     f.name: f
     for f in (
         MethodFamily(
-            "base-few-shot", "solo", "Base, few-shot (worked examples)", _one(((AGENT_A, BASE),)),
-            uses_base=True, single_sample=True, marker="o", few_shot=True,
+            "base-few-shot",
+            "solo",
+            "Base, few-shot (worked examples)",
+            _one(((AGENT_A, BASE),)),
+            uses_base=True,
+            single_sample=True,
+            marker="o",
+            few_shot=True,
         ),
         MethodFamily(
-            "base-zero-shot", "solo", "Base, zero-shot (no worked examples)", _one(((AGENT_A, BASE),)),
-            uses_base=True, single_sample=True, marker="v", few_shot=False,
+            "base-zero-shot",
+            "solo",
+            "Base, zero-shot (no worked examples)",
+            _one(((AGENT_A, BASE),)),
+            uses_base=True,
+            single_sample=True,
+            marker="v",
+            few_shot=False,
         ),
         MethodFamily(
-            "moa", "challenge", "MoA (untrained base → base)", _one(((AGENT_A, BASE), (AGENT_B, BASE))),
-            uses_base=True, marker="s", exchange="summary",
+            "moa",
+            "challenge",
+            "MoA (untrained base → base)",
+            _one(((AGENT_A, BASE), (AGENT_B, BASE))),
+            uses_base=True,
+            marker="s",
+            exchange="summary",
         ),
         MethodFamily(
-            "standalone", "solo", "Standalone {x}", lambda names: [((AGENT_A, n),) for n in names],
-            single_sample=True, marker="^",
+            "standalone",
+            "solo",
+            "Standalone {x}",
+            lambda names: [((AGENT_A, n),) for n in names],
+            single_sample=True,
+            marker="^",
         ),
         MethodFamily(
-            "self-cascade", "self", "Self-cascade {x} → {x}", lambda names: [((AGENT_A, n),) for n in names],
+            "self-cascade",
+            "self",
+            "Self-cascade {x} → {x}",
+            lambda names: [((AGENT_A, n),) for n in names],
             marker="D",
         ),
         MethodFamily(
-            "cascade", "challenge", "Cascade {x} → {y}",
+            "cascade",
+            "challenge",
+            "Cascade {x} → {y}",
             lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
-            chooses_direction=True, marker="*",
+            chooses_direction=True,
+            marker="*",
         ),
         MethodFamily(
-            "latent-cascade", "challenge", "Latent cascade {x} → {y}",
+            "latent-cascade",
+            "challenge",
+            "Latent cascade {x} → {y}",
             lambda names: [((AGENT_A, x), (AGENT_B, y)) for x, y in itertools.permutations(names, 2)],
-            marker="P", exchange="latent", default=False,
+            marker="P",
+            exchange=CACHE_CHANNEL,
+            default=False,
         ),
     )
-}  # fmt: skip
+}
 DEFAULT_METHODS: tuple[str, ...] = tuple(n for n, f in METHODS.items() if f.default)
 """What ``agon eval`` runs without ``--methods``."""
-
-
-LEGACY_NAMES: dict[str, str] = {"zero-shot": "base-few-shot"}
-"""Method names of results written before the rename, mapped when a stored result is read.
-Results up to 35d8054 (``docs/results/replication_cpu.json`` among them) call the base row
-``zero-shot`` although it showed the worked examples (the default ``prompts.few_shot``):
-it was the few-shot base. Never a current name, so a stored ``zero-shot`` is unambiguous."""
-
-
-def current_name(name: str) -> str:
-    """A method family name or id as the current table spells it (see :data:`LEGACY_NAMES`)."""
-    family, sep, rest = name.partition(":")
-    return LEGACY_NAMES.get(family, family) + sep + rest
 
 
 @dataclass(frozen=True)
@@ -176,8 +193,11 @@ class Policies:
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
     exchange: str | None = None
     """The run's exchange channel (``env.exchange``): methods without their own use it."""
+    env_options: dict[str, Any] = field(default_factory=dict)
+    """The run's other env keywords (``lam``, ``gamma``, ...: ``ResolvedRun.reader_options``),
+    so the evaluation env is the one the run trained in."""
     latent: Any = None
-    """The run's :class:`~agon_env.agents.latent_spans.LatentConfig` (``exchange="latent"``)."""
+    """The run's :class:`~agon_env.options.LatentConfig` (the cache channel's settings)."""
 
     def agent(self, name: str, few_shot: bool | None = None) -> Agent:
         """The policy's agent; ``few_shot`` set: with the worked examples on or off."""
@@ -222,11 +242,6 @@ def with_examples(agent: Agent, few_shot: bool) -> Agent | None:
 
 def check_names(names: Sequence[str]) -> None:
     for n in names:
-        if n in LEGACY_NAMES:
-            raise ValueError(
-                f"eval method {n!r} is now {LEGACY_NAMES[n]!r} (it showed the worked examples); "
-                "the base without them is 'base-zero-shot'"
-            )
         if n not in METHODS:
             raise ValueError(unknown_id_message("eval method", n, list(METHODS)))
 
@@ -245,8 +260,9 @@ def plan_methods(policies: Policies, names: Sequence[str]) -> list[Method]:
 
 
 def method_of(method_id: str, policies: Sequence[str] = ()) -> Method | None:
-    """The :class:`Method` behind a stored id (``cascade:agent_a>agent_b``), for reports."""
-    method_id = current_name(method_id)
+    """The :class:`Method` behind a stored id (``cascade:agent_a>agent_b``), for reports; an id
+    an older version stored is read in today's spelling (:func:`agon_env.upgrade.method_id`)."""
+    method_id = upgraded_id(method_id)
     name, _, rest = method_id.partition(":")
     family = METHODS.get(name)
     if family is None:

@@ -69,12 +69,14 @@ def _agent(cfg: ProbeConfig, task: Any) -> Any:
 
     from agon_env.config import TrainConfig
     from agon_env.evaluation.runs import PolicyLoader, settings_for
-    from agon_env.run_folder import load_run_config
+    from agon_env.resolved import settle
+    from agon_env.run_folder import load_resolved
 
-    run_cfg = load_run_config(cfg.run) if cfg.run else TrainConfig()
+    run = load_resolved(cfg.run) if cfg.run else settle(TrainConfig())
     prompts = {"few_shot": cfg.few_shot, "family": cfg.prompt_family}
-    run_cfg.prompts = replace(run_cfg.prompts, **{k: v for k, v in prompts.items() if v is not None})
-    settings = settings_for(run_cfg, task, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+    chosen = replace(run.config.prompts, **{k: v for k, v in prompts.items() if v is not None})
+    run = replace(run, config=replace(run.config, prompts=chosen))
+    settings = settings_for(run, task, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
     loader = PolicyLoader(cfg.device)
     if cfg.run is None:
         return loader.base_policies(cfg.model, settings).base
@@ -89,35 +91,38 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
     keywords when the env is its own, and the exchange channel it trained on, so its adapter
     reads drafts as it learned to; ``--env-kwargs`` override both."""
     from agon_env.config import EnvConfig, parse_assignments
-    from agon_env.evaluation.runs import exchange_of, run_task_kwargs
-    from agon_env.run_folder import load_run_config
+    from agon_env.evaluation.runs import run_task_kwargs
+    from agon_env.run_folder import load_resolved
 
     given = parse_assignments(cfg.env_kwargs, "--env-kwargs")
     if cfg.run is None:
         return cfg.env or EnvConfig().id, given
-    run_cfg = load_run_config(cfg.run)
-    env_id = cfg.env or run_cfg.env.id
-    chosen = {"exchange", "redact_answer"} & given.keys()
-    channel = {} if chosen else {"exchange": exchange_of(run_cfg)}
-    return env_id, {**run_task_kwargs(run_cfg, env_id), **channel, **given}
+    run = load_resolved(cfg.run)
+    env_id = cfg.env or run.env_id
+    return env_id, {**run_task_kwargs(run.config, env_id), "exchange": run.exchange, **given}
 
 
 def probe(cfg: ProbeConfig) -> dict[str, Any]:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     import agon_env
-    from agon_env.envs.draft_challenge import ENV_KWARGS
+    from agon_env.envs.exchange import CHANNELS, DEFAULT
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
+    from agon_env.options import ENV_KWARGS
     from agon_env.registry import import_modules
 
+    for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
+        if value < 1:
+            raise ValueError(f"{flag} {value}: the probe needs at least 1")
     import_modules(cfg.imports)
     start = time.perf_counter()
     env_id, kwargs = probe_env(cfg)
     env_kwargs = {k: v for k, v in kwargs.items() if k in ENV_KWARGS and k != "mode"}
-    if env_kwargs.get("exchange") == "latent":  # its reader would read no draft at all here
+    channel = CHANNELS.get(env_kwargs.get("exchange", DEFAULT))
+    if channel is not None and channel.cache:  # its reader would read no draft at all here
         raise ValueError(
-            "exchange=latent is not probed: the probe's reader is a text agent, with no draft cache "
-            "to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
+            f"exchange={channel.name} is not probed: the probe's reader is a text agent, with no draft "
+            "cache to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
     task = build_task(env_id, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")

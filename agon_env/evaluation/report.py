@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.methods import METHODS, current_name, method_of
+from agon_env.evaluation.methods import METHODS, method_of
 from agon_env.evaluation.splits import overlap_count
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.stats import Rate, pooled, spread, t_interval
+from agon_env.upgrade import method_id
 
 REPORT_VERSION = 1
 
@@ -229,7 +230,7 @@ def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
         rows: dict[str, list[dict[str, Any]]] = {}
         for r in group:
             for mid, m in r["methods"].items():
-                if not METHODS[current_name(m["family"])].uses_base:
+                if not METHODS[method_id(m["family"])].uses_base:
                     rows.setdefault(mid, []).append(m)
             chosen = (r.get("selection") or {}).get("chosen")
             if chosen:

@@ -11,8 +11,9 @@ keeps the run's name (``agent_a``), so methods read the same across runs and sev
 runs cost one base in memory.
 
 Each run is evaluated with its own :class:`Settings` (sampling, per-adapter temperatures,
-prompt family, few-shot, chat template), read from its own ``config.yaml``. What runs share
-is the base's samples, and only where their settings agree: the cache identity of every
+prompt family, few-shot, chat template, env keywords and channel), read from its own
+resolved run (``resolved.yaml`` over ``config.yaml``, :func:`agon_env.run_folder.load_resolved`).
+What runs share is the base's samples, and only where their settings agree: the cache identity of every
 policy holds its sampling and prompts, so base samples drawn for one run's settings are
 never served to a run with others.
 """
@@ -21,60 +22,56 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from agon_env.agents.prompts import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
-from agon_env.envs.exchange import resolve_exchange
 from agon_env.evaluation.methods import BASE, Policies
+from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
 
 
-def with_overrides(cfg: TrainConfig, **overrides: Any) -> TrainConfig:
-    """The run's config with the command line's sampling overrides (``None``: keep the run's).
-
-    A temperature given there is every policy's: it replaces the run's per-adapter
-    ``temperatures`` too (``--temperature 0`` is greedy for all)."""
-    given = {k: v for k, v in overrides.items() if v is not None}
-    temperatures = {} if "temperature" in given else dict(cfg.temperatures)
-    return replace(cfg, sampling=replace(cfg.sampling, **given), temperatures=temperatures)
-
-
 @dataclass(frozen=True)
 class Settings:
-    """How one run's policies sample and what they read: as the run trained, after the
+    """How one run's policies sample and what they read: as the run resolved them, after the
     command line's overrides."""
 
-    cfg: TrainConfig
-    """The run's config: ``sampling`` (the base's) and ``temperatures`` (per adapter)."""
+    run: ResolvedRun
+    """The run: per-policy ``sampling``, its channel and env keywords, its config."""
     prompts: Any
     """Its :class:`~agon_env.agents.prompts.RolePrompts` (family and few-shot setting)."""
     family: str
 
+    @property
+    def cfg(self) -> TrainConfig:
+        return self.run.config
+
     def sampling(self, name: str) -> SamplingParams:
-        """How policy ``name`` samples: ``TrainConfig.sampling_of``, as in training and its
-        held-out check (an adapter at its own temperature, the untrained base at the run's)."""
-        return self.cfg.sampling_of(name)
+        """How policy ``name`` samples, as the run resolved it (an adapter at its own
+        temperature, the untrained base at the run's), as in training and its held-out check."""
+        return self.run.policy_sampling(name)
 
     def describe(self, adapters: Any = ()) -> dict[str, Any]:
         """The record ``eval.json`` keeps per run: everything that changes what is sampled."""
         return {
-            "sampling": asdict(self.cfg.sampling),
+            "sampling": asdict(self.sampling(BASE)),
             "temperatures": {n: self.sampling(n).temperature for n in (BASE, *adapters)},
             "prompts": {"family": self.family, "few_shot": self.prompts.few_shot},
             "chat_template_kwargs": dict(self.cfg.model.chat_template_kwargs),
+            "exchange": self.run.exchange,
         }
 
 
-def settings_for(cfg: TrainConfig, task: Any, **overrides: Any) -> Settings:
+def settings_for(run: ResolvedRun, task: Any, **overrides: Any) -> Settings:
     """A run's :class:`Settings` on ``task``: its prompt family and few-shot setting, its
     sampling with the command line's ``overrides`` (``None``: keep the run's)."""
-    cfg = with_overrides(cfg, **overrides)
-    return Settings(cfg, role_prompts(task, cfg.prompts), family_of(task, cfg.prompts.family))
+    run = run.with_sampling(**overrides)
+    prompts = run.config.prompts
+    return Settings(run, role_prompts(task, prompts), family_of(task, prompts.family))
 
 
 def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
@@ -131,20 +128,11 @@ def run_task_kwargs(cfg: TrainConfig, env_id: str) -> dict[str, Any]:
     return dict(cfg.env.kwargs) if env_id == cfg.env.id else {}
 
 
-def exchange_of(cfg: TrainConfig) -> str:
-    """The channel a run's cascades read drafts through: its ``env.exchange``, or what its
-    ``env.redact_answer`` implies, so a run trained on redacted summaries is evaluated on them.
-    Evaluation always plays the challenge mode, so a hidden-draft run's cascade reads summaries."""
-    return resolve_exchange("challenge", cfg.env.exchange, cfg.env.redact_answer)
-
-
 class PolicyLoader:
     """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""
 
-    def __init__(self, device: str = "cpu", prefix_attention: bool = True) -> None:
-        """``prefix_attention``: the HF backend's (``HFBackend``; the same samples up to round-off)."""
+    def __init__(self, device: str = "cpu") -> None:
         self.device = device
-        self.prefix_attention = prefix_attention
         self._bases: dict[str, Any] = {}
 
     def shared_base(self, model: str) -> Any:
@@ -161,7 +149,7 @@ class PolicyLoader:
             name=name,
             base=base,
             adapter=adapter,
-            backend=HFBackend(base, prefix_attention=self.prefix_attention),
+            backend=HFBackend(base),
             sampling=settings.sampling(name),
             prompts=settings.prompts,
             template_kwargs=settings.cfg.model.chat_template_kwargs,
@@ -183,7 +171,8 @@ class PolicyLoader:
         cfg = settings.cfg
         model = model or cfg.model.name
         policies = self.base_policies(model, settings, label=str(run_dir))
-        policies.algo, policies.exchange, policies.latent = cfg.algo, exchange_of(cfg), cfg.latent
+        policies.algo, policies.exchange, policies.latent = cfg.algo, settings.run.exchange, cfg.latent
+        policies.env_options = settings.run.reader_options()
         base = self.shared_base(model)
         for name, source in _adapter_sources(run_dir).items():
             unique = f"r{index}_{name}"

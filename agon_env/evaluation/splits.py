@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import agon_env
-from agon_env.envs.draft_challenge import ENV_KWARGS
 from agon_env.envs.tasks.base import Task, normalize_prompt
 from agon_env.errors import UserError
+from agon_env.options import ENV_KWARGS
 from agon_env.registry import with_split
 from agon_env.seeding import derive_seed
 
@@ -59,12 +59,13 @@ class EvalData:
     check: dict[str, Any] = field(default_factory=dict)
     """Filled by :func:`check_heldout`: overlap counts and whether overlap was allowed."""
 
-    def env(self, mode: str, part: Part, exchange: str | None = None) -> Any:
+    def env(
+        self, mode: str, part: Part, exchange: str | None = None, options: dict[str, Any] | None = None
+    ) -> Any:
         """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy),
-        with ``exchange`` (the channel) when given."""
-        return agon_env.make(
-            self.env_id, task=part.task, mode=mode, **({"exchange": exchange} if exchange else {})
-        )
+        with ``exchange`` (the channel) when given and a run's other env keywords (``options``)."""
+        chosen = {**(options or {}), **({"exchange": exchange} if exchange else {})}
+        return agon_env.make(self.env_id, task=part.task, mode=mode, **chosen)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agon_env.evaluation.methods import METHODS, current_name
+from agon_env.evaluation.methods import METHODS
 from agon_env.evaluation.report import method_interval
 from agon_env.figures import palette, pyplot, save
+from agon_env.upgrade import method_id
 
 
 def _short(method_id: str) -> str:
@@ -105,7 +106,7 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
             x, r = m.get("mean_length"), m["pass@1"]
             if x is None or r.get("rate") is None:
                 continue
-            family = METHODS.get(current_name(m.get("family", mid.split(":")[0])))  # old files too
+            family = METHODS.get(method_id(m.get("family", mid.split(":")[0])))  # old files too
             if family is None:
                 continue
             is_base = family.uses_base

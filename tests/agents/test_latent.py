@@ -17,11 +17,13 @@ from agon_env.agents.latent import (
     compute_prefixes,
     latent_agents,
 )
-from agon_env.agents.latent_spans import VLLM_REFUSAL, LatentConfig, span_tokens
+from agon_env.agents.latent_spans import span_tokens
 from agon_env.agents.protocol import SamplingParams
 from agon_env.algorithms.latent_logprobs import latent_logprobs
 from agon_env.algorithms.rollout_correction import mismatch
 from agon_env.episodes import Start, play_episodes
+from agon_env.options import LatentConfig
+from agon_env.vocabulary import VLLM_REFUSAL
 
 SAMPLING = SamplingParams(temperature=1.0, max_new_tokens=10)
 

@@ -14,7 +14,7 @@ import yaml
 
 from agon_env.agents.protocol import SamplingParams
 from agon_env.algorithms.cli_train import main, parse_train_args
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 from agon_env.config import (
     ConfigError,
     EnvConfig,
@@ -31,7 +31,7 @@ from agon_env.run_folder import load_run_config
 
 
 def _cli(*argv: str) -> TrainConfig:
-    return parse_train_args(argv)[0]
+    return parse_train_args(argv)[0].config
 
 
 def _documented(cls: type) -> set[str]:
@@ -170,8 +170,10 @@ def test_an_adapters_sampling_is_the_runs_with_its_own_temperature():
     cfg = load_config(
         None, {"sampling.temperature": 0.9, "sampling.max_new_tokens": 40, "temperatures.agent_b": 1.3}
     )
-    assert cfg.sampling_of("agent_b") == dataclasses.replace(cfg.sampling, temperature=1.3)
-    assert cfg.sampling_of("agent_a") == cfg.sampling and cfg.sampling_of("agent_a") is not cfg.sampling
+    run = resolve(cfg)
+    assert run.sampling["agent_b"] == dataclasses.replace(cfg.sampling, temperature=1.3)
+    assert run.sampling["agent_a"] == cfg.sampling and run.sampling["agent_a"] is not cfg.sampling
+    assert run.sampling["base"] == cfg.sampling  # the untrained base: the run's own
     assert cfg.sampling.temperature == 0.9  # the run's own sampling is left as it was
 
 

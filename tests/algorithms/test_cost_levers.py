@@ -1,6 +1,8 @@
 """Levers that only change how the work is computed change no reward or loss of a fixed-seed run.
 
-Each lever has a config switch; a 3-step run of every algorithm plugin with the lever on and
+Each lever is switched by a config key, a class attribute, or (for the levers kept on for
+good once both sides measured the same: the stream prefix, prefix attention) by replacing
+the code that does the work; a 3-step run of every algorithm plugin with the lever on and
 one with it off must log the same rewards and losses (to round-off). The streams are cut into
 several micro-batches so the levers have work to change.
 """
@@ -13,20 +15,21 @@ import pytest
 from algo_helpers import tiny_config
 
 from agon_env.agents import attention
+from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.merge import MergedWeights
 from agon_env.algorithms import stream_prefix as SP
-from agon_env.algorithms import trainer as T
+from agon_env.algorithms import update as U
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.run import train
 from agon_env.run_folder import read_metrics
 
 LEVERS = {
-    "stream_prefix": {"grpo.stream_prefix": (True, False)},
+    "stream_prefix": {U: ("stream_prefix", SP.stream_prefix, lambda *_a, **_k: None)},
     "free_merge_buffers": {MergedWeights: ("keep_buffers", False, True)},
     "token_micro_batches": {"grpo.micro_batch_tokens": (24, None)},
-    "prefix_attention": {"model.prefix_attention": (True, False)},
+    "prefix_attention": {HFBackend: ("_prefix_once", HFBackend._prefix_once, lambda _self: False)},
 }
-"""Lever -> its switch, on and off: a config key, or a class attribute (no config field)."""
+"""Lever -> its switch, on and off: a config key, or an attribute of a class or module."""
 
 
 def _split_by_tokens(args: tuple, result: list) -> bool:
@@ -37,7 +40,7 @@ def _split_by_tokens(args: tuple, result: list) -> bool:
 RAN = {
     "stream_prefix": (SP.StreamPrefix, "backward", None),
     "free_merge_buffers": (MergedWeights, "merged", None),
-    "token_micro_batches": (T, "micro_batches", _split_by_tokens),
+    "token_micro_batches": (U, "micro_batches", _split_by_tokens),
     "prefix_attention": (attention, "prefix_attention", None),
 }
 """Lever -> a function that runs (or, with a predicate on its arguments and result, does

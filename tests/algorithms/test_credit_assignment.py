@@ -39,7 +39,11 @@ def text(problem: int, right: bool, formatted: bool, tag: str) -> str:
 def play(name: str, step: int, table):
     plugin = get_algorithm(name)
     env = agon_env.make(
-        "agon/math-v0", problems=PROBLEMS, mode=plugin.env_mode, reward_scheme=plugin.reward_scheme
+        "agon/math-v0",
+        problems=PROBLEMS,
+        mode=plugin.env_mode,
+        reward_scheme=plugin.reward_scheme,
+        exchange=plugin.exchange or "summary",
     )
     seats = plugin.seats(step)
     drafts = [text(i // N, *d, tag=f"D{i}") for i, (d, _) in enumerate(table)]
@@ -105,7 +109,7 @@ def test_swapping_the_drafting_seat_mirrors_the_rewards(name, table):
 @pytest.mark.parametrize("name", algorithm_names())
 @settings_
 @given(table=tables, step=st.integers(0, 1))
-def test_no_observation_holds_gold_and_hidden_mode_shows_no_draft(name, step, table):
+def test_no_observation_holds_gold_and_the_none_channel_shows_no_draft(name, step, table):
     plugin, _, batch, seen = play(name, step, table)
     for observations in seen.values():
         for obs in observations:
@@ -114,7 +118,7 @@ def test_no_observation_holds_gold_and_hidden_mode_shows_no_draft(name, step, ta
             assert "thinking" not in blob, "an observation holds a draft's reasoning"
     for t in batch.stream("challenger") if plugin.env_mode != "solo" else []:
         i = t.episode
-        if plugin.env_mode == "hidden":
+        if plugin.exchange == "none":
             assert t.observation["draft"] == "" and f"D{i}" not in t.observation["text"]
         else:
             formatted = table[i][0][1]

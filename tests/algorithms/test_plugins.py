@@ -33,7 +33,7 @@ EXPECTED = {
     "margin": ("challenge", ("agent_a", "agent_b"), ("agent_a", "agent_b"), "margin"),
     "fixed-roles": ("challenge", ("agent_a", "agent_b"), ("agent_a", "agent_a"), "conversion"),
     "self-refine": ("self", ("agent_a",), ("agent_a", "agent_a"), "conversion"),
-    "hidden-draft": ("hidden", ("agent_a", "agent_b"), ("agent_a", "agent_b"), "conversion"),
+    "hidden-draft": ("challenge", ("agent_a", "agent_b"), ("agent_a", "agent_b"), "conversion"),
 }
 
 
@@ -43,7 +43,11 @@ def test_every_plugin_is_covered():
 
 def _play(plugin: AlgorithmPlugin, step: int):
     env = agon_env.make(
-        "agon/math-v0", problems=PROBLEMS, mode=plugin.env_mode, reward_scheme=plugin.reward_scheme
+        "agon/math-v0",
+        problems=PROBLEMS,
+        mode=plugin.env_mode,
+        reward_scheme=plugin.reward_scheme,
+        exchange=plugin.exchange or "summary",
     )
     seats = plugin.seats(step)
     script = {s: [] for s in plugin.adapters}
@@ -89,7 +93,7 @@ def test_plugin_scripted_batch(name, step):
         assert obs["role"] == 1
         summary = DRAFTS[i].split("<summary>")[1].split("</summary>")[0]
         answer = DRAFTS[i].split("<answer>")[1].split("</answer>")[0]
-        assert (summary in obs["text"]) == (mode != "hidden")
+        assert (summary in obs["text"]) == (plugin.exchange != "none")
         # The summaries do not state their answers, so the answer can only arrive by a leak
         # of the draft beyond its summary (this fails if the env shows the whole draft).
         assert answer not in obs["text"] and answer not in obs["draft"]

@@ -108,12 +108,12 @@ def test_a_stale_sampler_stops_the_update_before_it_moves(tmp_path):
     """A sampler that served other weights (its log-probs shifted) is caught before opt.step."""
     tr = _trainer(tmp_path)
     batch = with_rewards(rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a"), "drafter", [0, 1] * 4)
-    sb, _ = tr._stream(batch, "drafter", "agent_a")
+    sb, _ = tr.update.stream(batch, "drafter")
     for t in sb.turns:
         t.completion.logprobs = [x - 0.5 for x in t.completion.logprobs]  # KL ≈ e^.5 - 1.5 ≈ 0.15
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
     with pytest.raises(OnPolicyError, match=r"'agent_a'.*stale or failed adapter load"):
-        tr._update("agent_a", [sb])
+        tr.update.apply("agent_a", [sb], tr.optimizers["agent_a"], step=tr.step)
     assert all(torch.equal(b, p) for b, p in zip(before, tr.base.parameters("agent_a"), strict=True))
 
 
@@ -122,10 +122,10 @@ def test_the_clipped_ratio_is_between_trainer_versions_over_inner_iterations(tmp
     sampler's offset enters only through the capped weights."""
     tr = _trainer(tmp_path, **{"grpo.inner_iters": 2, "grpo.onpolicy_max_kl": None})
     batch = with_rewards(rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a"), "drafter", [0, 1] * 4)
-    sb, _ = tr._stream(batch, "drafter", "agent_a")
+    sb, _ = tr.update.stream(batch, "drafter")
     for t in sb.turns:
         t.completion.logprobs = [x - 3.0 for x in t.completion.logprobs]  # every weight hits the cap
-    stats = tr._update("agent_a", [sb])
+    stats = tr.update.apply("agent_a", [sb], tr.optimizers["agent_a"], step=tr.step)
     assert stats["onpolicy/is_weight_mean/agent_a"] == pytest.approx(2.0)
     assert stats["onpolicy/over_cap_frac/agent_a"] == pytest.approx(1.0)
     assert stats["onpolicy/mean_abs_diff/agent_a"] == pytest.approx(3.0, abs=1e-4)

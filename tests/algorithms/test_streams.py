@@ -6,8 +6,6 @@ normalisers count the whole stream (as TRL and Dr. GRPO do), not only the kept g
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 
@@ -15,7 +13,7 @@ import agon_env
 from agon_env.agents.protocol import Completion
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.rollout import RolloutBatch
-from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.update import Update
 from agon_env.config import TrainConfig
 from agon_env.episodes import Start, play_episodes
 
@@ -34,7 +32,11 @@ class ByEpisode:
             answer = "2" if i == 0 else "3"
             ids = list(range(LENGTHS[i]))
             text = f"<summary>s</summary><answer>{answer}</answer>"
-            out.append(Completion(text, prompt_ids=[7, 8], completion_ids=ids, logprobs=[-1.0] * len(ids)))
+            out.append(
+                Completion(
+                    text, prompt_ids=[7, 8], completion_ids=ids, logprobs=[-1.0] * len(ids), temperature=1.0
+                )
+            )
         return out
 
 
@@ -46,8 +48,8 @@ def stream_weights(aggregation: str) -> tuple[torch.Tensor, list[int]]:
     cfg = TrainConfig()
     cfg.grpo.aggregation = aggregation
     cfg.sampling.max_new_tokens = MAX_NEW
-    host = SimpleNamespace(cfg=cfg, ctx=DistContext())
-    sb, keep = Trainer._stream(host, batch, "drafter", "agent_a")
+    update = Update(None, cfg.grpo, cfg.sampling.max_new_tokens, cfg.model.max_seq_len, DistContext())
+    sb, keep = update.stream(batch, "drafter")
     assert keep.tolist() == [True, False]  # group 1 (both wrong) has no reward variance
     return sb.weights, [len(t.completion.completion_ids) for t in sb.turns]
 

@@ -19,6 +19,7 @@ from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.update import Update
 from agon_env.algorithms.validation import load_config
 from agon_env.run_folder import read_metrics
 
@@ -72,8 +73,9 @@ def test_agon_train_runs_every_plugin(tmp_path, algo, capsys):
         per_role = [r[f"groups_dropped/{role}"] for role in plugin.trained_roles]
         assert r["groups_dropped"] == pytest.approx(sum(per_role) / len(per_role))
         assert set(k for k in r if k.startswith("lr/")) == {f"lr/{a}" for a in plugin.adapters}
-        # A hidden-mode challenger is never shown a draft, so nothing can be unusable in it.
-        assert ("draft_unusable" in r) == (plugin.env_mode in ("challenge", "self"))
+        # A challenger shown no draft (hidden-draft's none channel) reads nothing unusable.
+        shown = plugin.env_mode in ("challenge", "self") and plugin.exchange != "none"
+        assert ("draft_unusable" in r) == shown
     updated = {k.split("/", 1)[1] for r in records for k in r if k.startswith("loss/")}
     assert updated <= set(plugin.adapters) and updated, "at least one adapter was updated"
 
@@ -92,7 +94,7 @@ def test_incompatible_checkpoint_is_refused_before_any_step(tmp_path, capsys):
     before = (run / "metrics.jsonl").read_text()
     for extra in (["--model.lora-r", "8"], ["--algo", "grpo"]):
         assert main([*TINY, "--steps", "3", "--out-dir", str(run), "--resume", *extra]) == 2
-        assert "incompatible checkpoint" in capsys.readouterr().err
+        assert "is its own run" in capsys.readouterr().err  # before any model loads
     assert (run / "metrics.jsonl").read_text() == before
 
 
@@ -215,13 +217,13 @@ def test_sigkill_and_resume_matches_an_uninterrupted_run(tmp_path):
 
 def test_an_adapter_trained_by_two_streams_takes_their_mean(tmp_path, monkeypatch):
     scales: dict[str, float] = {}
-    original = Trainer._update
+    original = Update.apply
 
-    def spy(self, adapter, streams, scale=1.0):
+    def spy(self, adapter, streams, optimizer, *, step, version=None, scale=1.0):
         scales[adapter] = scale
-        return original(self, adapter, streams, scale)
+        return original(self, adapter, streams, optimizer, step=step, version=version, scale=scale)
 
-    monkeypatch.setattr(Trainer, "_update", spy)
+    monkeypatch.setattr(Update, "apply", spy)
     Trainer.build(_cfg(tmp_path, algo="self-refine")).train_step()
     assert scales == {"agent_a": 0.5}  # drafts and refinements: one stream's scale
     Trainer.build(_cfg(tmp_path, algo="agon")).train_step()
@@ -231,8 +233,9 @@ def test_an_adapter_trained_by_two_streams_takes_their_mean(tmp_path, monkeypatc
     for scale in (1.0, 0.5):
         tr = Trainer.build(_cfg(tmp_path))
         batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
-        sb, _ = tr._stream(batch, "drafter", "agent_a")
-        losses.append(original(tr, "agent_a", [sb], scale)["loss/agent_a"])
+        sb, _ = tr.update.stream(batch, "drafter")
+        stats = original(tr.update, "agent_a", [sb], tr.optimizers["agent_a"], step=0, scale=scale)
+        losses.append(stats["loss/agent_a"])
     assert losses[1] == pytest.approx(0.5 * losses[0], rel=1e-5)
 
 

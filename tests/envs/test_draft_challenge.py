@@ -106,8 +106,8 @@ def test_self_mode_reads_own_draft_and_sums_rewards():
     assert [t["correct"] for t in infos["agent_a"]["turns"]] == [False, True]
 
 
-def test_hidden_mode_scores_against_unseen_draft():
-    obs, rewards, _ = play(make(mode="hidden"), [fmt("41", summary="HIDDEN"), fmt("42")])
+def test_the_none_channel_scores_against_an_unseen_draft():
+    obs, rewards, _ = play(make(exchange="none"), [fmt("41", summary="HIDDEN"), fmt("42")])
     assert obs[1][1]["draft"] == "" and "HIDDEN" not in obs[1][1]["text"]
     assert obs[1][1]["text"] == PROBLEMS[0]["question"]
     assert rewards == {"agent_a": 0.5, "agent_b": 3.5}  # the conversion bonus still applies
@@ -169,12 +169,13 @@ def test_render_ansi():
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    mode=st.sampled_from(["challenge", "solo", "self", "hidden"]),
+    mode=st.sampled_from(["challenge", "solo", "self"]),
+    exchange=st.sampled_from(["summary", "none"]),
     scheme=st.sampled_from(["conversion", "coop", "margin"]),
     seed=st.integers(0, 2**16),
 )
-def test_fuzz_env_with_sampled_actions(mode, scheme, seed):
-    env = agon_env.make("agon/arith-v0", mode=mode, reward_scheme=scheme)
+def test_fuzz_env_with_sampled_actions(mode, exchange, scheme, seed):
+    env = agon_env.make("agon/arith-v0", mode=mode, exchange=exchange, reward_scheme=scheme)
     env.reset(seed=seed)
     space = env.action_space("agent_a")
     space.seed(seed)
@@ -222,10 +223,13 @@ def test_the_challenger_text_is_the_one_wording_and_self_mode_says_own():
     assert "Your own earlier draft" in obs[1][1]["text"]
 
 
-@pytest.mark.parametrize(("mode", "own"), [("challenge", 0), ("hidden", 0), ("self", 1)])
-def test_the_observation_says_whether_the_draft_shown_is_the_readers_own(mode, own):
+@pytest.mark.parametrize(
+    ("keywords", "own"),
+    [({"mode": "challenge"}, 0), ({"exchange": "none"}, 0), ({"mode": "self"}, 1)],
+)
+def test_the_observation_says_whether_the_draft_shown_is_the_readers_own(keywords, own):
     """An agent picks its self-refinement prompts from ``own``, not by parsing ``text``."""
-    env = make(mode=mode)
+    env = make(**keywords)
     obs, _, _ = play(env, [fmt("41", summary="S-41"), fmt("42")])
     assert [o["own"] for _, o in obs] == [0, own]
     space = env.observation_space(obs[1][0])
@@ -259,7 +263,7 @@ def test_summary_leak_is_measured_and_redaction_blanks_the_answer():
     assert (
         "41" in obs[1][1]["draft"] and env.unwrapped.results[1].summary_leak
     )  # the paper's rule lets it through
-    env = make(redact_answer=True)
+    env = make(exchange="redacted")
     obs, _, _ = play(env, [leaky, fmt("42")])
     assert "41" not in obs[1][1]["text"] and "[withheld]" in obs[1][1]["draft"]
     assert not env.unwrapped.results[1].summary_leak

@@ -12,21 +12,21 @@ import sys
 from pathlib import Path
 
 import agon_env
-from agon_env.config import EnvConfig, TrainConfig, leaf_keys
+from agon_env.config import EnvConfig, leaf_keys
 from agon_env.envs import rewards
-from agon_env.envs.draft_challenge import ENV_KWARGS, DraftChallengeEnv, EnvOptions
+from agon_env.envs.draft_challenge import DraftChallengeEnv
+from agon_env.options import ENV_KWARGS, EnvOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # What the copy of the package runs once its EnvOptions has one more field, ``shout``.
 _CHECK = """
 import agon_env
-from agon_env.algorithms.builders import _make_env
+from agon_env.algorithms.builders import build_env
 from agon_env.algorithms.cli_train import parse_train_args
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 from agon_env.config import ConfigError
-from agon_env.algorithms.registry import get_algorithm
-from agon_env.envs.draft_challenge import ENV_KWARGS
+from agon_env.options import ENV_KWARGS
 from agon_env.evaluation.splits import build_task
 
 assert "shout" in ENV_KWARGS
@@ -34,9 +34,10 @@ env = agon_env.make("agon/arith-v0", shout=True)
 assert env.unwrapped.shout is True and env.spawn().shout is True and env.options.shout is True
 assert agon_env.make("agon/arith-v0").unwrapped.shout is False  # the field's default
 cfg = load_config(overrides={"env.shout": True, "steps": 1})
-assert cfg.env.shout is True and cfg.env.env_keywords()["shout"] is True
-assert _make_env(cfg, get_algorithm(cfg.algo)).unwrapped.shout is True
-assert parse_train_args(["--env.shout"])[0].env.shout is True
+run = resolve(cfg)
+assert cfg.env.shout is True and run.env.shout is True and run.env_keywords()["shout"] is True
+assert build_env(run).unwrapped.shout is True
+assert parse_train_args(["--env.shout"])[0].config.env.shout is True
 build_task("agon/arith-v0", {"shout": True})  # an env keyword never reaches the task
 try:
     load_config(overrides={"env.kwargs": {"shout": True}})
@@ -50,7 +51,7 @@ print("ok")
 
 def test_a_field_added_to_env_options_reaches_env_config_and_cli(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "agon_env", tmp_path / "agon_env", ignore=shutil.ignore_patterns("__pycache__"))
-    source = tmp_path / "agon_env" / "envs" / "draft_challenge.py"
+    source = tmp_path / "agon_env" / "options.py"
     text = source.read_text()
     anchor = "\n\n\nENV_KWARGS = "
     assert text.count(anchor) == 1 and text.index("class EnvOptions") < text.index(anchor)
@@ -87,7 +88,7 @@ def test_env_keywords_are_the_fields_and_their_defaults_the_env_defaults() -> No
 
 
 def test_spawn_and_options_carry_every_keyword() -> None:
-    chosen = EnvOptions(mode="self", lam=1.0, gamma=0.1, redact_answer=True, tiebreak_drafter=True)
+    chosen = EnvOptions(mode="self", lam=1.0, gamma=0.1, exchange="redacted", tiebreak_drafter=True)
     env = agon_env.make("agon/arith-v0", **dataclasses.asdict(chosen)).unwrapped
     assert env.options == chosen and env.spawn().options == chosen
     assert DraftChallengeEnv(env.task, chosen, lam=2.0).options == dataclasses.replace(chosen, lam=2.0)
@@ -96,7 +97,6 @@ def test_spawn_and_options_carry_every_keyword() -> None:
 def test_the_train_config_has_every_keyword_but_the_algorithms_two() -> None:
     keys = {k.removeprefix("env.") for k in leaf_keys() if k.startswith("env.")}
     assert keys == (ENV_KWARGS - {"mode", "reward_scheme"}) | {"id", "kwargs"}
-    assert set(TrainConfig().env.env_keywords()) == ENV_KWARGS - {"mode", "reward_scheme"}
     assert isinstance(EnvConfig(), EnvOptions)
 
 

@@ -61,14 +61,17 @@ def test_eval_reports_how_often_the_adapters_standalone_answers_differ():
 
 
 def test_a_run_trained_on_redacted_summaries_is_evaluated_with_them() -> None:
-    """A run's ``env.redact_answer`` (or ``env.exchange``) picks the channel its cascades read."""
+    """A run's ``env.exchange`` picks the channel its cascades read (an old folder's
+    ``env.redact_answer`` is read as ``redacted``: :mod:`agon_env.upgrade`)."""
+    from agon_env.algorithms.validation import resolve
     from agon_env.config import from_dict
-    from agon_env.evaluation.runs import exchange_of
+    from agon_env.upgrade import upgrade_config
 
-    assert exchange_of(from_dict({"env.redact_answer": True})) == "redacted"
-    assert exchange_of(from_dict({})) == "summary"
-    assert exchange_of(from_dict({"env.exchange": "trace"})) == "trace"
-    assert exchange_of(from_dict({"algo": "hidden-draft"})) == "summary"  # eval plays challenge mode
+    assert resolve(from_dict(upgrade_config({"env": {"redact_answer": True}}))).exchange == "redacted"
+    assert resolve(from_dict({})).exchange == "summary"
+    assert resolve(from_dict({"env.exchange": "trace"})).exchange == "trace"
+    hidden = resolve(from_dict({"algo": "hidden-draft"}))  # trains on none; its cascades read summaries
+    assert hidden.env.exchange == "none" and hidden.exchange == "summary"
     data = load_eval_data("agon/arith-v0", {"difficulty": 4}, problems=2, val_problems=0, seed=0)
     assert data.env("challenge", data.test, "redacted").unwrapped.channel.name == "redacted"
     assert data.env("challenge", data.test).unwrapped.channel.name == "summary"

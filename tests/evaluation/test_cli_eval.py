@@ -267,15 +267,16 @@ def test_runs_on_different_base_models_are_refused(tiny_run, tmp_path, capsys):
 
 
 def test_a_temperature_on_the_command_line_is_every_policys():
+    from agon_env.algorithms.validation import resolve
     from agon_env.config import from_dict
-    from agon_env.evaluation.runs import with_overrides
 
     cfg = from_dict({"sampling": {"temperature": 0.9}, "temperatures": {"agent_b": 1.5}})
-    kept = with_overrides(cfg, max_new_tokens=5, temperature=None)
-    assert kept.sampling_of("agent_b").temperature == 1.5 and kept.sampling_of("agent_a").temperature == 0.9
-    assert kept.sampling.max_new_tokens == 5
-    greedy = with_overrides(cfg, temperature=0.0)
-    assert greedy.sampling_of("agent_b").temperature == greedy.sampling_of("agent_a").temperature == 0.0
+    run = resolve(cfg)
+    kept = run.with_sampling(max_new_tokens=5, temperature=None)
+    assert kept.sampling["agent_b"].temperature == 1.5 and kept.sampling["agent_a"].temperature == 0.9
+    assert kept.sampling["base"].max_new_tokens == 5 and kept.config.sampling.max_new_tokens == 5
+    greedy = run.with_sampling(temperature=0.0)
+    assert greedy.sampling["agent_b"].temperature == greedy.sampling["agent_a"].temperature == 0.0
     assert cfg.temperatures == {"agent_b": 1.5} and cfg.sampling.temperature == 0.9  # the run's own untouched
 
 

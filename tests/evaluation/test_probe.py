@@ -123,7 +123,7 @@ def _run_folder(tmp_path, **env) -> str:
 def test_a_run_is_probed_through_its_own_task_and_channel(tmp_path) -> None:
     from agon_env.evaluation.probe_cli import ProbeConfig, probe_env
 
-    run = _run_folder(tmp_path, kwargs={"difficulty": 3}, redact_answer=True)
+    run = _run_folder(tmp_path, kwargs={"difficulty": 3}, exchange="redacted")
     assert probe_env(ProbeConfig(run=run)) == ("agon/arith-v0", {"difficulty": 3, "exchange": "redacted"})
     # The command's keywords win; another env drops the run's task keywords, not its channel.
     given = ProbeConfig(run=run, env_kwargs=["difficulty=2", "exchange=trace"])

@@ -94,6 +94,9 @@ class Task(Protocol):
         Must return a bool in bounded time and never raise on arbitrary model text. A verifier
         that cannot judge raises :class:`~agon_env.envs.tasks.errors.VerifierError` (or
         ``VerifierTimeout``) instead of returning False: the env scores it 0 and counts it.
+        A call that does not return within the task's ``score_timeout`` seconds (an optional
+        attribute; default :data:`agon_env.envs.scoring.SCORE_TIMEOUT_S`, None = no limit) is
+        abandoned and counted as a timeout (:mod:`agon_env.envs.scoring` says what that covers).
         """
         ...
 

@@ -1,0 +1,242 @@
+"""Experiment trackers, ``--report-to``: where a run's scalars, config and samples go besides the run folder.
+
+``metrics.jsonl`` and ``samples.jsonl`` are the record of truth and are always written
+(:class:`~agon_env.algorithms.run_log.MetricsLogger`); each tracker named in
+``TrainConfig.report_to`` gets the same thing as it happens, as TRL, verl and OpenRLHF runs
+report it: the resolved config once, then per step every finite scalar of ``metrics.jsonl``
+under the same name, at the same step, and a table of that step's samples.
+
+==============  ============================================================================
+name            where it goes
+==============  ============================================================================
+``tensorboard`` ``<run>/tb`` (the default): scalars, each sample as text, the config as text
+``wandb``       a Weights & Biases run named after the run folder, its files in ``<run>/wandb``
+                (project ``$WANDB_PROJECT``, else ``agon-env``; ``WANDB_MODE=offline`` keeps it local)
+``trackio``     a trackio run named after the run folder, in ``$TRACKIO_DIR`` (else the HF
+                cache; project ``$TRACKIO_PROJECT``, else ``agon-env``; ``trackio show`` reads it)
+``none``        no tracker: the run folder only
+==============  ============================================================================
+
+wandb and trackio are optional (``pip install 'agon-env[track]'``) and imported only when
+named; :func:`refusal` is the config check that turns a missing one away in one line before
+any model loads. A new tracker is one class with ``log`` and ``close`` and one row of
+:data:`TRACKERS`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from agon_env.errors import UserError
+from agon_env.run_folder import RunFolder
+from agon_env.vocabulary import CHALLENGER, DRAFTER
+
+NONE = "none"
+"""``--report-to none``: no tracker at all."""
+PROJECT = "agon-env"
+"""The wandb / trackio project when ``$WANDB_PROJECT`` / ``$TRACKIO_PROJECT`` is not set."""
+
+
+class TrackerError(UserError, RuntimeError):
+    """A tracker named in ``report_to`` could not start its run (e.g. wandb online without a login)."""
+
+
+class Tracker(Protocol):
+    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+        """One step: its finite scalars and its rendered samples (possibly none)."""
+
+    def close(self) -> None: ...
+
+
+SAMPLE_COLUMNS = (
+    "step",
+    "episode",
+    "problem",
+    "drafter",
+    "draft summary",
+    "draft answer",
+    "draft correct",
+    "draft reward",
+    "challenger",
+    "shown to challenger",
+    "challenge answer",
+    "challenge correct",
+    "challenge reward",
+)
+"""The samples table: one row per episode sampled, its draft and its challenge side by side."""
+
+
+def sample_rows(step: int, samples: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """The :data:`SAMPLE_COLUMNS` rows of one step's samples (turns of
+    :func:`~agon_env.algorithms.metrics.rendered_samples`), one per episode, in episode order;
+    a mode without a challenge leaves its columns empty."""
+    episodes: dict[Any, dict[str, Mapping[str, Any]]] = {}
+    for i, s in enumerate(samples):
+        episodes.setdefault(s.get("episode", f"turn {i}"), {})[str(s.get("role"))] = s
+    rows = []
+    for episode, turns in episodes.items():
+        d, c = turns.get(DRAFTER, {}), turns.get(CHALLENGER, {})
+        problem = d.get("problem", c.get("problem", ""))
+        rows.append(
+            [
+                step,
+                episode,
+                problem,
+                d.get("seat", ""),
+                d.get("summary") or "",
+                d.get("answer") or "",
+                d.get("correct", ""),
+                d.get("reward", ""),
+                c.get("seat", ""),
+                c.get("shown", ""),
+                c.get("answer") or "",
+                c.get("correct", ""),
+                c.get("reward", ""),
+            ]
+        )
+    return rows
+
+
+def finite_scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The metrics a tracker plots: the numbers of ``metrics.jsonl`` that are not null there."""
+    return {
+        k: v
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
+class TensorBoard:
+    """``<run>/tb``: scalars, each sample as markdown text (``samples/<role>``), the config."""
+
+    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(
+            str(RunFolder(run_dir).tensorboard), purge_step=start_step if start_step else None
+        )
+        if config:
+            self.writer.add_text("config", _yaml_block(config), start_step)
+
+    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+        for s in samples:
+            self.writer.add_text(f"samples/{s['role']}", _markdown(s), step)
+        for k, v in scalars.items():
+            self.writer.add_scalar(k, v, step)
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Wandb:
+    """A wandb run named after the run folder, writing under it (``<run>/wandb``)."""
+
+    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+        import wandb
+
+        self.wandb = wandb
+        self.run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", PROJECT),
+            name=Path(run_dir).name,
+            dir=str(run_dir),
+            config=dict(config),
+        )
+
+    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+        row: dict[str, Any] = dict(scalars)
+        if samples:
+            row["samples"] = self.wandb.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
+        self.run.log(row, step=step)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+class Trackio:
+    """A trackio run named after the run folder (its own system metrics off: only the run's)."""
+
+    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+        import trackio
+
+        self.trackio = trackio
+        trackio.init(
+            project=os.environ.get("TRACKIO_PROJECT", PROJECT),
+            name=Path(run_dir).name,
+            config=dict(config),
+            resume="allow" if start_step else "never",
+            auto_log_cpu=False,
+            auto_log_gpu=False,
+        )
+
+    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+        row: dict[str, Any] = dict(scalars)
+        if samples:
+            row["samples"] = self.trackio.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
+        self.trackio.log(row, step=step)
+
+    def close(self) -> None:
+        self.trackio.finish()
+
+
+TRACKERS: dict[str, Callable[[Path, Mapping[str, Any], int], Tracker]] = {
+    "tensorboard": TensorBoard,
+    "wandb": Wandb,
+    "trackio": Trackio,
+}
+"""``report_to`` name -> tracker, built as ``cls(run_dir, config, start_step)``."""
+PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
+"""The package each tracker needs installed."""
+
+
+def refusal(names: Sequence[str]) -> str | None:
+    """Why ``report_to`` cannot run, in one line, or None: an unknown name, ``none`` beside
+    another, or a tracker whose package is not installed (checked without importing it)."""
+    unknown = [n for n in names if n not in TRACKERS and n != NONE]
+    if unknown:
+        return f"unknown tracker {unknown[0]!r}: choose from {[*TRACKERS, NONE]}"
+    if NONE in names and len(names) > 1:
+        return f"{NONE!r} turns every tracker off; name it alone"
+    missing = [n for n in names if n != NONE and importlib.util.find_spec(PACKAGES[n]) is None]
+    if missing:
+        return (
+            f"{missing[0]} is not installed: pip install {PACKAGES[missing[0]]} "
+            "(or pip install 'agon-env[track]'), or leave it out of --report-to"
+        )
+    return None
+
+
+def open_trackers(
+    names: Sequence[str], run_dir: Path, config: Mapping[str, Any], start_step: int = 0
+) -> list[Tracker]:
+    """The trackers ``names`` asks for, each with its run started (``none``: no tracker)."""
+    opened: list[Tracker] = []
+    for name in dict.fromkeys(n for n in names if n != NONE):
+        try:
+            opened.append(TRACKERS[name](run_dir, config, start_step))
+        except Exception as exc:
+            for tracker in opened:
+                tracker.close()
+            raise TrackerError(
+                f"--report-to {name}: could not start its run ({' '.join(str(exc).split())})"
+            ) from exc
+    return opened
+
+
+def _markdown(sample: Mapping[str, Any]) -> str:
+    verdict = f"reward {sample['reward']:.2f}, correct {sample['correct']}, format {sample['format_ok']}"
+    # Four-space indentation keeps the texts verbatim in TensorBoard's markdown view.
+    block = "\n".join("    " + line for line in (sample["prompt"] + sample["completion"]).splitlines())
+    return f"**{sample['seat']}** as {sample['role']} ({verdict})\n\n{block}"
+
+
+def _yaml_block(config: Mapping[str, Any]) -> str:
+    import yaml
+
+    text = yaml.safe_dump(dict(config), sort_keys=False)
+    return "\n".join("    " + line for line in text.splitlines())

@@ -1,0 +1,169 @@
+"""A task's verifier (or code sandbox) as a TRL reward function, and its problems as a TRL dataset.
+
+The five lines a TRL user writes (docs/envs.md, "In TRL's GRPOTrainer")::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from agon_env.integrations.trl import dataset, reward_function
+
+    reward, train = reward_function("agon/gsm8k-v0"), dataset("agon/gsm8k-v0", split="train")
+    trainer = GRPOTrainer(model="HuggingFaceTB/SmolLM2-135M-Instruct", reward_funcs=reward,
+                          train_dataset=train, args=GRPOConfig(output_dir="out"))
+    trainer.train()
+
+:func:`reward_function` scores each completion as the env scores a draft, through the env's own
+code (:func:`agon_env.envs.format.parse_completion`, :func:`agon_env.envs.scoring.judge`,
+:func:`agon_env.envs.rewards.drafter_reward`): ``R = 2c + λφ``, with ``c`` the task's verdict on
+the ``<answer>`` block against the gold answer and ``φ`` the format (``<summary>`` then
+``<answer>``). TRL calls it as ``f(prompts=..., completions=..., **columns)``; the gold answer
+is the dataset's ``answer`` column (``meta`` and ``problem_id`` columns are used when present:
+some tasks check against the problem's ``meta``).
+
+A completion the task could not judge (``score`` raised, or its verifier timed out) is not
+scored as wrong: its reward is ``None``, which TRL treats as "no reward" (the completion gets
+no advantage and stays out of its group's baseline). Each such batch logs a warning with the
+counts, the first error of each kind is shown once (as in the env), TRL's ``log_metric`` gets
+``agon/score_errors`` and ``agon/score_timeouts`` per batch, and the function keeps running
+totals in :attr:`AgonReward.counts`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agon_env.envs.format import parse_completion
+from agon_env.envs.rewards import drafter_reward
+from agon_env.envs.scoring import judge
+from agon_env.envs.tasks.base import Problem
+from agon_env.registry import make, with_split
+
+__all__ = ["AgonReward", "dataset", "reward_function"]
+
+log = logging.getLogger(__name__)
+
+
+def _content(message: Mapping[str, Any]) -> str:
+    content = message.get("content", "")
+    if isinstance(content, str):
+        return content
+    # Multimodal content: a list of parts, of which the text parts count.
+    return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion as text: a string, or the assistant messages of a conversational one."""
+    if isinstance(completion, str):
+        return completion
+    return "".join(_content(m) for m in completion if m.get("role", "assistant") == "assistant")
+
+
+def prompt_text(prompt: Any) -> str:
+    """The problem a TRL prompt asks: a string, or its last user message."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [_content(m) for m in prompt if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+class AgonReward:
+    """``reward(prompts, completions, answer=[...], **columns) -> list[float | None]`` for
+    ``GRPOTrainer(reward_funcs=...)``, scoring with ``task`` and format weight ``lam``."""
+
+    def __init__(self, name: str, task: Any, lam: float) -> None:
+        self.__name__ = name  # TRL logs rewards/<name>/mean
+        self.task, self.lam = task, lam
+        self.counts: Counter[str] = Counter()
+        """Running totals: ``scored``, ``correct``, ``score_errors``, ``score_timeouts``."""
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        answer: Sequence[Any] | None = None,
+        meta: Sequence[Mapping[str, Any] | None] | None = None,
+        problem_id: Sequence[Any] | None = None,
+        log_metric: Any = None,
+        **_columns: Any,
+    ) -> list[float | None]:
+        if answer is None:
+            raise ValueError(
+                f"reward {self.__name__}: no answer column; TRL passes the dataset's columns as keywords, "
+                "so give the dataset an 'answer' column with each prompt's gold answer"
+            )
+        rewards: list[float | None] = []
+        batch: Counter[str] = Counter()
+        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+            ident = str(problem_id[i]) if problem_id is not None else f"trl/{i}"
+            problem = Problem(ident, prompt_text(prompt), answer[i], dict((meta[i] if meta else None) or {}))
+            text = completion_text(completion)
+            outcome, verdict = judge(self.task, problem, parse_completion(text), len(text))
+            unjudged = "score_timeouts" if verdict.timeout else "score_errors" if verdict.error else None
+            batch.update(
+                ["scored", *(["correct"] if outcome.correct else []), *([unjudged] if unjudged else [])]
+            )
+            rewards.append(None if unjudged else drafter_reward(outcome, self.lam))
+        self.counts.update(batch)
+        if batch["score_errors"] or batch["score_timeouts"]:
+            log.warning(
+                "reward %s: %d of %d answers not judged (%d score errors, %d timeouts): reward None, "
+                "not scored as wrong",
+                self.__name__,
+                batch["score_errors"] + batch["score_timeouts"],
+                batch["scored"],
+                batch["score_errors"],
+                batch["score_timeouts"],
+            )
+        if log_metric is not None:
+            for key in ("score_errors", "score_timeouts"):
+                log_metric(f"agon/{key}", float(batch[key]))
+        return rewards
+
+
+def reward_function(env_id: str, **kwargs: Any) -> AgonReward:
+    """The reward of ``env_id``'s task for TRL's ``GRPOTrainer``: ``2c + λφ`` per completion.
+
+    ``kwargs`` go to :func:`agon_env.make` as for the env (task keywords, and ``lam``, the
+    format weight, 0.5 by default); ``env_id`` may be ``module:id``.
+    """
+    env = make(env_id, **kwargs)
+    task = getattr(env.unwrapped, "task", None)
+    if task is None or not hasattr(task, "score"):
+        raise ValueError(f"{env_id} builds no task with a score() to reward with")
+    return AgonReward(env_id, task, float(env.unwrapped.lam))
+
+
+def dataset(
+    env_id: str,
+    split: str | None = "train",
+    limit: int | None = None,
+    family: str | None = None,
+    few_shot: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """``env_id``'s problems of ``split`` as a ``datasets.Dataset`` for TRL: ``prompt`` (chat
+    messages: the drafter's system prompt and worked examples of the task's prompt family, then
+    the problem), ``answer``, ``problem_id``, and ``meta`` when the task's problems carry it.
+
+    ``kwargs`` are task keywords (``agon_env.make``); a task built without splits ignores ``split``.
+    """
+    from datasets import Dataset
+
+    from agon_env.agents.prompts import observation_messages, prompts_for
+
+    task = make(env_id, **with_split(env_id, kwargs, split)).unwrapped.task
+    prompts = prompts_for(task, family, few_shot)
+    problems = [task[i] for i in range(len(task) if limit is None else min(limit, len(task)))]
+    rows = [
+        {
+            "prompt": observation_messages({"text": p.prompt, "role": 0}, prompts),
+            "answer": p.answer,
+            "problem_id": p.id,
+        }
+        for p in problems
+    ]
+    if any(p.meta for p in problems):
+        for row, p in zip(rows, problems, strict=True):
+            row["meta"] = p.meta
+    return Dataset.from_list(rows)
