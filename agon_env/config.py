@@ -170,6 +170,11 @@ class TrainConfig:
     The run then saves, plots and prints its summary as if ``steps`` had been reached.
     14: the default run ends within 15 minutes on 2 CPU cores, busy or not. The end-of-run
     held-out check counts against it: training stops early enough to leave it time."""
+    not_learning_steps: int = 5
+    """Warn when this many steps in a row update no adapter (every group dropped: its rollouts all
+    earned one reward), naming why, in the log, TensorBoard and under the summary (0 = never)."""
+    stop_if_not_learning: bool = False
+    """Stop the run at that warning (it saves its checkpoint first) instead of training on."""
     heldout_problems: int = 50
     """End-of-run held-out check: the untrained base and each trained adapter alone on this many
     test-split problems (disjoint by content from training), pass@1 with intervals in the summary
