@@ -189,7 +189,8 @@ class TrainConfig:
     threads: int = 0
     """torch CPU threads (0 = torch's default). 1 is fastest for tiny models on a busy machine."""
     imports: list[str] = field(default_factory=list)
-    """Modules to import first; they may register your own tasks or algorithms."""
+    """Modules to import first; they may register your own tasks or algorithms (importable from the
+    current folder or PYTHONPATH)."""
     temperatures: dict[str, float] = field(default_factory=dict)
     """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0.
     Applied in training, the held-out check and ``agon eval`` (:meth:`sampling_of`)."""
@@ -371,9 +372,16 @@ def preset_config(name: str) -> TrainConfig:
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         path = Path("configs") / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"--config {name}: no such preset; pass a .yaml path or one of {preset_names()}")
+        names = ", ".join(preset_names())
+        known = (
+            f"a .yaml path or a preset of ./configs: {names}"
+            if names
+            else "a .yaml path (./configs has none)"
+        )
+        raise ConfigError(f"--config {name}: no such preset; pass {known}")
+    data = read_yaml(path, "preset")  # its errors name the preset already
     try:
-        return from_dict(read_yaml(path, "preset"))
+        return from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"preset {path}: {exc}") from None
 

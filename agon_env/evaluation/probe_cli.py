@@ -59,7 +59,7 @@ class ProbeConfig:
     out: str = "probe.json"
     """Where the JSON result goes."""
     imports: list[str] = field(default_factory=list)
-    """Modules that register user tasks (the current folder is importable)."""
+    """Modules that register user tasks (importable from the current folder or PYTHONPATH)."""
 
 
 def _agent(cfg: ProbeConfig, task: Any) -> Any:
