@@ -327,7 +327,7 @@ def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "held-out check" in out and "minus base" in out and "end − start" in out
     result = json.loads((run / "heldout.json").read_text())
-    assert len(result["problem_ids"]) == 5 and result["disjoint"]["test_and_training"] == {"training pool": 0}
+    assert len(result["problem_ids"]) == 5 and result["disjoint"]["test_and_training"] == {"this run": 0}
     assert set(result["policies"]) == {"base", "agent_a", "agent_b"}
     assert all(len(p["outcomes"]) == 5 for p in result["policies"].values())
 
