@@ -245,7 +245,7 @@ BASE_ARGS = ["--model", "tiny", "--steps", "1", "--no-progress", "--threads", "1
         (["--model", "no/such-model"], "model no/such-model: cannot load model"),
         (["--env", "agon/nope-v0"], "unknown env id 'agon/nope-v0'. Did you mean"),
         (["--env.kwargs", "difficulty=9"], "difficulty must be one of 1, 2, 2.5, 3, 4, 5; got 9"),
-        (["--env.kwargs", "colour=9"], "unexpected keyword argument 'colour'"),
+        (["--env.kwargs", "colour=9"], "unknown keyword 'colour'. Task keywords: difficulty"),
         (["--env", "agon/math-v0", "--env.kwargs", "path=/no/such.jsonl"], "dataset file not found"),
         (["--algo", "agonn"], "unknown algorithm 'agonn'. Did you mean 'agon'"),
     ],
