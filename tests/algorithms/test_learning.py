@@ -9,8 +9,6 @@ import pytest
 from algo_helpers import TINY_CLI as TINY
 from algo_helpers import agon
 
-from agon_env.algorithms.learning import LearningWatch, idle_reason, updated
-
 
 def _step(dropped: float, fmt: float = 0.0, acc: float = 0.0, loss: float | None = None) -> dict:
     record = {
@@ -30,6 +28,8 @@ def _step(dropped: float, fmt: float = 0.0, acc: float = 0.0, loss: float | None
 
 
 def test_the_watch_warns_once_after_k_idle_steps_in_a_row() -> None:
+    from agon_env.algorithms.learning import LearningWatch
+
     watch = LearningWatch(after=3, batch_problems=4)
     assert [watch.update(_step(1.0)) for _ in range(2)] == [None, None]
     assert watch.update(_step(0.5, fmt=0.5, loss=0.1)) is None  # an update: the count starts again
@@ -54,6 +54,8 @@ def test_the_watch_warns_once_after_k_idle_steps_in_a_row() -> None:
     ],
 )
 def test_the_reason_is_what_the_completions_did(step: dict, said: str) -> None:
+    from agon_env.algorithms.learning import idle_reason, updated
+
     assert not updated(step)
     assert said in idle_reason([step, step], batch_problems=2)
 
