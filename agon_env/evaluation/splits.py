@@ -206,7 +206,7 @@ def check_heldout(
             fix = (
                 f"{data.env_id} takes no split=, so its problems are the training pool's: give its "
                 "constructor a split= argument (agon_env.envs.tasks.base.carve splits by content, "
-                f"docs/envs.md){anyway and anyway + ' to report on trained-on problems'}"
+                f"docs/envs.md){anyway + ' to report on trained-on problems' if override else ''}"
             )
         raise OverlapError("; ".join(problems) + ": " + fix)
     return found
