@@ -68,11 +68,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(command(rest) or 0)
 
 
-# Transitional (issue #37): agon_env/evaluation/probe_cli.py and agon_env/algorithms/cli_train.py
-# still import these three names from here. Once they import them from agon_env.command and
-# agon_env.errors, delete these two lines (tests/test_structure.py's strict xfails then fail).
-from agon_env.command import exit_code, user_error  # noqa: E402, F401
-from agon_env.errors import USER_ERRORS  # noqa: E402, F401
-
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,7 +23,8 @@ class CommandArgs:
     """The options every subcommand but ``train`` shares (``train`` has them in ``TrainConfig``)."""
 
     imports: list[str] = field(default_factory=list)
-    """Modules to import first, so the env ids they register exist (the current folder is importable)."""
+    """Modules to import first, so the env ids they register exist (importable from the current
+    folder or PYTHONPATH)."""
     debug: bool = False
     """Show tracebacks instead of one-line errors (also ``AGON_DEBUG=1``)."""
 

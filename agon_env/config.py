@@ -171,6 +171,11 @@ class TrainConfig:
     The run then saves, plots and prints its summary as if ``steps`` had been reached.
     14: the default run ends within 15 minutes on 2 CPU cores, busy or not. The end-of-run
     held-out check counts against it: training stops early enough to leave it time."""
+    not_learning_steps: int = 5
+    """Warn when this many steps in a row update no adapter (every group dropped: its rollouts all
+    earned one reward), naming why, in the log, TensorBoard and under the summary (0 = never)."""
+    stop_if_not_learning: bool = False
+    """Stop the run at that warning (it saves its checkpoint first) instead of training on."""
     heldout_problems: int = 50
     """End-of-run held-out check: the untrained base and each trained adapter alone on this many
     test-split problems (disjoint by content from training), pass@1 with intervals in the summary
@@ -189,7 +194,8 @@ class TrainConfig:
     threads: int = 0
     """torch CPU threads (0 = torch's default). 1 is fastest for tiny models on a busy machine."""
     imports: list[str] = field(default_factory=list)
-    """Modules to import first; they may register your own tasks or algorithms."""
+    """Modules to import first; they may register your own tasks or algorithms (importable from the
+    current folder or PYTHONPATH)."""
     temperatures: dict[str, float] = field(default_factory=dict)
     """Per-adapter sampling temperature overrides (e.g. ``agent_b=1.2``): rivals that differ from step 0.
     Applied in training, the held-out check and ``agon eval`` (:class:`~agon_env.resolved.ResolvedRun`'s
@@ -407,9 +413,16 @@ def preset_config(name: str) -> TrainConfig:
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         path = Path("configs") / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(f"--config {name}: no such preset; pass a .yaml path or one of {preset_names()}")
+        names = ", ".join(preset_names())
+        known = (
+            f"a .yaml path or a preset of ./configs: {names}"
+            if names
+            else "a .yaml path (./configs has none)"
+        )
+        raise ConfigError(f"--config {name}: no such preset; pass {known}")
+    data = read_yaml(path, "preset")  # its errors name the preset already
     try:
-        return from_dict(read_yaml(path, "preset"))
+        return from_dict(data)
     except ConfigError as exc:
         raise ConfigError(f"preset {path}: {exc}") from None
 

@@ -47,3 +47,18 @@ def test_marked_blocks_run(doc: Path, tmp_path: Path) -> None:
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
     )
     assert r.returncode == 0, f"{doc.name}'s marked blocks failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+
+
+@pytest.mark.parametrize(("cls", "env_id"), [("Primes", "me/primes-v0"), ("Adders", "me/adders-v0")])
+def test_the_example_tasks_train(cls: str, env_id: str, tmp_path: Path) -> None:
+    """docs/envs.md's example tasks, saved as a module, train with ``agon train --imports``."""
+    (block,) = [b for b in runnable_blocks((ROOT / "docs" / "envs.md").read_text()) if f"class {cls}" in b]
+    (tmp_path / "example_task.py").write_text(block)
+    tiny = ["--model", "tiny", "--steps", "1", "--batch-problems", "1", "--grpo.num-generations", "2"]
+    tiny += ["--sampling.max-new-tokens", "8", "--heldout-problems", "0", "--no-progress", "--threads", "1"]
+    r = subprocess.run(
+        [sys.executable, "-m", "agon_env.cli", "train", "--imports", "example_task", "--env", env_id, *tiny],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, f"{cls} does not train as shown:\n{r.stderr[-3000:]}"
+    assert (tmp_path / "runs" / "agon-seed0" / "metrics.jsonl").is_file()

@@ -90,22 +90,10 @@ def test_the_floor_loads_without_torch():
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-# The lead's files in issue #37: they still import exit_code / user_error / USER_ERRORS from
-# agon_env.cli. When they import them from agon_env.command and agon_env.errors, these strict
-# xfails fail: delete the marks and the two transitional lines at the end of agon_env/cli.py.
-_STILL_IMPORTING_CLI = ("agon_env.algorithms.cli_train", "agon_env.evaluation.probe_cli")
 COMMAND_MODULES = sorted({target.partition(":")[0] for target, _ in cli.COMMANDS.values()})
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="issue #37: the lead's file"))
-        if m in _STILL_IMPORTING_CLI
-        else m
-        for m in COMMAND_MODULES
-    ],
-)
+@pytest.mark.parametrize("module", COMMAND_MODULES)
 def test_no_command_module_imports_the_table_that_names_it(module):
     # agon_env.cli names its commands as strings, so the graph sees no edge from it to them:
     # an import back would be a cycle no other test here can find.

@@ -108,7 +108,7 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     path = Path(run_dir) / CHECKPOINT
     if not path.exists():
         raise RunFolderError(f"--resume: {run_dir} has no {CHECKPOINT} yet; start it again without --resume")
-    state = read_checkpoint(path)
+    state = read_checkpoint(path, needs=("step", "identity"))
     saved = RunIdentity(**{k: tuple(v) if isinstance(v, list) else v for k, v in state["identity"].items()})
     problem = identity.mismatch(saved)
     if problem:
@@ -116,8 +116,9 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     return state
 
 
-def read_checkpoint(path: Path) -> dict[str, Any]:
-    """The state in ``path``; one line naming the file and what to do when it cannot be read."""
+def read_checkpoint(path: Path, needs: tuple[str, ...] = ("step",)) -> dict[str, Any]:
+    """The state in ``path``, holding ``needs``; one line naming the file and what to do when it
+    cannot be read."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except OSError as exc:
@@ -130,7 +131,7 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
             "it was cut short or overwritten outside agon train. Restore it from a copy, or start the run "
             "again under a new --out-dir"
         ) from None
-    if not isinstance(state, dict) or not {"step", "identity"} <= state.keys():
+    if not isinstance(state, dict) or not set(needs) <= state.keys():
         raise RunFolderError(
             f"{path} holds no agon train checkpoint; restore it from a copy, or start the run again "
             "under a new --out-dir"

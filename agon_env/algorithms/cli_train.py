@@ -184,7 +184,7 @@ def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
 
 
 def run_train(argv: Sequence[str]) -> int:
-    from agon_env.cli import exit_code
+    from agon_env.command import exit_code
 
     try:
         run, print_config = parse_train_args(argv)

@@ -19,6 +19,7 @@ from agon_env.agents.prompts import role_prompts
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.distributed import DistContext
+from agon_env.algorithms.learning import LearningWatch
 from agon_env.algorithms.resume import check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
@@ -111,6 +112,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         else None
     )
     step_times: list[float] = []
+    watch = LearningWatch(cfg.not_learning_steps, cfg.batch_problems)
     check = _heldout_check(cfg, trainer, run_dir) if ctx.is_main and cfg.heldout_problems else None
     # With a budget the base's half of the held-out check runs first: its time is the reserve.
     skipped = check.measure_base() if check is not None and cfg.time_budget_min else None
@@ -130,8 +132,16 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             step_times.append(metrics[M.TIME_STEP])
             if logger is not None:
                 logger.log(step, metrics, trainer.samples)
-            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps):
+            warning = watch.update(metrics)  # the metrics are every rank's: all ranks agree
+            if warning and logger is not None:
+                logger.warn(step, warning)
+            stop = bool(warning) and cfg.stop_if_not_learning
+            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps or stop):
                 trainer.save(run_dir)
+            if stop:
+                if ctx.is_main:
+                    print(f"agon train: stopping at step {trainer.step}/{cfg.steps}: not learning")
+                break
     finally:
         if logger is not None:
             logger.close()
@@ -139,7 +149,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         for name in trainer.plugin.adapters:
             trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)
-        print_summary(run_dir)
+        print_summary(run_dir, notes=[watch.warning] if watch.warning else [])
         if skipped:
             print(f"agon train: held-out check skipped: {skipped}")
         elif check is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import mean
@@ -75,6 +76,18 @@ class MetricsLogger:
             shown = {k: metrics[k] for k in _BAR_KEYS if k in metrics}
             self.bar.set_postfix({k.split("/")[-1] if "/" in k else k: f"{v:.2f}" for k, v in shown.items()})
             self.bar.update(1)
+
+    def warn(self, step: int, text: str) -> None:
+        """A loud warning about the run (it is not learning) after the step logged as ``step``:
+        on stderr (the run's log) and in TensorBoard's text tab."""
+        message = f"agon train: WARNING after step {step + 1}: {text}"
+        if self.bar is not None:
+            self.bar.write(message, file=sys.stderr)
+        else:
+            print(message, file=sys.stderr, flush=True)
+        if self.tb is not None:
+            self.tb.add_text("warnings", f"**step {step}**: {text}", step)
+            self.tb.flush()
 
     def close(self) -> None:
         if self.bar is not None:
@@ -162,8 +175,9 @@ def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[s
     return rows
 
 
-def print_summary(run_dir: Path, window: int | None = None) -> None:
-    """Start vs end of the run; ``window`` steps are averaged at each end.
+def print_summary(run_dir: Path, window: int | None = None, notes: Sequence[str] = ()) -> None:
+    """Start vs end of the run; ``window`` steps are averaged at each end; ``notes`` (a warning
+    such as "not learning") are the table's caption, in bold, so it cannot be read without them.
 
     The default window is a quarter of the run (at least 3 steps): on small per-step
     batches a single step's rates move by ±0.15 from sampling noise alone, and the change
@@ -176,7 +190,12 @@ def print_summary(run_dir: Path, window: int | None = None) -> None:
     if not records:
         return
     n = min(window or max(3, len(records) // 4), max(1, len(records) // 2))
-    table = Table(title=f"{run_dir}: {len(records)} steps (mean of first / last {n})")
+    table = Table(
+        title=f"{run_dir}: {len(records)} steps (mean of first / last {n})",
+        caption="\n".join(f"WARNING: {note}" for note in notes) or None,
+        caption_style="bold red",
+        caption_justify="left",
+    )
     table.add_column("metric")
     table.add_column("start", justify="right")
     table.add_column("end", justify="right")

@@ -49,6 +49,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("save_every", lambda v: v >= 1, at_least_1),
         need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
+        need("not_learning_steps", lambda v: v >= 0, "use 0 (never warn) or a step count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
         need("report_to", lambda v: refusal(v) is None, str(refusal(c.report_to))),

@@ -156,7 +156,10 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
         "solve": rate([o.draft_correct for o in outcomes], confidence).to_dict(),
         "keep": {**keep.to_dict(), "of": "right drafts the reader kept right"},
         "fix": {**fix.to_dict(), "of": "wrong drafts the reader turned right"},
-        "reject": {**reject.to_dict(), "of": "wrong drafts whose answer the reader changed"},
+        "reject": {
+            **reject.to_dict(),
+            "of": "wrong drafts whose answer the reader changed (a missing answer counts as a change)",
+        },
         "balanced_verify": None if k is None or f is None else (k + f) / 2,
         "two_stage": two_stage,
         "gap": gap.to_dict(),
@@ -203,7 +206,7 @@ def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         row("solve (pass@1)", result["solve"]),
         row("keep (right draft stays right)", result["keep"]),
         row("fix (wrong draft made right)", result["fix"]),
-        row("reject (wrong draft's answer changed)", result["reject"]),
+        row("reject (wrong draft's answer changed; no answer counts)", result["reject"]),
         ("two-stage (draft, then reader)", _pct(result["two_stage"]), "–"),
         (
             "gap: two-stage − solve (paired)",

@@ -59,7 +59,7 @@ class ProbeConfig:
     out: str = "probe.json"
     """Where the JSON result goes."""
     imports: list[str] = field(default_factory=list)
-    """Modules that register user tasks (the current folder is importable)."""
+    """Modules that register user tasks (importable from the current folder or PYTHONPATH)."""
 
 
 def _agent(cfg: ProbeConfig, task: Any) -> Any:
@@ -182,7 +182,8 @@ def print_probe(result: dict[str, Any]) -> None:
 
 def run_probe_cli(argv: list[str]) -> int:
     """``agon probe ARGV``."""
-    from agon_env.cli import USER_ERRORS, exit_code, user_error
+    from agon_env.command import exit_code, user_error
+    from agon_env.errors import USER_ERRORS
 
     try:
         cfg = tyro.cli(ProbeConfig, args=list(argv), prog="agon probe", description=__doc__.splitlines()[0])

@@ -155,7 +155,10 @@ def load_eval_data(
 
 
 def check_heldout(
-    data: EvalData, training_pools: Sequence[tuple[str, Task]] = (), allow_overlap: bool = False
+    data: EvalData,
+    training_pools: Sequence[tuple[str, Task]] = (),
+    allow_overlap: bool = False,
+    override: str | None = "--allow-overlap",
 ) -> dict[str, Any]:
     """Verify test ∩ validation = ∅ and that neither test nor validation meets any run's
     training pool, by normalised prompt.
@@ -163,7 +166,8 @@ def check_heldout(
     Validation counts too: the cascade direction is picked on it, and a pick made on
     problems the adapters trained on favours the one that memorised more.
 
-    Raises :class:`OverlapError` with the count and an example unless ``allow_overlap``;
+    Raises :class:`OverlapError` with the count, an example and the fix (naming the command's
+    ``override`` flag, if it has one) unless ``allow_overlap``;
     either way records what it found in ``data.check`` (the report prints it):
     ``test_and_validation`` (a count), ``test_and_training`` and ``validation_and_training``
     (counts per pool label).
@@ -196,13 +200,14 @@ def check_heldout(
                 )
     data.check = found
     if problems and not allow_overlap:
+        anyway = f" or pass {override}" if override else ""
         if takes_split(data.env_id):
-            fix = "evaluate on held-out problems (--split test) or pass --allow-overlap"
+            fix = f"evaluate on held-out problems (--split test){anyway}"
         else:  # --split cannot help: the task has one list, which the run trained on
             fix = (
                 f"{data.env_id} takes no split=, so its problems are the training pool's: give its "
                 "constructor a split= argument (agon_env.envs.tasks.base.carve splits by content, "
-                "docs/envs.md) or pass --allow-overlap to report on trained-on problems"
+                f"docs/envs.md){anyway + ' to report on trained-on problems' if override else ''}"
             )
         raise OverlapError("; ".join(problems) + ": " + fix)
     return found

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from agon_env.agents.scripted import ScriptedAgent
@@ -67,3 +71,19 @@ def tiny_config(tmp_path: Any, **updates: Any) -> Any:
         "threads": 1,
     }
     return load_config(None, {**base, **updates})
+
+
+HERE = Path(__file__).parent
+TINY_CLI = [  # the smallest `agon train` run: flags for a CLI test
+    "--model", "tiny", "--batch-problems", "1", "--grpo.num-generations", "2",
+    "--sampling.max-new-tokens", "8", "--heldout-problems", "0", "--no-progress", "--threads", "1",
+]  # fmt: skip
+
+
+def agon(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m agon_env.cli ARGS`` with this folder's test envs importable."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run(
+        [sys.executable, "-m", "agon_env.cli", *args],
+        env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip

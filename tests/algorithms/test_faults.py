@@ -5,26 +5,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-HERE = Path(__file__).parent
-TINY = [
-    "--model", "tiny", "--batch-problems", "1", "--grpo.num-generations", "2",
-    "--sampling.max-new-tokens", "8", "--heldout-problems", "0", "--no-progress", "--threads", "1",
-]  # fmt: skip
-
-
-def agon(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m agon_env.cli ARGS`` with this folder's test envs importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run(
-        [sys.executable, "-m", "agon_env.cli", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+from algo_helpers import TINY_CLI as TINY
+from algo_helpers import agon
 
 
 def test_agon_train_returns_and_reports_a_score_that_never_returns(tmp_path: Path) -> None:

@@ -248,7 +248,7 @@ BASE_ARGS = ["--model", "tiny", "--steps", "1", "--no-progress", "--threads", "1
         (["--model", "no/such-model"], "model no/such-model: cannot load model"),
         (["--env", "agon/nope-v0"], "unknown env id 'agon/nope-v0'. Did you mean"),
         (["--env.kwargs", "difficulty=9"], "difficulty must be one of 1, 2, 2.5, 3, 4, 5; got 9"),
-        (["--env.kwargs", "colour=9"], "unexpected keyword argument 'colour'"),
+        (["--env.kwargs", "colour=9"], "unknown keyword 'colour'. Task keywords: difficulty"),
         (["--env", "agon/math-v0", "--env.kwargs", "path=/no/such.jsonl"], "dataset file not found"),
         (["--algo", "agonn"], "unknown algorithm 'agonn'. Did you mean 'agon'"),
     ],
@@ -330,7 +330,7 @@ def test_the_run_ends_with_a_held_out_check(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "held-out check" in out and "minus base" in out and "end − start" in out
     result = json.loads((run / "heldout.json").read_text())
-    assert len(result["problem_ids"]) == 5 and result["disjoint"]["test_and_training"] == {"training pool": 0}
+    assert len(result["problem_ids"]) == 5 and result["disjoint"]["test_and_training"] == {"this run": 0}
     assert set(result["policies"]) == {"base", "agent_a", "agent_b"}
     assert all(len(p["outcomes"]) == 5 for p in result["policies"].values())
 

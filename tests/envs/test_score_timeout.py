@@ -11,7 +11,6 @@ import pytest
 
 import agon_env
 from agon_env.conformance import check_env
-from agon_env.envs.scoring import SCORE_TIMEOUT_S, score_answer, score_limit
 from agon_env.envs.tasks.arith import ArithTask
 from agon_env.envs.tasks.base import ListTask, Problem
 
@@ -119,6 +118,8 @@ def test_evaluation_returns_and_counts_the_timeouts() -> None:
 
 
 def test_the_limit_is_the_tasks_setting_with_a_documented_default() -> None:
+    from agon_env.envs.scoring import SCORE_TIMEOUT_S, score_answer, score_limit
+
     class Plain(ListTask):
         def score(self, problem: Problem, answer: str) -> bool:
             return threading.current_thread() is threading.main_thread()

@@ -26,7 +26,7 @@ def test_base_and_adapters_on_held_out_problems_with_paired_differences(tmp_path
     train = {normalize_prompt(ArithTask(2, split="train")[i].prompt) for i in range(3000)}
     test = ArithTask(2, split="test")
     assert not {normalize_prompt(test[int(i.split("-")[1])].prompt) for i in ids} & train
-    assert result["disjoint"]["test_and_training"] == {"training pool": 0}
+    assert result["disjoint"]["test_and_training"] == {"this run": 0}
     rows = result["policies"]
     expected_base = [int(hashed("base", 2)(test[int(i.split("-")[1])].prompt)) for i in ids]
     assert rows["base"]["outcomes"] == expected_base  # one sample per problem, in id order

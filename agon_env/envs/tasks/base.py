@@ -10,6 +10,7 @@ Tasks never import a model. Only code tasks touch the sandbox.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -44,10 +45,37 @@ def check_split(split: str | None) -> None:
         raise ValueError(f"split must be one of {list(SPLITS)} (or None for every problem), got {split!r}")
 
 
+SPLIT_NEEDS = {"train": 1, "validation": 1, "test": 10}
+"""What each split needs at least: training draws from ``train``; ``agon eval`` picks cascade
+directions on ``validation``; the end-of-run held-out check says nothing on fewer than 10 ``test``
+problems (:data:`agon_env.algorithms.run.MIN_HELDOUT`). At :func:`content_split`'s 70 / 10 / 20 %
+that is about 50 distinct problems in all."""
+
+
 def carve(problems: Iterable[Problem], split: str | None) -> list[Problem]:
-    """The problems of ``split`` by :func:`content_split`; ``None`` keeps them all."""
+    """The problems of ``split`` by :func:`content_split`; ``None`` keeps them all.
+
+    An empty split is refused and a 1-problem split warned about, naming the split, how many
+    problems each split got and how many each needs (:data:`SPLIT_NEEDS`): a handful of problems
+    puts them all in ``train`` by chance, and the error would otherwise surface later as "a task
+    needs at least one problem" with no word of which split was empty.
+    """
     check_split(split)
-    return [p for p in problems if split is None or content_split(p.prompt) == split]
+    problems = list(problems)
+    chosen = [p for p in problems if split is None or content_split(p.prompt) == split]
+    if split is not None and len(chosen) < 2:
+        got = {s: sum(content_split(p.prompt) == s for p in problems) for s in SPLITS}
+        text = (
+            f"carve: split {split!r} has {len(chosen)} of {len(problems)} problems (train / validation / "
+            f"test: {got['train']} / {got['validation']} / {got['test']}); content_split sends about "
+            f"70 / 10 / 20 % of problems to them by a hash of their text, and training needs at least "
+            f"{SPLIT_NEEDS['train']} train problem, agon eval {SPLIT_NEEDS['validation']} validation "
+            f"problem, the held-out check {SPLIT_NEEDS['test']} test problems: give about 50 problems or more"
+        )
+        if not chosen:
+            raise ValueError(text)
+        warnings.warn(text, stacklevel=2)
+    return chosen
 
 
 def shared_prompts(pool: Task, heldout: Task) -> list[str]:
@@ -111,7 +139,10 @@ class ListTask:
 
     def __init__(self, problems: Sequence[Problem], name: str | None = None) -> None:
         if len(problems) == 0:
-            raise ValueError("a task needs at least one problem; got an empty list")
+            raise ValueError(
+                "a task needs at least one problem; got an empty list (an empty split? "
+                "agon_env.envs.tasks.base.carve says how many problems each split needs)"
+            )
         self.problems = list(problems)
         if name is not None:
             self.name = name
