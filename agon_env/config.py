@@ -431,15 +431,24 @@ def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = Non
     """``TrainConfig()`` or ``preset``, then ``overrides`` (nested or dotted keys); not yet
     validated (:func:`agon_env.algorithms.validation.load_config` is this, checked).
 
-    Changing ``env.id`` away from the preset's drops the preset's ``env.kwargs`` unless
-    ``overrides`` sets them too: those belong to the preset's task.
+    ``env.kwargs`` go on top of the preset's as :func:`task_kwargs` says.
     """
     base = preset_config(preset) if preset else TrainConfig()
     updates = _nest(overrides or {})
-    env = updates.get("env", {})
-    if isinstance(env, Mapping) and env.get("id", base.env.id) != base.env.id and "kwargs" not in env:
-        base.env.kwargs = {}
+    env = updates.get("env")
+    if isinstance(env, dict) and isinstance(env.get("kwargs", {}), Mapping):
+        env["kwargs"] = task_kwargs(base.env, env.get("id", base.env.id), env.get("kwargs"))
     return from_dict(updates, base)
+
+
+def task_kwargs(base: EnvConfig, env_id: str, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The task keywords of a run on ``env_id`` when ``given`` (``None``: none given) goes on top
+    of ``base``: on the base's own task they update its keywords (a local path keeps its
+    filters); another task drops them, since they belong to the base's. The one rule for
+    presets and overrides (:func:`compose`) and ``agon train``'s flags alike."""
+    if env_id != base.id:
+        return dict(given or {})
+    return {**base.kwargs, **(given or {})}
 
 
 def import_user_modules(names: Iterable[str]) -> None:

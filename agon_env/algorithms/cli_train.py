@@ -33,6 +33,7 @@ from agon_env.config import (
     parse_assignments,
     preset_config,
     preset_names,
+    task_kwargs,
     to_dict,
 )
 from agon_env.errors import UserError
@@ -173,11 +174,7 @@ def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
             base = stored
             cfg = parse(base)
     kwargs_given = any(a.partition("=")[0] == "--env.kwargs" for a in args)
-    if cfg.env.id != base.env.id:
-        if not kwargs_given:
-            cfg.env.kwargs = {}  # the preset's task kwargs belong to the preset's task
-    elif kwargs_given:  # KEY=VALUE pairs update the preset's (a local path keeps its filters)
-        cfg.env.kwargs = {**base.env.kwargs, **cfg.env.kwargs}
+    cfg.env.kwargs = task_kwargs(base.env, cfg.env.id, cfg.env.kwargs if kwargs_given else None)
     cfg.temperatures = {**base.temperatures, **cfg.temperatures}
     cfg.model.chat_template_kwargs = {**base.model.chat_template_kwargs, **cfg.model.chat_template_kwargs}
     return resolve(cfg), print_config

@@ -192,4 +192,12 @@ def _heldout_check(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:
         )
 
     adapters = tuple(trainer.plugin.adapters)
-    return TrainedRunCheck(run_dir, cfg.env.id, cfg.env.kwargs, agent, adapters, cfg.heldout_problems)
+    return TrainedRunCheck(
+        run_dir,
+        cfg.env.id,
+        cfg.env.kwargs,
+        agent,
+        adapters,
+        cfg.heldout_problems,
+        env_options=trainer.run.reader_options(),
+    )

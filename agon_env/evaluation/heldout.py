@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +51,17 @@ class NoHeldout(UserError, ValueError):
     """The run's env has no held-out problems to check on (not a task, or test ∩ training ≠ ∅)."""
 
 
-def heldout_policies(label: str, base_agent: Any, adapters: Mapping[str, Any]) -> Policies:
-    """The base and the run's adapter agents, named for the sample streams of the evaluator."""
+def heldout_policies(
+    label: str, base_agent: Any, adapters: Mapping[str, Any], env_options: Mapping[str, Any] | None = None
+) -> Policies:
+    """The base and the run's adapter agents, named for the sample streams of the evaluator, in
+    the env the run trained in (``env_options``: its keywords, ``ResolvedRun.reader_options``)."""
     return Policies(
         label=label,
         base=base_agent,
         adapters=dict(adapters),
         identities={BASE: f"{label}:base", **{n: f"{label}:{n}" for n in adapters}},
+        env_options=dict(env_options or {}),
     )
 
 
@@ -202,10 +206,12 @@ class TrainedRunCheck:
     """Test problems planned (:meth:`finish` may be told fewer)."""
     base: BaseCheck | None = None
     """The base's half, once :meth:`measure_base` ran."""
+    env_options: Mapping[str, Any] = field(default_factory=dict)
+    """The run's env keywords (``ResolvedRun.reader_options``): the check plays the run's env."""
 
     def policies(self) -> Policies:
         agents = {n: self.agent(n, n) for n in self.adapters}
-        return heldout_policies(str(self.run_dir), self.agent(BASE, REFERENCE), agents)
+        return heldout_policies(str(self.run_dir), self.agent(BASE, REFERENCE), agents, self.env_options)
 
     def measure_base(self) -> str | None:
         """Sample the base's half now; why there is no check (one line), or None."""
