@@ -6,7 +6,7 @@ import pytest
 
 from agon_env.agents import HFBackend, LLMAgent
 from agon_env.agents.adapters import LoraSpec, SharedBase
-from agon_env.agents.latent_spans import LatentConfig
+from agon_env.options import LatentConfig
 from agon_env.agents.protocol import SamplingParams
 from agon_env.evaluation.evaluate import Evaluator
 from agon_env.evaluation.methods import DEFAULT_METHODS, METHODS, Policies, plan_methods
