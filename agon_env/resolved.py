@@ -175,7 +175,9 @@ def from_record(cfg: TrainConfig, record: Mapping[str, Any]) -> ResolvedRun:
             dtype=str(record.get("dtype", "float32")),
         )
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"not a resolved run ({exc}); rewrite it by resuming the run") from None
+        raise ConfigError(
+            f"not a resolved run ({exc}); delete it to read the run from its config.yaml alone"
+        ) from None
 
 
 def _typed(cls: type, key: str, value: Any) -> Any:

@@ -231,12 +231,3 @@ def plot(run_dir: Path) -> Path | None:
         if keys:
             ax.legend(fontsize=8)
     return save(fig, RunFolder(run_dir).curves)
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
-    import resource  # POSIX only: imported here so the module still imports elsewhere
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (2**20 if sys.platform == "darwin" else 2**10)

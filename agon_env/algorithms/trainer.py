@@ -49,7 +49,6 @@ from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
 from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
 from agon_env.algorithms.rollout_correction import OnPolicyError
-from agon_env.algorithms.run_log import peak_rss_mb
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.update import StreamBatch, Update, sampled_temperature
@@ -61,6 +60,15 @@ from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 __all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far, MiB (Linux reports KiB, macOS bytes)."""
+    import resource  # POSIX only: imported here so the module still imports elsewhere
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
 def _rate_at_step(scheduler: Any) -> None:
