@@ -79,15 +79,14 @@ class MetricsLogger:
 
     def warn(self, step: int, text: str) -> None:
         """A loud warning about the run (it is not learning) after the step logged as ``step``:
-        on stderr (the run's log) and in TensorBoard's text tab."""
+        on stderr (the run's log) and in each tracker that shows text (TensorBoard's text tab)."""
         message = f"agon train: WARNING after step {step + 1}: {text}"
         if self.bar is not None:
             self.bar.write(message, file=sys.stderr)
         else:
             print(message, file=sys.stderr, flush=True)
-        if self.tb is not None:
-            self.tb.add_text("warnings", f"**step {step}**: {text}", step)
-            self.tb.flush()
+        for tracker in self.trackers:
+            tracker.warn(step, text)
 
     def close(self) -> None:
         if self.bar is not None:

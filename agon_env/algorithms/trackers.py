@@ -50,6 +50,9 @@ class Tracker(Protocol):
     def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
         """One step: its finite scalars and its rendered samples (possibly none)."""
 
+    def warn(self, step: int, text: str) -> None:
+        """A warning about the run (it is not learning), where the tracker shows text."""
+
     def close(self) -> None: ...
 
 
@@ -130,6 +133,10 @@ class TensorBoard:
             self.writer.add_scalar(k, v, step)
         self.writer.flush()
 
+    def warn(self, step: int, text: str) -> None:
+        self.writer.add_text("warnings", f"**step {step}**: {text}", step)
+        self.writer.flush()
+
     def close(self) -> None:
         self.writer.close()
 
@@ -153,6 +160,9 @@ class Wandb:
         if samples:
             row["samples"] = self.wandb.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
         self.run.log(row, step=step)
+
+    def warn(self, step: int, text: str) -> None:
+        self.run.summary["warning"] = f"step {step}: {text}"  # shown on the run's overview
 
     def close(self) -> None:
         self.run.finish()
@@ -179,6 +189,9 @@ class Trackio:
         if samples:
             row["samples"] = self.trackio.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
         self.trackio.log(row, step=step)
+
+    def warn(self, step: int, text: str) -> None:
+        """trackio logs numbers and tables only: the warning stays on stderr and in the summary."""
 
     def close(self) -> None:
         self.trackio.finish()
