@@ -41,8 +41,8 @@ def build_env(run: ResolvedRun) -> TaskEnv:
     """The training env: the task's ``train`` split, refused if it shares a prompt with the test split."""
     import agon_env.registry
 
-    kwargs = agon_env.registry.with_split(run.env_id, run.task_kwargs, "train")
     try:
+        kwargs = agon_env.registry.with_split(run.env_id, run.task_kwargs, "train")
         env = agon_env.make(run.env_id, **run.env_keywords(), **kwargs)
         check_training_pool(run.env_id, run.task_kwargs, env.task)
     except USER_ERRORS as exc:

@@ -34,7 +34,7 @@ def test_each_channel_changes_only_what_the_challenger_reads(algo, exchange):
         answer = DRAFTS[i].split("<answer>")[1].split("</answer>")[0]
         assert (summary in obs["text"]) == CHANNELS[exchange].text
         assert answer not in obs["text"]
-        if CHANNELS[exchange].latent:  # a hex digest, whose digits are no answer
+        if CHANNELS[exchange].cache:  # a hex digest, whose digits are no answer
             assert obs["draft"] == draft_handle(PROBLEMS[i // 2]["question"], DRAFTS[i])
         else:
             assert answer not in obs["draft"]

@@ -120,9 +120,9 @@ def test_update_changes_only_its_adapter(tmp_path, role, adapter, other):
     own_before = [p.detach().clone() for p in tr.base.parameters(adapter)]
     batch = rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a")
     batch = with_rewards(batch, role, [float(i % 2) for i in range(8)])  # every group has variance
-    sb, keep = tr._stream(batch, role, adapter)
+    sb, keep = tr.update.stream(batch, role)
     assert keep.all()
-    stats = tr._update(adapter, [sb])
+    stats = tr.update.apply(adapter, [sb], tr.optimizers[adapter], step=tr.step)
     assert stats[f"ratio_mean/{adapter}"] == pytest.approx(1.0, abs=1e-4)  # sampler and trainer agree
     assert any(not torch.equal(a, p) for a, p in zip(own_before, tr.base.parameters(adapter), strict=True))
     assert all(torch.equal(b, p) for b, p in zip(other_before, tr.base.parameters(other), strict=True))
@@ -133,11 +133,11 @@ def test_update_changes_only_its_adapter(tmp_path, role, adapter, other):
 def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
     tr = Trainer.build(_cfg(tmp_path))
     batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
-    sb, _ = tr._stream(batch, "drafter", "agent_a")
+    sb, _ = tr.update.stream(batch, "drafter")
     sb.turns[0].completion.logprobs[0] = float("nan")
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
     with pytest.warns(RuntimeWarning, match="update skipped"):
-        tr._update("agent_a", [sb])
+        tr.update.apply("agent_a", [sb], tr.optimizers["agent_a"], step=tr.step)
     assert tr.counters["nan_skipped"] == 1
     assert all(torch.equal(b, p) for b, p in zip(before, tr.base.parameters("agent_a"), strict=True))
 
@@ -300,8 +300,8 @@ def test_checkpointing_and_token_sized_micro_batches_do_not_change_the_update(tm
         tr = Trainer.build(_cfg(tmp_path, **kw))
         assert tr.base.model.is_gradient_checkpointing == bool(kw.get("model.gradient_checkpointing"))
         batch = with_rewards(rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a"), "drafter", [0, 1] * 4)
-        sb, _ = tr._stream(batch, "drafter", "agent_a")
-        stats = tr._update("agent_a", [sb])
+        sb, _ = tr.update.stream(batch, "drafter")
+        stats = tr.update.apply("agent_a", [sb], tr.optimizers["agent_a"], step=tr.step)
         return stats["loss/agent_a"], [p.detach().clone() for p in tr.base.parameters("agent_a")]
 
     loss, params = grad_after_one_stream()

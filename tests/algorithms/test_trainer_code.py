@@ -10,8 +10,7 @@ import pytest
 import agon_env
 from agon_env.algorithms.builders import SetupError, build_env
 from agon_env.algorithms.cli_train import main
-from agon_env.algorithms.registry import get_algorithm
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 from agon_env.envs.tasks.base import ListTask, Problem, content_split
 from agon_env.envs.tasks.data import local_file
 from agon_env.envs.tasks.fixtures import MBPP_FIXTURE_IDS, write_mbpp_fixture
@@ -39,7 +38,7 @@ def test_agon_step_on_mbpp_with_the_tiny_model(tmp_path):
 
 def _pool(env_id, **kwargs):
     cfg = load_config(None, {"model.name": "no/such-model", "env.id": env_id, "env.kwargs": kwargs})
-    return build_env(cfg, get_algorithm("agon")).task
+    return build_env(resolve(cfg)).task
 
 
 def test_the_training_pool_is_the_train_split(tmp_path):

@@ -35,8 +35,8 @@ def test_smollm2_update_starts_at_ratio_one(tmp_path):
     # Force variance: this checks the update, not the model's skill.
     batch = with_rewards(batch, "drafter", [0.0, 1.0])
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
-    sb, _ = tr._stream(batch, "drafter", "agent_a")
-    stats = tr._update("agent_a", [sb])
+    sb, _ = tr.update.stream(batch, "drafter")
+    stats = tr.update.apply("agent_a", [sb], tr.optimizers["agent_a"], step=tr.step)
     # few-shot prompts of ~170 tokens, fp32: sampler (KV cache) and trainer (one forward) agree
     assert stats["ratio_mean/agent_a"] == pytest.approx(1.0, abs=1e-3)
     assert stats["clip_frac/agent_a"] == 0.0

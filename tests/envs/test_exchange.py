@@ -65,7 +65,7 @@ def test_the_default_channel_is_the_summary_and_old_names_are_unknown():
     assert _challenger_obs()[0].channel.name == "summary"
     with pytest.raises(ValueError, match="unknown exchange"):
         agon_env.make("agon/arith-v0", exchange="telepathy")
-    with pytest.raises(ValueError, match="unknown mode 'hidden'"):  # exchange="none" replaced it
+    with pytest.raises(ValueError, match="mode = 'hidden': unknown mode"):  # exchange="none" replaced it
         agon_env.make("agon/arith-v0", mode="hidden")
     with pytest.raises(TypeError, match="redact_answer"):  # exchange="redacted" replaced it
         agon_env.make("agon/arith-v0", redact_answer=True)

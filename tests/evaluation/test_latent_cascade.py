@@ -6,11 +6,11 @@ import pytest
 
 from agon_env.agents import HFBackend, LLMAgent
 from agon_env.agents.adapters import LoraSpec, SharedBase
-from agon_env.options import LatentConfig
 from agon_env.agents.protocol import SamplingParams
 from agon_env.evaluation.evaluate import Evaluator
 from agon_env.evaluation.methods import DEFAULT_METHODS, METHODS, Policies, plan_methods
 from agon_env.evaluation.splits import load_eval_data
+from agon_env.options import LatentConfig
 from agon_env.vocabulary import REFERENCE, is_handle
 
 
