@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 import yaml
@@ -11,7 +9,6 @@ import yaml
 from agon_env.algorithms.cli_train import main
 from agon_env.run_folder import read_metrics
 
-HERE = Path(__file__).parent
 TINY = [
     "--model", "tiny", "--imports", "latent_parity_env", "--env", "test/parity-latent-v0",
     "--batch-problems", "2", "--n", "4", "--sampling.max-new-tokens", "4", "--no-progress",
@@ -19,12 +16,7 @@ TINY = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def _on_path(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def test_agon_train_exchange_latent_trains_both_streams(tmp_path):

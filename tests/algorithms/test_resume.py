@@ -17,18 +17,12 @@ import yaml
 from agon_env.algorithms.cli_train import main
 from agon_env.config import TrainConfig, leaf_keys
 
-HERE = Path(__file__).parent
 TINY = ["--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0", "--batch-problems", "2"]
 TINY += ["--n", "2", "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1"]
 TINY += ["--heldout-problems", "0", "--time-budget-min", "0", "--divergence-kl-rollouts", "0"]
 
 
-@pytest.fixture(autouse=True)
-def _parity_on_path(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def read_metrics(run: Path) -> list[dict]:

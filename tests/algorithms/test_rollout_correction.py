@@ -87,11 +87,7 @@ def _trainer(tmp_path, **updates):
     return Trainer.build(tiny_config(tmp_path, **updates))
 
 
-@pytest.fixture(autouse=True)
-def _parity_on_path(monkeypatch):
-    from pathlib import Path
-
-    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def test_hf_sampler_and_trainer_agree_and_the_metrics_are_logged(tmp_path):

@@ -31,12 +31,7 @@ TINY = [
 ]  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def _parity_on_path(monkeypatch):
-    monkeypatch.syspath_prepend(str(HERE))
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)  # --threads 1 (fastest for the tiny model) must not leak
+pytestmark = pytest.mark.usefixtures("parity_on_path")
 
 
 def _cfg(tmp_path, **updates):
