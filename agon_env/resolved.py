@@ -76,10 +76,10 @@ class ResolvedRun:
         """The task's keywords (``difficulty``...), without the env's."""
         return dict(self.config.env.kwargs)
 
-    def env_keywords(self, **mode: Any) -> dict[str, Any]:
-        """The env's keywords as the run trains on them, for ``agon_env.make``; ``mode`` (e.g.
-        ``mode="solo"``) overrides some, as evaluation does per method."""
-        return {**dataclasses.asdict(self.env), **mode}
+    def env_keywords(self) -> dict[str, Any]:
+        """The env's keywords as the run trains on them, for ``agon_env.make`` (evaluation
+        takes :meth:`reader_options` instead and picks the rest per method)."""
+        return dataclasses.asdict(self.env)
 
     def reader_options(self) -> dict[str, Any]:
         """The env keywords an evaluation env takes from this run (``lam``, ``gamma``,
