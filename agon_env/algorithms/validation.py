@@ -42,6 +42,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         adapters, algo = None, (False, f"algo: {exc}")
     at_least_1, algo_set = "set it to 1 or more", {"mode", "reward_scheme"}
     channel = CHANNELS.get(c.env.exchange)
+    untracked = refusal(c.report_to)  # a tracker that is unknown or not installed
     return [
         algo,
         need("steps", lambda v: v >= 1, at_least_1),
@@ -52,7 +53,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("not_learning_steps", lambda v: v >= 0, "use 0 (never warn) or a step count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
-        need("report_to", lambda v: refusal(v) is None, str(refusal(c.report_to))),
+        need("report_to", lambda v: untracked is None, str(untracked)),
         need(
             "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"
         ),
