@@ -1,0 +1,276 @@
+"""A study's summary, from its outcome lists alone, and the verdicts of its comparisons.
+
+Statistics: every table uses the seeds *all* arms have finished (a partial study never
+compares 3 seeds of one arm with 2 of another). An arm's pass@1 is the mean over those seeds
+and the test problems, its interval the percentile bootstrap that resamples both; a paired
+difference (agon − grpo) resamples the same seeds and problems for both arms (seed ``s`` of
+every arm shares that seed's problem stream), so problem difficulty cancels and seed luck
+stays in. With 2–3 seeds that bootstrap understates seed-to-seed variation, so each paired
+difference also comes per seed, with a Student-t interval over the seeds alone.
+
+:func:`summary_from_outcomes` reads the results document's ``outcomes`` and its ``plan``
+(which arms read their own draft in two-stage, which comparisons to pair); a document
+recorded before ``agon study`` (``bench: replicate_cpu``) has neither, and gets the
+comparisons and two-stage methods those studies ran with (:data:`PAIRS`, :data:`TWO_STAGE`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER, LATENT_EMPTY
+from agon_env.stats import Difference, paired_bootstrap, verdict_of
+
+CHANGED = CHALLENGE_CHANGED_ANSWER
+LEGACY_CHANGED = "divergence/answer_disagreement"
+"""What runs before issue #22 logged instead: the same comparison, but with a missing answer on
+one side counted as a change (both missing: no change) and unusable drafts included."""
+PER_STEP = (CHANGED, "conversion_rate", "time/step")
+PAIRS = (
+    ("agon", "grpo"),
+    ("coop", "grpo"),
+    ("agon", "coop"),
+    ("hidden-draft", "grpo"),
+    ("hidden-draft", "agon"),
+    ("agon-redacted", "agon"),
+    ("agon-latent", "agon"),
+    ("agon-none", "agon"),
+    ("agon-latent", "agon-none"),
+)
+"""The comparisons of the studies recorded before ``agon study`` (their documents name none): the paper's claims (agon > coop > grpo), the bonus alone (agon − coop),
+what the summary's stated answer is worth (agon-redacted − agon), and what each channel is
+worth against text summaries and against reading nothing (issue #25). A pair is reported once both
+arms have run."""
+TWO_STAGE = {"grpo": "self-cascade"}
+"""The recorded studies' two-stage methods where not ``cascade``: grpo's self-cascade."""
+
+
+def two_stage_methods(doc: dict[str, Any]) -> dict[str, str]:
+    """Arm -> its two-stage method family (``cascade`` or ``self-cascade``)."""
+    arms = doc["outcomes"]["arms"]
+    recorded = doc.get("plan", {}).get("two_stage")
+    if recorded is not None:
+        return {arm: recorded.get(arm, "cascade") for arm in arms}
+    return {arm: TWO_STAGE.get(arm, "cascade") for arm in arms}
+
+
+def comparisons(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The pairs the summary reports: the plan's primary then exploratory ones (recorded studies:
+    :data:`PAIRS`)."""
+    plan = doc.get("plan", {})
+    if "comparisons" not in plan:
+        return list(PAIRS)
+    listed = [*plan["comparisons"], *plan.get("exploratory", []), *doc.get("added_comparisons", [])]
+    return list(dict.fromkeys(tuple(p) for p in listed))
+
+
+def verdict(diff: dict[str, Any], first: str, every_seed: bool = True, margin: float | None = None) -> str:
+    """The decision rule of a paired difference (docs/results/preregistration-2.md §4): ``first``
+    is better when the bootstrap interval lies above 0 *and* (``every_seed``) every seed's
+    difference is above 0, worse when both lie below. Otherwise, with an equivalence ``margin``,
+    the two are equivalent when the interval lies inside ±margin (two one-sided tests at the
+    interval's level); without one nothing is claimed: "no difference shown", never "≈ 0". The
+    every-seed half is the guard against one lucky interval among several comparisons (no
+    multiplicity correction)."""
+    per = list(diff["per_seed"].values())
+    by_interval = verdict_of(diff["low"], diff["high"], "better", "worse")
+    agree = {"better": lambda v: v > 0, "worse": lambda v: v < 0}
+    if by_interval in agree and per and (not every_seed or all(map(agree[by_interval], per))):
+        return f"{first} {by_interval}"
+    if margin is not None and -margin < diff["low"] and diff["high"] < margin:
+        return f"equivalent within ±{100 * margin:g} pp"
+    return "no difference shown"
+
+
+def second_turn_net(turn: dict[str, int]) -> float:
+    """What a two-stage method's second turn did to pass@1 against the drafts it read: wrong drafts
+    fixed minus right drafts lost, over every draft (the probe's gap, on trained models)."""
+    lost = turn["right_drafts"] - turn["kept"]
+    return (turn["fixed"] - lost) / max(1, turn["right_drafts"] + turn["wrong_drafts"])
+
+
+TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
+                  "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
+                  "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
+                  "groups_dropped", "time/step", "prompt_tokens/drafter", "prompt_tokens/challenger",
+                  "latent/tokens", "latent/bytes", LATENT_EMPTY)  # fmt: skip
+
+
+def _keys(run: dict[str, Any], family: str, method: str) -> list[str]:
+    """The evaluated methods behind a reported one (both adapters for ``standalone``; for
+    ``two-stage``, the validation-chosen cascade or, ``family`` = ``self-cascade``, the arm's
+    self-cascade)."""
+    o = run["outcomes"]
+    if method == "standalone":
+        return [k for k in o if k.startswith("standalone:")]
+    if method == "two-stage":
+        keys = (
+            [run["chosen_cascade"]] if family == "cascade" else [k for k in o if k.startswith(f"{family}:")]
+        )
+        return [k for k in keys if k]
+    return [method] if method in o else []
+
+
+def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] | None:
+    """What the second turn did with its drafts, pooled over runs: kept right ones, fixed wrong ones."""
+    kept = right = fixed = wrong = 0
+    for run in runs:
+        for k in keys_of(run):
+            if k not in run.get("first_outcomes", {}):
+                return None
+            for first, final in zip(run["first_outcomes"][k], run["outcomes"][k], strict=True):
+                right, kept = right + first, kept + (first and final)
+                wrong, fixed = wrong + (not first), fixed + (not first and final)
+    if not right + wrong:
+        return None
+    return {"right_drafts": right, "kept": kept, "wrong_drafts": wrong, "fixed": fixed}
+
+
+def second_turn_change(
+    runs: Sequence[dict[str, Any]], keys_of: Any, confidence: float = 0.95
+) -> Difference | None:
+    """:func:`second_turn_net` with its interval: the two-stage outcomes against the drafts they
+    read, paired by run and problem (``stats.paired_bootstrap``), or None without first outcomes.
+    Over runs of equal length its mean is the pooled net."""
+    finals, firsts = [], []
+    for run in runs:
+        for k in keys_of(run):
+            if k not in run.get("first_outcomes", {}):
+                return None
+            finals.append(run["outcomes"][k])
+            firsts.append(run["first_outcomes"][k])
+    return paired_bootstrap(finals, firsts, confidence) if finals else None
+
+
+def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]], Any]]:
+    """Each two-stage method the second-turn table reports: its runs (compared seeds) and the
+    outcome keys of its second turn in a run."""
+    families = two_stage_methods(doc)
+    out: dict[str, tuple[list[dict[str, Any]], Any]] = {
+        arm: (list(seeds.values()), lambda r, f=families[arm]: _keys(r, f, "two-stage"))
+        for arm, seeds in compared(doc["outcomes"]["arms"]).items()
+    }
+    base = doc["outcomes"].get("base")
+    if base and "moa" in base.get("first_outcomes", {}):
+        out["base (MoA)"] = ([base], lambda r: ["moa"])
+    return out
+
+
+def cell(run: dict[str, Any], family: str, method: str) -> tuple[list[float], float] | None:
+    """One seed's per-problem outcome (a 0/1 list, or the adapters' mean) for a reported method
+    (``family``: the arm's two-stage method)."""
+    o, lengths = run["outcomes"], run["mean_length"]
+    keys = _keys(run, family, method)
+    if not keys:
+        return None
+    values = [statistics.fmean(o[k][p] for k in keys) for p in range(len(o[keys[0]]))]
+    return values, statistics.fmean(lengths[k] for k in keys)
+
+
+def compared_seeds(arms: dict[str, dict[str, Any]]) -> list[str]:
+    """The seeds every arm has finished: the only ones any table compares."""
+    sets = [set(seeds) for seeds in arms.values()]
+    return sorted(set.intersection(*sets), key=int) if sets else []
+
+
+def compared(arms: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each arm's runs restricted to :func:`compared_seeds`, in seed order."""
+    used = compared_seeds(arms)
+    return {arm: {s: seeds[s] for s in used} for arm, seeds in arms.items()}
+
+
+def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """How alike a pair's two adapters are on test, pooled over runs: problems both get wrong,
+    against what two independent adapters with the same accuracies would share."""
+    from agon_env.stats import complementarity
+
+    n = both = one = 0
+    expected = 0.0
+    for run in runs:
+        o = run["outcomes"]
+        if "standalone:agent_a" not in o or "standalone:agent_b" not in o:
+            return None
+        a, b = o["standalone:agent_a"], o["standalone:agent_b"]
+        c = complementarity(a, b)
+        n, both, one = n + c.n, both + c.both_wrong, one + c.exactly_one_wrong
+        expected += c.n * (1 - statistics.fmean(a)) * (1 - statistics.fmean(b))
+    if not n:
+        return None
+    out = {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected,
+           "exactly_one_wrong": one}  # fmt: skip
+    # How often the two adapters' standalone answers differ (eval's complementarity.adapters.
+    # answers_differ): only evaluations since issue #22 record it, so only when every run has it.
+    differ = [run.get("answers_differ") for run in runs]
+    if all(d is not None for d in differ):
+        out["answers_differ"] = {k: sum(d[k] for d in differ) for k in ("differ", "both_answered")}
+    return out
+
+
+def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) -> dict[str, Any]:
+    """Everything the tables show, from the outcome lists alone, on the seeds every arm finished
+    (``confidence``: the plan's decision rule's, else 95 %)."""
+    if confidence is None:
+        confidence = float(doc.get("plan", {}).get("decision", {}).get("confidence", 0.95))
+    from agon_env.stats import t_interval
+
+    every, families = doc["outcomes"]["arms"], two_stage_methods(doc)
+    used, arms = compared_seeds(every), compared(every)
+    left_out = sorted(f"{arm}-seed{s}" for arm, seeds in every.items() for s in seeds if s not in used)
+    rows: dict[str, Any] = {}
+    for arm, seeds in arms.items():
+        methods = [*sorted({m for run in seeds.values() for m in run["outcomes"]}), "standalone", "two-stage"]
+        rows[arm] = {}
+        for m in methods:
+            got = {s: c for s, run in seeds.items() if (c := cell(run, families[arm], m)) is not None}
+            if not got:
+                continue
+            grid = [c[0] for c in got.values()]
+            iv = paired_bootstrap(grid, [[0.0] * len(g) for g in grid], confidence)
+            rows[arm][m] = {
+                "per_seed": {s: statistics.fmean(c[0]) for s, c in got.items()},
+                "mean": iv.mean,
+                "interval": [iv.low, iv.high],
+                "mean_length": statistics.fmean(c[1] for c in got.values()),
+                "seeds": len(got),
+            }
+    paired: dict[str, Any] = {}
+    for arm, other in comparisons(doc):
+        for m in ("standalone", "two-stage"):
+            if arm not in arms or other not in arms:
+                continue
+            cells = {s: (cell(arms[arm][s], families[arm], m), cell(arms[other][s], families[other], m)) for s in used}
+            cells = {s: (x[0], y[0]) for s, (x, y) in cells.items() if x is not None and y is not None}
+            if not cells:
+                continue
+            xs, ys = [x for x, _ in cells.values()], [y for _, y in cells.values()]
+            diff = paired_bootstrap(xs, ys, confidence)
+            per_seed = {s: statistics.fmean(x) - statistics.fmean(y) for s, (x, y) in cells.items()}
+            over_seeds = t_interval(list(per_seed.values()), confidence)
+            paired[f"{arm} − {other}, {m}"] = diff.to_dict() | {
+                "seeds_used": list(cells),
+                "per_seed": per_seed,
+                "t_interval_over_seeds": None if over_seeds is None else list(over_seeds),
+            }
+    base = doc["outcomes"].get("base")
+    base_rows = {}
+    if base:
+        for m, o in base["outcomes"].items():
+            iv = paired_bootstrap([o], [[0] * len(o)], confidence)
+            length = base["mean_length"][m]
+            base_rows[m] = {"mean": iv.mean, "interval": [iv.low, iv.high], "mean_length": length}
+    turns = {name: second_turn(runs, keys_of) for name, (runs, keys_of) in second_turn_runs(doc).items()}
+    pairs = {arm: alike(list(seeds.values())) for arm, seeds in arms.items()}
+    return {
+        "seeds": used,
+        "left_out": left_out,
+        "base": base_rows,
+        "arms": rows,
+        "paired": paired,
+        "second_turn": {k: v for k, v in turns.items() if v is not None},
+        "alike": {k: v for k, v in pairs.items() if v is not None},
+        "confidence": confidence,
+    }
+
+

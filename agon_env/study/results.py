@@ -1,0 +1,226 @@
+"""A study's results document: its finished units read into one JSON file.
+
+:func:`build` reads every finished unit (its ``eval.json``, ``unit.json`` and the run's
+``metrics.jsonl``) into: the task and calibration; the plan as it resolves and its hash; the
+test and validation problem ids with a sha256 of each normalised prompt; for every arm, seed
+and method the 0/1 outcome per test problem in the test-id order, the verifier's score errors
+and time-outs, and when the unit's results were written; and a ``summary`` computed from the
+outcome lists alone (:func:`agon_env.study.analysis.summary_from_outcomes`, which
+``agon study verify`` reruns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
+from agon_env.run_folder import EVAL_REPORT, read_metrics
+from agon_env.study.analysis import LEGACY_CHANGED, PER_STEP, TRAINING_RATES, summary_from_outcomes
+from agon_env.study.plan import StudyPlan, two_stage
+from agon_env.study.units import UNIT_RECORD
+from agon_env.upgrade import method_id
+
+RESULTS = "results.json"
+
+
+def sha(prompt: str) -> str:
+    from agon_env.envs.tasks.base import normalize_prompt
+
+    return hashlib.sha256(normalize_prompt(prompt).encode()).hexdigest()
+
+
+def task_kwargs(plan: StudyPlan, task: dict[str, Any]) -> dict[str, Any]:
+    """Every unit's task keywords: the plan's, with the calibrated one on top."""
+    return {**plan.base_config().env.kwargs, **task}
+
+
+def problems(plan: StudyPlan, task: dict[str, Any]) -> dict[str, Any]:
+    """The test and validation problems every evaluation used, and their distance from training."""
+    from agon_env.envs.tasks.base import normalize_prompt
+    from agon_env.evaluation.splits import load_eval_data, training_pool
+
+    env, kwargs, e = plan.base_config().env.id, task_kwargs(plan, task), plan.evaluation
+    data = load_eval_data(env, kwargs, "test", e.test_problems, e.val_problems, seed=0)
+    pool = training_pool(env, kwargs)
+    train = {normalize_prompt(pool[i].prompt) for i in range(len(pool))}
+    test = [data.test.task[i].prompt for i in data.test.indices]
+    val = [data.validation.task[i].prompt for i in data.validation.indices]
+    return {
+        "test": {"ids": data.test.ids(), "prompt_sha256": [sha(p) for p in test]},
+        "validation": {"ids": data.validation.ids(), "prompt_sha256": [sha(p) for p in val]},
+        "test_prompts_in_training_pool": sum(normalize_prompt(p) in train for p in test),
+        "test_prompts_in_validation": len(set(map(normalize_prompt, test)) & set(map(normalize_prompt, val))),
+        "training_pool_size": len(pool),
+    }
+
+
+def _first(methods: dict[str, Any], ids: Sequence[str]) -> dict[str, list[int]]:
+    """The drafts' outcomes of every two-turn method (what the second turn was handed)."""
+    two = {m: v for m, v in methods.items() if v["episodes"] and len(v["episodes"][0]["turns"]) > 1}
+    return {m: outcomes(v, ids, "first_correct") for m, v in two.items()}
+
+
+def training(run_dir: Path, steps: int) -> dict[str, Any]:
+    """A run's training rates: over all steps, the first and the last fifth, and a few per step."""
+    rows = read_metrics(run_dir)
+    window = max(1, steps // 5)
+
+    def mean(rs: list[dict[str, Any]], key: str) -> float | None:
+        vals = [r[key] for r in rs if r.get(key) is not None]
+        return statistics.fmean(vals) if vals else None
+
+    first, last = rows[:window], rows[-window:]
+    # A run logged before the rename has the old metric only: keep it under its own name (flagged).
+    legacy = [LEGACY_CHANGED] if any(LEGACY_CHANGED in r for r in rows) else []
+    rates, per_step = (*TRAINING_RATES, *legacy), (*PER_STEP, *legacy)
+    return {
+        "steps": len(rows),
+        "window": window,
+        **{k: {"all": mean(rows, k), "first": mean(first, k), "last": mean(last, k)} for k in rates},
+        "per_step": {k: [r.get(k) for r in rows] for k in per_step},
+    }
+
+
+def current_methods(methods: dict[str, Any]) -> dict[str, Any]:
+    """``methods`` keyed by today's method names. Files written up to 35d8054 (``eval.json``s and
+    ``docs/results/replication_cpu.json``) call the few-shot base ``zero-shot``; it is read as
+    ``base-few-shot`` (:func:`agon_env.upgrade.method_id`)."""
+    return {method_id(k): v for k, v in methods.items()}
+
+
+def check_eval(report: dict[str, Any], plan: StudyPlan, task: dict[str, Any], path: Path) -> None:
+    """Refuse an ``eval.json`` of another task, split or size: problem ids are positions, so
+    another level's ``test-86`` would silently pair with this one's."""
+    data, e = report["data"], plan.evaluation
+    want = {"env": plan.base_config().env.id, "task_kwargs": task_kwargs(plan, task), "split": "test",
+            "test_problems": e.test_problems, "validation_problems": e.val_problems}  # fmt: skip
+    got = {k: data.get(k) for k in want}
+    got["task_kwargs"] = got["task_kwargs"] or {}
+    if got != want:
+        raise ValueError(f"{path} evaluated {got}, this study needs {want}")
+
+
+def written_at(eval_dir: Path) -> str:
+    """When the unit's results were written (its ``unit.json``, else its ``eval.json``'s mtime)."""
+    stamp = eval_dir / UNIT_RECORD
+    if stamp.is_file():
+        return json.loads(stamp.read_text())["written_at"]
+    mtime = (eval_dir / EVAL_REPORT).stat().st_mtime
+    return datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unit_record(report: dict[str, Any], ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
+    """One evaluated unit: outcomes and draft outcomes per method, lengths, verifier failures."""
+    run = report["runs"][0]
+    methods = current_methods(run["methods"])
+    return {
+        "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
+        "first_outcomes": _first(methods, ids),
+        "mean_length": {m: v["mean_length"] for m, v in methods.items()},
+        "mean_final_length": {m: v["mean_final_length"] for m, v in methods.items()},
+        "score_errors": {m: v.get("score_errors", 0) for m, v in methods.items()},
+        "score_timeouts": {m: v.get("score_timeouts", 0) for m, v in methods.items()},
+        "written_at": written_at(eval_dir),
+    }
+
+
+def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
+    """Per arm and seed: outcomes per method, the validation choice, lengths, training rates."""
+    arms: dict[str, dict[str, Any]] = {}
+    missing = []
+    for seed in plan.seeds:  # seed-major, as the units run: each finished seed compares every arm
+        for arm in plan.arms:
+            name = f"{arm}-seed{seed}"
+            path = out / "eval" / name / EVAL_REPORT
+            if not path.is_file():
+                missing.append(name)
+                continue
+            report = json.loads(path.read_text())
+            check_eval(report, plan, task, path)
+            run = report["runs"][0]
+            selection = run.get("selection") or {}
+            steps = plan.unit_config(arm, seed).steps
+            arms.setdefault(arm, {})[str(seed)] = {
+                **unit_record(report, ids, path.parent),
+                "chosen_cascade": selection.get("chosen"),
+                "validation": selection.get("validation"),
+                "post_hoc_differs": selection.get("post_hoc_differs"),
+                "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get("answers_differ"),
+                "training": training(out / "runs" / name, steps),
+            }
+    arms = {arm: arms[arm] for arm in plan.arms if arm in arms}
+    base = None
+    base_path = out / "eval" / "base" / EVAL_REPORT
+    if base_path.is_file():
+        report = json.loads(base_path.read_text())
+        check_eval(report, plan, task, base_path)
+        base = unit_record(report, ids, base_path.parent)
+    elif plan.evaluation.base_methods:
+        missing.append("base")
+    return {"arms": arms, "base": base, "missing": missing}
+
+
+def plan_record(plan: StudyPlan) -> dict[str, Any]:
+    """The results file's ``plan``: the settings the tables name, the arms' two-stage methods, the
+    comparisons and decision rule the summary and verdicts read, and the whole plan."""
+    cfg, e = plan.base_config(), plan.evaluation
+    return {
+        "model": cfg.model.name,
+        "env": cfg.env.id,
+        "steps": cfg.steps,
+        "batch_problems": cfg.batch_problems,
+        "num_generations": cfg.grpo.num_generations,
+        "max_new_tokens": cfg.sampling.max_new_tokens,
+        "temperature": cfg.sampling.temperature,
+        "lr": cfg.optim.lr,
+        "arms": list(plan.arms),
+        "seeds": plan.seeds,
+        "test_problems": e.test_problems,
+        "val_problems": e.val_problems,
+        "eval_seeds": e.seeds,
+        "two_stage": {arm: two_stage(plan.unit_config(arm, plan.seeds[0]).algo) for arm in plan.arms},
+        "comparisons": [list(p) for p in plan.pairs("comparisons")],
+        "exploratory": [list(p) for p in plan.pairs("exploratory")],
+        "decision": plan.as_dict()["decision"],
+        "study": plan.as_dict(),
+    }
+
+
+def build(
+    plan: StudyPlan,
+    out: Path,
+    command: str = "",
+    registration: dict[str, Any] | None = None,
+    added: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
+    """The results document of the study in ``out``; ``added``: comparisons asked for at report
+    time (exploratory)."""
+    cal_path = out / "calibration.json"
+    calibration = json.loads(cal_path.read_text()) if cal_path.is_file() else {"task": {}, "measured": {}}
+    task = calibration["task"]
+    probs = problems(plan, task)
+    cfg = plan.base_config()
+    started = json.loads((out / "study.json").read_text()) if (out / "study.json").is_file() else {}
+    doc: dict[str, Any] = {
+        "bench": "agon study",
+        "command": command,
+        "task": {"env": cfg.env.id, "kwargs": task_kwargs(plan, task), "calibrated": task},
+        "model": cfg.model.name,
+        "plan": plan_record(plan),
+        "hashes": {"plan_sha256": plan.sha256(), "prompts": started.get("prompts")},
+        "registration": registration,
+        "calibration": {"split": "validation", **calibration},
+        "problems": probs,
+    }
+    if added:
+        doc["added_comparisons"] = [list(p) for p in added]
+    doc["outcomes"] = collect(plan, out, task, probs["test"]["ids"])
+    doc["summary"] = summary_from_outcomes(doc)
+    doc["complete"] = not doc["outcomes"]["missing"]
+    return doc
