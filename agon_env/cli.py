@@ -33,6 +33,10 @@ COMMANDS = {
         "agon_env.evaluation.probe_cli:run_probe_cli",
         "will a rival help here? solve vs verify rates and the cascade gap, before training",
     ),
+    "study": (
+        "agon_env.study.cli:main",
+        "an ablation across arms and seeds: register, run (resumable), report, verify",
+    ),
 }
 """Subcommand -> (``module:function`` taking the remaining arguments, one-line help)."""
 

@@ -130,6 +130,7 @@ def markdown(
     cal = ", ".join(f"{d if '=' in d else f'level {d}'}: {v['successes']}/{v['trials']}" for d, v in measured)
     cal = f" (base few-shot on validation: {cal})" if cal else ""
     families = two_stage_methods(doc)
+    recorded = "comparisons" not in plan  # a study recorded before `agon study`: its own wording
     missing = doc["outcomes"]["missing"]
     status = "complete" if doc["complete"] else "INCOMPLETE: missing " + ", ".join(missing)
     used = s["seeds"]
@@ -224,7 +225,8 @@ def markdown(
     lines += [
         "",
         "Over training (mean over the compared seeds; first → last fifth of the steps; step: median "
-        "wall seconds, two units sharing the 2 cores with one torch thread each). Challenge changed "
+        + ("wall seconds, two units sharing the 2 cores with one torch thread each" if recorded else "wall seconds")
+        + "). Challenge changed "
         "answer: of the challenges that read a draft, how often the challenger's final answer "
         "differs from the draft's — not how alike the two adapters are (a step's drafts all come "
         "from one adapter)"
@@ -271,7 +273,8 @@ def markdown(
     if picks:
         lines += ["", "Cascade direction chosen on validation, per seed (chosen vs the other direction, on "
                   "validation, then on test): " + "; ".join(picks) + "."]  # fmt: skip
-    lines += ["", f"![accuracy vs trace length, CPU replication]({figure_name(block)})"]
+    title = "CPU replication" if recorded else plan["study"]["name"]
+    lines += ["", f"![accuracy vs trace length, {title}]({figure_name(block)})"]
     return "\n".join(lines) + "\n"
 
 
@@ -322,7 +325,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     return save(fig, path)
 
 
-def save(doc: dict[str, Any], path: Path) -> None:
+def save_results(doc: dict[str, Any], path: Path) -> None:
     """The results file, compact (~9 units × 6 methods × 300 outcomes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")

@@ -1,0 +1,310 @@
+"""``agon study register | run | report | verify``: each a dataclass parsed by tyro.
+
+    agon study register studies/smoke.yaml --out runs/smoke     # freeze the plan first
+    agon study run studies/smoke.yaml --out runs/smoke --workers 2
+    agon study report runs/smoke                                 # results.json, report.md, figure
+    agon study verify runs/smoke/results.json
+
+``run`` resumes: the same command continues a killed study from each unit's last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+
+import tyro
+
+from agon_env.command import CommandArgs, run_command
+from agon_env.config import ConfigError
+
+Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
+
+
+@dataclass
+class RegisterArgs(CommandArgs):
+    """Freeze a study plan before any result exists: its content hash, the prompts' fingerprint,
+    the package version and git commit, the time (OUT/registration.json). Prints what to commit."""
+
+    plan: Plan = ""
+    """The study plan (a YAML file, e.g. studies/smoke.yaml)."""
+    out: str = ""
+    """The study folder the plan is registered in (``run`` uses the same)."""
+    print_plan: bool = False
+    """Print the plan as it resolves (every field, defaults included) and exit."""
+
+
+@dataclass
+class RunArgs(CommandArgs):
+    """Run a study's units (arm × seed: train, then evaluate; the base; a calibration) and report.
+    The same command resumes a killed study from each unit's last checkpoint; a unit is never run
+    twice at once. A registered folder refuses a changed plan."""
+
+    plan: Plan = ""
+    """The study plan (a YAML file, e.g. studies/smoke.yaml)."""
+    out: str = ""
+    """The study folder (created; re-running continues in it)."""
+    workers: int = 1
+    """Units run at once on this machine (``--launcher local``), each with its plan's threads."""
+    devices: list[str] = field(default_factory=list)
+    """Devices the workers take in turn, e.g. ``cuda:0 cuda:1`` (none: each unit's config decides)."""
+    launcher: str = "local"
+    """``local`` (``--workers`` processes here) or ``ray`` (each unit a Ray task; pip install
+    'agon-env[study-ray]')."""
+    ray_address: str | None = None
+    """``--launcher ray``: the cluster (None: start a local one; ``auto``: the running one)."""
+    cpus_per_unit: float = 1
+    """``--launcher ray``: CPUs each unit's task asks for."""
+    gpus_per_unit: float = 0
+    """``--launcher ray``: GPUs each unit's task asks for (1: one GPU per unit)."""
+    report: bool = True
+    """Write results.json, report.md and the figure when the units end (``--no-report``: don't)."""
+    print_plan: bool = False
+    """Print the plan as it resolves (every field, defaults included) and exit."""
+
+
+@dataclass
+class ReportArgs(CommandArgs):
+    """Write a study's results.json (every outcome list, unit settings, verifier failures, hashes),
+    report.md (tables with intervals, verdicts) and its figure; or re-render a results file."""
+
+    study: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR_OR_RESULTS")] = ""
+    """A study folder (reads its finished units), or a results .json file (re-renders it)."""
+    compare: list[str] = field(default_factory=list)
+    """Comparisons to add, e.g. ``'agon - coop'``: reported as exploratory (not in the plan)."""
+    results: str | None = None
+    """Also write the results file here (e.g. docs/results/my_study.json)."""
+    docs: str | None = None
+    """Regenerate the generated block ``--block`` of this Markdown file (and its figure)."""
+    block: str = "study"
+    """The block's name: the Markdown between ``<!-- BLOCK:begin -->`` and ``<!-- BLOCK:end -->``."""
+
+
+@dataclass
+class VerifyArgs(CommandArgs):
+    """Recompute a results file's summary from its outcome lists; any mismatch fails (exit 2)."""
+
+    results: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RESULTS")] = ""
+    """A study's results.json."""
+
+
+def _required(value: str, what: str) -> str:
+    if not value:
+        raise ConfigError(f"give {what}")
+    return value
+
+
+def _load(plan_path: str, print_plan: bool) -> Any:
+    from agon_env.study.plan import check, load
+
+    plan = load(_required(plan_path, "a study plan, e.g. studies/smoke.yaml"))
+    configs = check(plan)
+    if print_plan:
+        print(plan.yaml(), end="")
+        for arm, cfg in configs.items():
+            print(f"# {arm}: algo {cfg.algo}, {cfg.steps} steps, seeds {plan.seeds}")
+    return plan
+
+
+def register(args: RegisterArgs) -> int:
+    from agon_env.study.registration import REGISTRATION
+    from agon_env.study.registration import register as freeze
+
+    plan = _load(args.plan, args.print_plan)
+    if args.print_plan:
+        return 0
+    out = Path(_required(args.out, "--out DIR, the study folder"))
+    reg, new = freeze(plan, out)
+    print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
+          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, commit {reg['git_commit']}, "
+          f"{reg['registered_at']})")  # fmt: skip
+    print(f"commit before running: git add {args.plan} {out / REGISTRATION} && git commit -m 'register {plan.name}'")
+    return 0
+
+
+def calibrate(plan: Any, out: Path, launch: Callable[[dict[str, Path]], dict[str, str]]) -> dict[str, Any]:
+    """The calibrated task keyword (``calibration.json``; measured once, then read back)."""
+    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.launchers import say
+    from agon_env.study.units import calibration_unit, level, write_specs
+
+    path = out / "calibration.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    cal = plan.calibration
+    if cal is None:
+        record: dict[str, Any] = {"task": {}, "measured": {}}
+    else:
+        measured: dict[str, Any] = {}
+        chosen = None
+        for value in cal.candidates:
+            unit = calibration_unit(plan, out, value)
+            failed = launch(write_specs(out, [unit]))
+            if failed:
+                raise RuntimeError(f"calibration failed: {failed[unit.name]}")
+            report = json.loads((Path(unit.eval_dir) / "eval.json").read_text())
+            r = report["runs"][0]["methods"]["base-few-shot"]["pass@1"]
+            key = f"{cal.keyword}={level(value)}"
+            measured[key] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
+            say(f"base few-shot at {key}: {100 * r['rate']:.1f}%")
+            if len(cal.candidates) > 1 and cal.band[0] <= r["rate"] <= cal.band[1]:
+                chosen = value
+                break
+        if chosen is None:
+            middle = sum(cal.band) / 2
+            chosen = min(cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle))
+        record = {"keyword": cal.keyword, "chosen": level(chosen), "task": {cal.keyword: level(chosen)},
+                  "measured": measured}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(record) + "\n")
+    return record
+
+
+def _claim(plan: Any, out: Path) -> None:
+    """Record the plan and prompts in ``out`` the first time; refuse another plan or other prompts."""
+    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.plan import load
+    from agon_env.study.registration import now, prompts_fingerprint
+
+    stored = out / "plan.yaml"
+    if stored.is_file() and load(stored).sha256() != plan.sha256():
+        raise ConfigError(f"{out} holds a study of another plan ({stored}); use another --out or that plan")
+    prompts = prompts_fingerprint()
+    started = out / "study.json"
+    if started.is_file():
+        old = json.loads(started.read_text())["prompts"]
+        if old != prompts:
+            raise ConfigError(f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    if not stored.is_file():
+        write_text_atomic(stored, plan.yaml())
+    if not started.is_file():
+        write_text_atomic(started, json.dumps({"prompts": prompts, "started_at": now()}) + "\n")
+
+
+def run(args: RunArgs, argv: Sequence[str]) -> int:
+    from agon_env.study import registration
+    from agon_env.study.launchers import LAUNCHERS, say
+    from agon_env.study.units import arm_unit, base_unit, write_specs
+
+    plan = _load(args.plan, args.print_plan)
+    if args.print_plan:
+        return 0
+    if args.launcher not in LAUNCHERS:
+        raise ConfigError(f"--launcher {args.launcher!r}: choose from {', '.join(LAUNCHERS)}")
+    out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
+    reg = registration.check(plan, out)
+    if reg is None:
+        say(f"{out} has no registration: every comparison will be reported as exploratory "
+            f"(agon study register {args.plan} --out {args.out} first to fix them)")  # fmt: skip
+    _claim(plan, out)
+    if args.launcher == "ray":
+        launch = partial(LAUNCHERS["ray"], logs=out / "logs", address=args.ray_address,
+                         cpus_per_unit=args.cpus_per_unit, gpus_per_unit=args.gpus_per_unit)  # fmt: skip
+    else:
+        launch = partial(LAUNCHERS["local"], logs=out / "logs", workers=args.workers, devices=args.devices)
+    task = calibrate(plan, out, lambda specs: launch(specs))["task"]
+    units = [base_unit(plan, out, task)] if plan.evaluation.base_methods else []
+    units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
+    todo = [u for u in units if not u.done()]
+    say(f"{len(units) - len(todo)} of {len(units)} units done; running {len(todo)}")
+    failed = launch(write_specs(out, todo)) if todo else {}
+    for name, tail in failed.items():
+        print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
+    if args.report:
+        _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
+    return 1 if failed else 0
+
+
+def _report(
+    study: Path, compare: list[str], results: str | None, docs: str | None, block: str, command: str
+) -> dict[str, Any]:
+    from agon_env.study import tables
+    from agon_env.study.analysis import summary_from_outcomes
+    from agon_env.study.plan import load, split
+    from agon_env.study.registration import read
+    from agon_env.study.results import RESULTS, build
+    from agon_env.study.verify import read as read_results
+
+    added = [split(c) for c in compare]
+    if study.suffix == ".json":
+        doc = read_results(study)
+        if added:
+            arms = doc["outcomes"]["arms"]
+            for pair in added:
+                unknown = [a for a in pair if a not in arms]
+                if unknown:
+                    raise ConfigError(f"--compare {' - '.join(pair)}: {unknown[0]!r} is not an arm of {study}")
+            doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
+            doc["summary"] = summary_from_outcomes(doc)
+        label = results or str(study)
+    else:
+        if not (study / "plan.yaml").is_file():
+            raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+        plan = load(study / "plan.yaml")
+        unknown = [a for pair in added for a in pair if a not in plan.arms]
+        if unknown:
+            raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
+        doc = build(plan, study, command, read(study), added)
+        tables.save_results(doc, study / RESULTS)
+        label = results or str(study / RESULTS)
+        print(tables.write(doc, study, label))
+    if results is not None:
+        tables.save_results(doc, Path(results))
+    if docs is not None:
+        print(tables.regenerate(doc, Path(docs), block, label))
+    elif study.suffix == ".json":
+        print(tables.markdown(doc, block, label))
+    return doc
+
+
+def report(args: ReportArgs, argv: Sequence[str]) -> int:
+    study = Path(_required(args.study, "a study folder or a results .json"))
+    _report(study, args.compare, args.results, args.docs, args.block, f"agon study report {' '.join(argv)}")
+    return 0
+
+
+def verify(args: VerifyArgs) -> int:
+    from agon_env.study.verify import verify as check
+
+    path = Path(_required(args.results, "a results file, e.g. runs/smoke/results.json"))
+    doc = check(path)
+    arms = doc["outcomes"]["arms"]
+    units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
+    print(f"{path}: the summary recomputes from the outcome lists ({units} units, "
+          f"{len(doc['problems']['test']['ids'])} test problems, {len(doc['summary']['paired'])} paired differences)")  # fmt: skip
+    return 0
+
+
+SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
+    "register": (RegisterArgs, lambda a, argv: register(a), "freeze a plan before its results (hashes, version, time)"),
+    "run": (RunArgs, run, "run and resume a study's units (arm × seed: train, then evaluate), then report"),
+    "report": (ReportArgs, report, "results.json, report.md and the figure of a study (or re-render a results file)"),
+    "verify": (VerifyArgs, lambda a, argv: verify(a), "recompute a results file's summary from its outcome lists"),
+}
+"""``agon study SUB`` -> (its options, what runs them, one-line help)."""
+
+
+def usage() -> str:
+    rows = "\n".join(f"  {name:<9} {help}" for name, (_, _, help) in SUBCOMMANDS.items())
+    return (f"usage: agon study {{{','.join(SUBCOMMANDS)}}} [ARGS ...]\n\n"
+            f"An ablation across arms and seeds, fixed before its results.\n\nsubcommands:\n{rows}\n\n"
+            "agon study SUB --help shows its options and their defaults.")  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in SUBCOMMANDS:
+        print(f"agon study: unknown subcommand {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        return 2
+    cls, fn, _ = SUBCOMMANDS[name]
+    return run_command(cls, rest, f"agon study {name}", lambda args: fn(args, rest))

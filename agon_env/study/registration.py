@@ -1,0 +1,105 @@
+"""Pre-registration: a plan frozen in its study folder before any unit runs.
+
+``registration.json`` holds the plan's content hash and the plan itself, the prompts'
+fingerprint, the package version, the git commit (when the code runs from a checkout) and the
+time. ``agon study run`` refuses a plan whose hash differs; the report marks every comparison
+the registration does not hold as exploratory, and every unit's results carry the time they
+were written, so "registered before results" is checkable from the files alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from agon_env.config import ConfigError
+from agon_env.study.plan import StudyPlan
+
+REGISTRATION = "registration.json"
+
+FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
+"""The prompt families the fingerprint hashes: the built-in ones it has always hashed (the recorded
+studies' ``prompts`` are this hash). Families registered at run time are not among them."""
+
+
+def prompts_fingerprint() -> str:
+    """A hash of everything a unit's model reads besides the problem: the :data:`FINGERPRINTED`
+    families' system messages and worked examples and the exchange wording (torch-free imports)."""
+    from agon_env.agents.prompts import PROMPT_FAMILIES
+    from agon_env.vocabulary import challenger_text
+
+    read = sorted((k, PROMPT_FAMILIES[k]) for k in FINGERPRINTED)
+    text = repr(read) + challenger_text("Q", "D") + challenger_text("Q", "D", own=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout this package runs from, or None (an installed wheel)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=10, check=False).stdout.strip()  # fmt: skip
+    return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def record(plan: StudyPlan) -> dict[str, Any]:
+    """What a registration freezes."""
+    from agon_env import __version__
+
+    return {
+        "plan_sha256": plan.sha256(),
+        "plan": plan.as_dict(),
+        "prompts": prompts_fingerprint(),
+        "package_version": __version__,
+        "git_commit": git_commit(),
+        "registered_at": now(),
+    }
+
+
+def read(out: Path) -> dict[str, Any] | None:
+    path = out / REGISTRATION
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
+    """Freeze ``plan`` in ``out`` (the registration, and False when it was already there);
+    a folder registered with another plan is refused."""
+    from agon_env.evaluation.report import write_text_atomic
+
+    old = read(out)
+    if old is not None:
+        if old["plan_sha256"] != plan.sha256():
+            raise ConfigError(f"{out} is registered with another plan (sha256 {old['plan_sha256'][:12]}, "
+                              f"registered {old['registered_at']}); a new plan needs a new --out")  # fmt: skip
+        return old, False
+    if (out / "results.json").is_file() or any((out / "eval").glob("*/eval.json")):
+        raise ConfigError(f"{out} already holds results: a registration must come before them; use a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    reg = record(plan)
+    write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")
+    return reg, True
+
+
+def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
+    """The registration in ``out`` when ``plan`` is the one it froze (None: not registered);
+    a changed plan is refused, naming the fields that changed."""
+    reg = read(out)
+    if reg is None or reg["plan_sha256"] == plan.sha256():
+        return reg
+    now_ = plan.as_dict()
+    changed = [k for k in now_ if reg["plan"].get(k) != now_[k]]
+    raise ConfigError(f"the plan differs from the one registered in {out / REGISTRATION} "
+                      f"({', '.join(changed) or 'content'} changed); run the registered plan, or register "
+                      "the new one in a new --out")  # fmt: skip
