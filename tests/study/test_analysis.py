@@ -1,126 +1,21 @@
-"""``benchmarks/replicate_cpu.py --quick`` end to end, and the report's arithmetic by hand.
+"""The study's analysis by hand: the summary, the decision rule, the second turn, the tables.
 
-The end-to-end test runs the tiny random model at the smallest sizes so every unit executes
-(the numbers are meaningless; the pipeline, the resumption and the data file are tested).
+Every formula against hand-computed values on tiny outcome lists (no model, no files but the
+recorded results for the tables' legacy wording).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-SCRIPT = BENCH / "replicate_cpu.py"
-sys.path.insert(0, str(BENCH))
-import replication_report as rr  # noqa: E402  (a script's sibling, not a package)
-import replication_tables as rt  # noqa: E402
+from agon_env.study import analysis as rr
+from agon_env.study import tables as rt
+from agon_env.study.verify import read as read_results
 
-
-def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_quick_replication_writes_results_that_recompute(tmp_path: Path) -> None:
-    out, results, docs = tmp_path / "rep", tmp_path / "replication_cpu.json", tmp_path / "bench.md"
-    docs.write_text(f"# Benchmarks\n\nbefore\n{rt.BEGIN}\nold table\n{rt.END}\nafter\n")
-    cmd = [sys.executable, str(SCRIPT), "--quick", "--model", "tiny", "--difficulty", "1",
-           "--calibration-problems", "4", "--test-problems", "5", "--val-problems", "2",
-           "--max-new-tokens", "8", "--workers", "2", "--out", str(out),
-           "--results", str(results), "--docs", str(docs)]  # fmt: skip
-    proc = _run(cmd)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
-    doc = json.loads(results.read_text())
-    assert doc["complete"] and doc["task"] == {"env": "agon/arith-v0", "difficulty": 1}
-    ids = doc["problems"]["test"]["ids"]
-    assert len(ids) == 5 and len(doc["problems"]["test"]["prompt_sha256"]) == 5
-    assert doc["problems"]["test_prompts_in_training_pool"] == 0
-    arms = doc["outcomes"]["arms"]
-    assert set(arms) == {"grpo", "coop", "agon"}
-    assert set(arms["grpo"]["0"]["outcomes"]) == {"standalone:agent_a", "self-cascade:agent_a"}
-    assert {"cascade:agent_a>agent_b", "cascade:agent_b>agent_a"} <= set(arms["agon"]["0"]["outcomes"])
-    for arm in arms.values():
-        for run in arm.values():
-            assert all(len(o) == 5 and set(o) <= {0, 1} for o in run["outcomes"].values())
-    # The summary is a function of the outcome lists alone.
-    assert rr.summary_from_outcomes(doc) == doc["summary"]
-    grpo = doc["summary"]["arms"]["grpo"]["standalone:agent_a"]
-    assert grpo["per_seed"]["0"] == statistics.fmean(arms["grpo"]["0"]["outcomes"]["standalone:agent_a"])
-    page = docs.read_text()
-    assert "old table" not in page and page.startswith("# Benchmarks\n\nbefore\n")
-    assert page.endswith("after\n")
-    assert "| agon | cascade, direction chosen on validation |" in page and "agon − grpo" in page
-    assert (tmp_path / rt.FIGURE).stat().st_size > 0
-
-    # Re-running the same command redoes nothing; other settings in the same folder are refused.
-    again = _run(cmd)
-    assert again.returncode == 0 and "agon train" not in again.stdout and "agon eval" not in again.stdout
-    other = _run([*cmd, "--steps", "3"])
-    assert other.returncode != 0 and "holds a replication with other steps" in other.stderr
-    # A report without the settings flags reports on what ran (plan.json), not on the defaults.
-    report = _run([sys.executable, str(SCRIPT), "--report-only", "--out", str(out),
-                   "--results", str(results)])  # fmt: skip
-    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
-    assert json.loads(results.read_text())["outcomes"] == doc["outcomes"]
-    # The results file is the durable record: with the run folders lost, no unit is redone.
-    shutil.rmtree(out)
-    lost = _run(cmd)
-    assert lost.returncode == 0, lost.stdout[-3000:] + lost.stderr[-3000:]
-    assert not any(x in lost.stdout for x in ("agon train", "eval-agon", "eval-base"))
-    assert json.loads(results.read_text())["outcomes"] == doc["outcomes"]
-
-
-def test_a_unit_stays_locked_while_its_replicator_or_an_orphaned_child_lives(tmp_path: Path) -> None:
-    import replicate_cpu as rc
-
-    folder = tmp_path / "locks" / "agon-seed0"
-    lock = rc.Lock(folder)
-    with lock as mine:
-        assert mine and (folder / ".lock").read_text() == str(os.getpid())
-        with rc.Lock(folder) as second:
-            assert not second  # a second replicator leaves the unit alone
-        # What Runner.agon does: the trainer inherits the lock.
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=(lock.fd,))
-    try:
-        with rc.Lock(folder) as after_parent:
-            assert not after_parent  # the replicator is gone, its trainer still runs this unit
-    finally:
-        child.kill()
-        child.wait()
-    with rc.Lock(folder) as free:
-        assert free  # nobody holds it any more: no stale lock to clean up by hand
-
-
-def test_a_run_is_trained_once_its_last_step_and_its_adapters_are_written(tmp_path: Path) -> None:
-    import replicate_cpu as rc
-
-    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 1}\n')
-    assert not rc.trained(tmp_path, 2)  # no curves.png: killed while saving its adapters
-    (tmp_path / "curves.png").write_bytes(b"png")
-    assert rc.trained(tmp_path, 2) and not rc.trained(tmp_path, 3)
-
-
-def test_an_evaluation_of_another_level_is_refused(tmp_path: Path) -> None:
-    import replicate_cpu as rc
-
-    plan = rc.Plan(test_problems=5, val_problems=2)
-    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 2.5}, "split": "test",
-            "test_problems": 5, "validation_problems": 2}  # fmt: skip
-    rr.check_eval({"data": data}, plan, 2.5, tmp_path)
-    with pytest.raises(SystemExit, match="difficulty"):
-        rr.check_eval({"data": data}, plan, 3, tmp_path)
-    with pytest.raises(SystemExit, match="test_problems"):
-        rr.check_eval({"data": data | {"test_problems": 6}}, plan, 2.5, tmp_path)
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "replication_cpu.json"
 
 
 def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
@@ -198,42 +93,6 @@ def test_tables_compare_only_the_seeds_every_arm_finished() -> None:
     assert d["mean"] == pytest.approx(0.3125)
 
 
-RESULTS = BENCH.parent / "docs" / "results" / "replication_cpu.json"
-
-
-STUDY_2 = BENCH.parent / "docs" / "results" / "study_2.json"
-RECORDED_STUDIES = [
-    # (results file, its least test and validation problems once complete, the arms with >= 3 seeds)
-    pytest.param(RESULTS, 200, 50, ("grpo", "coop", "agon"), id="replication"),
-    pytest.param(STUDY_2, 300, 150, ("grpo", "coop", "agon", "agon-redacted"), id="study-2"),
-]
-
-
-@pytest.mark.parametrize(("results", "least_test", "least_val", "arms"), RECORDED_STUDIES)
-def test_the_recorded_replication_recomputes_and_its_test_problems_are_held_out(
-    results: Path, least_test: int, least_val: int, arms: tuple[str, ...]
-) -> None:
-    from agon_env.evaluation.splits import load_eval_data
-
-    if not results.is_file():
-        pytest.skip(f"no {results.name} recorded yet")
-    doc = json.loads(results.read_text())
-    assert rr.summary_from_outcomes(doc) == doc["summary"]
-    probs, plan = doc["problems"], doc["plan"]
-    data = load_eval_data("agon/arith-v0", {"difficulty": doc["task"]["difficulty"]}, "test",
-                          plan["test_problems"], plan["val_problems"], seed=0)  # fmt: skip
-    assert probs["test"]["ids"] == data.test.ids() and probs["validation"]["ids"] == data.validation.ids()
-    assert probs["test"]["prompt_sha256"] == [rr.sha(data.test.task[i].prompt) for i in data.test.indices]
-    assert probs["test_prompts_in_training_pool"] == 0 and probs["test_prompts_in_validation"] == 0
-    n = len(probs["test"]["ids"])
-    for arm in doc["outcomes"]["arms"].values():
-        for run in arm.values():
-            assert all(len(o) == n for o in run["outcomes"].values())
-    if doc["complete"]:
-        assert n >= least_test and len(probs["validation"]["ids"]) >= least_val
-        assert all(len(doc["outcomes"]["arms"][a]) >= 3 for a in arms)
-
-
 def test_alike_adds_the_adapters_answer_differences_only_when_every_run_recorded_them() -> None:
     a, b = [1, 1, 1, 0], [1, 0, 1, 0]
 
@@ -265,163 +124,11 @@ def test_a_results_file_with_the_old_method_names_reads_as_today(tmp_path: Path)
         base[key] = {("zero-shot" if k == "base-few-shot" else k): v for k, v in base[key].items()}
     old = tmp_path / "replication_cpu.json"
     old.write_text(json.dumps(doc))
-    read = rr.recorded(old)
+    read = read_results(old)
     assert "zero-shot" not in read["outcomes"]["base"]["outcomes"]
     assert read["outcomes"]["base"]["outcomes"]["base-few-shot"] == base["outcomes"]["zero-shot"]
     read["summary"] = rr.summary_from_outcomes(read)
     assert "| untrained base | few-shot (worked examples) |" in rt.markdown(read)
-
-
-def test_a_replication_recorded_under_other_prompts_is_not_resumed() -> None:
-    import replicate_cpu as rc
-
-    now = {"model": "m", "prompts": rc.prompts_fingerprint()}
-    assert rc.other_settings({"model": "m"}, now) == ["prompts"]  # recorded before #22: the old prompts
-    assert rc.other_settings(dict(now), now) == []
-    assert rc.other_settings({"model": "m", "prompts": "0" * 16}, now) == ["prompts"]
-
-
-def test_a_plan_trains_with_train_config_overrides_and_reads_the_records_before_them() -> None:
-    import replicate_cpu as rc
-
-    from agon_env.config import TrainConfig
-
-    plan = rc.Plan()
-    cfg, default = plan.config(), TrainConfig()
-    assert (cfg.steps, cfg.batch_problems, cfg.grpo.micro_batch_tokens) == (60, 4, 2048)
-    assert cfg.sampling == default.sampling and cfg.optim == default.optim  # not restated: the default run's
-    assert rc.Plan.from_record(plan.record()) == plan
-    # A plan.json (and a results file's plan) as written before the overrides: flat settings.
-    legacy = {"model": "smollm2-135m", "difficulty": None, "candidates": [2.5, 3, 2],
-              "calibration_problems": 100, "arms": ["grpo", "coop", "agon"], "seeds": [0, 1, 2],
-              "steps": 60, "batch_problems": 4,
-              "num_generations": 4, "max_new_tokens": 80, "temperature": 0.7, "lr": 0.0002, "threads": 1,
-              "micro_batch_tokens": 2048, "test_problems": 200, "val_problems": 50, "eval_seeds": [0],
-              "prompts": ""}  # fmt: skip
-    assert rc.other_settings(legacy, plan.record()) == []  # resumes: the same training
-    assert {k: v for k, v in plan.record().items() if k in legacy} == legacy  # the same keys, read alike
-    old = rc.Plan.from_record(legacy)
-    assert old.config() == cfg and old.record()["steps"] == 60
-    beta = rc.Plan(train={**rc.Plan().train, "grpo.beta": 0.04})
-    assert rc.other_settings(plan.record(), beta.record()) == ["train"]
-    shorter = rc.Plan(train={**rc.Plan().train, "steps": 3})
-    assert rc.other_settings(plan.record(), shorter.record()) == ["steps"]
-
-
-def test_the_study_plan_runs_the_redacted_arm_as_agon_with_the_redacted_exchange(tmp_path: Path) -> None:
-    """``--plan study-2``: its arms and counts, and what each unit hands to ``agon train``/``eval``."""
-    import replicate_cpu as rc
-
-    args = rc.parser().parse_args(["--plan", "study-2", "--seeds", "0", "1", "2", "3"])
-    plan = rc.build_plan(args)
-    assert plan.arms == ["grpo", "coop", "agon", "agon-redacted"] and plan.seeds == [0, 1, 2, 3]
-    assert plan.test_problems >= 300 and plan.val_problems >= 150 and plan.difficulty == 2.5
-    assert {rr.two_stage(a) for a in plan.arms} == {"self-cascade", "cascade"}
-    assert ("agon-redacted", "agon") in rr.PAIRS
-
-    calls: list[tuple[str, list[str]]] = []
-
-    class Recorder:
-        out = tmp_path
-
-        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
-            calls.append((name, argv))
-
-    for arm in ("agon-redacted", "grpo"):
-        rc.run_unit(plan, Recorder(), 2.5, arm, 0, set())  # type: ignore[arg-type]
-    (_, train), (_, evaluate), (_, grpo_train), (_, grpo_eval) = calls
-    at = train.index("--env.kwargs")
-    assert train[train.index("--algo") + 1] == "agon" and "--env.redact-answer" in train
-    assert train[at + 1] == "difficulty=2.5" and train[at + 2].startswith("--")
-    assert "self-cascade" not in evaluate and str(tmp_path / "runs" / "agon-redacted-seed0") in evaluate
-    assert "--env.redact-answer" not in grpo_train and "self-cascade" in grpo_eval
-
-
-def test_the_exchange_plan_trains_each_channel_and_evaluates_each_run_on_its_own(tmp_path: Path) -> None:
-    """``--plan exchange-3`` (issue #25): one agon arm per channel, paired against text summaries."""
-    import replicate_cpu as rc
-
-    plan = rc.build_plan(rc.parser().parse_args(["--plan", "exchange-3"]))
-    assert plan.arms == ["agon", "agon-latent", "agon-none"] and plan.seeds == [0, 1, 2]
-    assert {("agon-latent", "agon"), ("agon-none", "agon")} <= set(rr.PAIRS)
-    calls: list[list[str]] = []
-
-    class Recorder:
-        out = tmp_path
-
-        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
-            calls.append(argv)
-
-    for arm in plan.arms:
-        rc.run_unit(plan, Recorder(), 2.5, arm, 0, set())  # type: ignore[arg-type]
-    trains = calls[0::2]
-    channels = [t[t.index("--env.exchange") + 1] if "--env.exchange" in t else None for t in trains]
-    assert channels == [None, "latent", "none"]  # agon: the default channel, summary
-    assert all(t[t.index("--steps") + 1] == "15" for t in trains)
-    assert all("cascade" in e and "self-cascade" not in e for e in calls[1::2])
-
-
-def test_the_checkable_families_leave_the_recorded_fingerprint_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nor does a family some other code registers in this process (the prompt-family tests do)."""
-    import replicate_cpu as rc
-
-    from agon_env.agents.prompts import PROMPT_FAMILIES, RolePrompts
-
-    monkeypatch.setitem(PROMPT_FAMILIES, "fingerprint-test", RolePrompts(drafter_system="Solve."))
-    recorded = json.loads((BENCH.parent / "docs" / "results" / "replication_cpu_v2.json").read_text())
-    assert rc.prompts_fingerprint() == recorded["plan"]["prompts"]
-
-
-def test_a_plan_on_another_task_trains_evaluates_and_records_that_task(tmp_path: Path) -> None:
-    """Off ``agon/arith-v0`` there is no level: every unit gets the plan's env and task keywords."""
-    import replicate_cpu as rc
-
-    train = {**rc.Plan().train, "env.id": "agon/divides-v0", "env.kwargs": {"options": 3}}
-    plan = rc.Plan(train=train, test_problems=6, val_problems=3)
-    assert plan.task(None) == {"options": 3} and rc.Plan().task(2.5) == {"difficulty": 2.5}
-    assert plan.task(2.5) == {"options": 3}  # a level is agon/arith-v0's keyword alone
-    calls: list[list[str]] = []
-
-    class Recorder:
-        out = tmp_path
-
-        def agon(self, name: str, argv: list[str], hold: object = None) -> None:
-            calls.append(argv)
-
-    rc.run_unit(plan, Recorder(), None, "agon-redacted", 0, set())  # type: ignore[arg-type]
-    rc.base_unit(plan, Recorder(), None, set())  # type: ignore[arg-type]
-    train, _, base = calls
-    at = train.index("--env.kwargs")
-    assert train[train.index("--env.id") + 1] == "agon/divides-v0"
-    assert train[at + 1] == "options=3" and "--env.redact-answer" in train
-    assert base[base.index("--env") + 1 : base.index("--env") + 4] == [
-        "agon/divides-v0",
-        "--env-kwarg",
-        "options=3",
-    ]
-    probs = rr.problems(plan, None)
-    assert len(probs["test"]["ids"]) == 6 and probs["test_prompts_in_training_pool"] == 0
-    assert rr.task_record(plan, None) == {
-        "env": "agon/divides-v0",
-        "difficulty": None,
-        "kwargs": {"options": 3},
-    }
-    assert rt.task_label(rr.task_record(plan, None)) == "`agon/divides-v0` options=3"
-    assert rt.task_label({"env": "agon/arith-v0", "difficulty": 2.5}) == "`agon/arith-v0` level 2.5"
-
-
-def test_a_subset_of_units_grows_the_recorded_plan_never_shrinks_it(tmp_path: Path) -> None:
-    """``--arms grpo --seeds 2`` (what fits a sitting) keeps the folder's other arms and seeds in
-    plan.json, which ``--report-only`` and the end-of-run report read."""
-    import replicate_cpu as rc
-    from replication_plans import Plan
-
-    rc.check_resumable(Plan(arms=["grpo", "coop", "agon"], seeds=[0, 1]), tmp_path)
-    rc.check_resumable(Plan(arms=["grpo", "agon-redacted"], seeds=[2]), tmp_path)
-    recorded = json.loads((tmp_path / "plan.json").read_text())
-    assert recorded["arms"] == ["grpo", "coop", "agon", "agon-redacted"] and recorded["seeds"] == [0, 1, 2]
-    with pytest.raises(SystemExit, match="other steps"):
-        rc.check_resumable(Plan(train={"steps": 3}), tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -462,3 +169,59 @@ def test_the_second_turns_interval_is_paired_on_its_own_drafts() -> None:
     unchanged = rr.second_turn_change(runs[1:], lambda r: ["c"])
     assert (unchanged.mean, unchanged.low, unchanged.high) == (0.0, 0.0, 0.0)
     assert rr.second_turn_change([{"outcomes": {"c": [1]}}], lambda r: ["c"]) is None  # no drafts recorded
+
+
+def test_an_equivalence_needs_a_margin_and_an_interval_inside_it() -> None:
+    inside = {"low": -0.02, "high": 0.025, "per_seed": {"0": 0.01, "1": -0.01}}
+    assert rr.verdict(inside, "agon") == "no difference shown"  # never "≈ 0" without a margin
+    assert rr.verdict(inside, "agon", margin=0.03) == "equivalent within ±3 pp"
+    assert rr.verdict(inside, "agon", margin=0.02) == "no difference shown"  # the interval reaches +2.5 pp
+    apart = {"low": 0.01, "high": 0.05, "per_seed": {"0": 0.02, "1": -0.01}}
+    assert rr.verdict(apart, "agon") == "no difference shown"  # a seed disagrees
+    assert rr.verdict(apart, "agon", every_seed=False) == "agon better"  # the interval alone
+
+
+def _study_doc(registered: list[str] | None, added: list[list[str]] = ()) -> dict:
+    """A study's document with one seed of grpo and agon (agon +0.25 on every problem pair)."""
+    grpo = _run_record({"standalone:agent_a": [1, 0, 1, 0], "self-cascade:agent_a": [1, 1, 0, 0]}, None)
+    agon = _run_record({"standalone:agent_a": [1, 1, 1, 0], "standalone:agent_b": [1, 1, 1, 0],
+                        "cascade:agent_a>agent_b": [1, 1, 1, 1]}, "cascade:agent_a>agent_b")  # fmt: skip
+    for run in (grpo, agon):
+        run["training"] = {"per_step": {}}
+    plan = {"comparisons": [["agon", "grpo"]], "exploratory": [["grpo", "agon"]],
+            "two_stage": {"grpo": "self-cascade", "agon": "cascade"}, "decision": {"every_seed": True},
+            "steps": 2, "batch_problems": 1, "num_generations": 2, "temperature": 0.7, "max_new_tokens": 8,
+            "lr": 1e-4, "seeds": [0], "study": {"name": "t"}}  # fmt: skip
+    doc = {"plan": plan, "outcomes": {"arms": {"grpo": {"0": grpo}, "agon": {"0": agon}}, "base": None, "missing": []},
+           "added_comparisons": [list(p) for p in added], "complete": True, "model": "tiny",
+           "task": {"env": "agon/arith-v0", "kwargs": {}}, "calibration": {"measured": {}},
+           "problems": {"test": {"ids": list("abcd")}, "validation": {"ids": []},
+                        "test_prompts_in_training_pool": 0, "test_prompts_in_validation": 0},
+           "registration": None if registered is None else {"plan": {"comparisons": registered}}}  # fmt: skip
+    doc["summary"] = rr.summary_from_outcomes(doc)
+    return doc
+
+
+def test_comparisons_outside_the_registration_are_marked_exploratory() -> None:
+    rows = {
+        line.split(" | ")[0].strip("| "): line.rsplit(" | ", 1)[1].rstrip(" |")
+        for line in rt.markdown(_study_doc(["agon - grpo"])).splitlines()
+        if " − " in line and line.startswith("| ") and "," in line.split(" | ")[0]
+    }
+    # The registered primary comparison gets the rule's verdict; the plan's exploratory one and a
+    # comparison the plan lists but the registration does not are marked.
+    assert rows["agon − grpo, standalone"] == "no difference shown"
+    assert rows["grpo − agon, standalone"] == "exploratory (exploratory in the plan): no difference shown"
+    unregistered = rt.markdown(_study_doc(None))
+    assert "exploratory (study not registered): " in unregistered
+    later = rt.markdown(_study_doc(["grpo - agon"]))  # registered with another primary comparison
+    assert "| exploratory (not in the registration): " in later
+
+
+def test_a_comparison_added_at_report_time_is_exploratory() -> None:
+    doc = _study_doc(["agon - grpo"])
+    doc["plan"]["comparisons"], doc["plan"]["exploratory"] = [], []
+    doc["added_comparisons"] = [["agon", "grpo"]]
+    doc["summary"] = rr.summary_from_outcomes(doc)
+    assert "agon − grpo, standalone" in doc["summary"]["paired"]
+    assert "exploratory (added after the plan)" in rt.markdown(doc)
