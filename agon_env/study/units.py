@@ -225,6 +225,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
             resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
             if not resume and folder.exists():
                 shutil.rmtree(folder)
+            print(f"{unit.name}: {'resuming from its last checkpoint' if resume else 'training'}", flush=True)
             rc = agon["train"]([*unit.train[1:], *train_dev, *resume])
             if rc:
                 return rc

@@ -1,0 +1,103 @@
+"""A study's units (their commands, their lock, when a run is trained) and its registration."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agon_env.config import ConfigError
+from agon_env.study import registration
+from agon_env.study.cli import main
+from agon_env.study.plan import from_dict, load
+from agon_env.study.results import check_eval
+from agon_env.study.units import Lock, arm_unit, base_unit, trained
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "studies" / "smoke.yaml"
+
+
+def test_a_unit_stays_locked_while_its_child_lives(tmp_path: Path) -> None:
+    folder = tmp_path / "locks" / "agon-seed0"
+    lock = Lock(folder)
+    with lock as mine:
+        assert mine and (folder / ".lock").read_text() == str(os.getpid())
+        with Lock(folder) as second:
+            assert not second  # a second study leaves the unit alone while this one runs it
+        # A child that inherits the lock (as an orphaned trainer of a killed study would) keeps it.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], pass_fds=(lock.fd,))
+    try:
+        with Lock(folder) as after_parent:
+            assert not after_parent
+    finally:
+        child.kill()
+        child.wait()
+    with Lock(folder) as free:
+        assert free  # nobody holds it any more: no stale lock to clean up by hand
+
+
+def test_a_run_is_trained_once_its_last_step_and_its_adapters_are_written(tmp_path: Path) -> None:
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0}\n{"step": 1}\n')
+    assert not trained(tmp_path, 2)  # no curves.png: killed while saving its adapters
+    (tmp_path / "curves.png").write_bytes(b"png")
+    assert trained(tmp_path, 2) and not trained(tmp_path, 3)
+
+
+def test_an_evaluation_of_another_task_or_size_is_refused(tmp_path: Path) -> None:
+    plan = load(SMOKE)
+    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 1}, "split": "test",
+            "test_problems": 6, "validation_problems": 3}  # fmt: skip
+    check_eval({"data": data}, plan, {}, tmp_path)
+    with pytest.raises(ValueError, match="difficulty"):
+        check_eval({"data": data}, plan, {"difficulty": 2}, tmp_path)
+    with pytest.raises(ValueError, match="test_problems"):
+        check_eval({"data": data | {"test_problems": 7}}, plan, {}, tmp_path)
+
+
+def test_each_unit_trains_its_arms_resolved_config_and_evaluates_its_run_alone(tmp_path: Path) -> None:
+    plan = from_dict(yaml.safe_load(SMOKE.read_text()) | {
+        "arms": {"grpo": {"algo": "grpo"}, "agon-none": {"algo": "agon", "env.exchange": "none"}}})  # fmt: skip
+    none = arm_unit(plan, tmp_path, "agon-none", 1, {"difficulty": 2})
+    assert none.config is not None and none.train == ["train", "--config", str(tmp_path / "units" / "agon-none-seed1.yaml")]
+    cfg = none.config
+    assert (cfg["algo"], cfg["seed"], cfg["env"]["exchange"], cfg["env"]["kwargs"]) == ("agon", 1, "none", {"difficulty": 2})
+    assert cfg["out_dir"] == str(tmp_path / "runs" / "agon-none-seed1") and cfg["time_budget_min"] == 0
+    assert none.eval[:2] == ["eval", str(tmp_path / "runs" / "agon-none-seed1")]
+    methods = none.eval[none.eval.index("--methods") + 1 : none.eval.index("--split")]
+    assert methods == ["standalone", "cascade"]  # sampling: the run's own (no --temperature)
+    assert "--temperature" not in none.eval
+    grpo = arm_unit(plan, tmp_path, "grpo", 0, {})
+    methods = grpo.eval[grpo.eval.index("--methods") + 1 : grpo.eval.index("--split")]
+    assert methods == ["standalone", "self-cascade"]  # one adapter: its two-stage reads its own draft
+    base = base_unit(plan, tmp_path, {"difficulty": 2})
+    assert base.eval[base.eval.index("--env-kwarg") + 1] == "difficulty=2" and "--temperature" in base.eval
+
+
+def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "study"
+    assert main(["register", str(SMOKE), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("registered: ") and f"git add {SMOKE}" in said
+    reg = json.loads((out / "registration.json").read_text())
+    assert reg["plan_sha256"] == load(SMOKE).sha256() and reg["prompts"] == registration.prompts_fingerprint()
+    assert reg["package_version"] and reg["registered_at"].endswith("Z")
+    assert reg["git_commit"] is None or len(reg["git_commit"].split("+")[0]) == 40
+    assert main(["register", str(SMOKE), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("already registered: ")
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(SMOKE.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2]"))
+    assert main(["run", str(changed), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "differs from the one registered" in err and "seeds changed" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in out.iterdir()) == ["registration.json"]  # nothing else written
+    assert main(["register", str(changed), "--out", str(out)]) == 2
+    assert "registered with another plan" in capsys.readouterr().err
+    with pytest.raises(ConfigError):
+        registration.check(load(changed), out)
