@@ -222,11 +222,13 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
         if unit.train is not None and unit.run_dir is not None and not trained(Path(unit.run_dir), unit.steps):
             folder = Path(unit.run_dir)
             # A run killed after a checkpoint continues; one killed before its first starts over.
-            resume = ["--resume"] if (folder / CHECKPOINT).is_file() else []
+            resume = (folder / CHECKPOINT).is_file()
             if not resume and folder.exists():
                 shutil.rmtree(folder)
             print(f"{unit.name}: {'resuming from its last checkpoint' if resume else 'training'}", flush=True)
-            rc = agon["train"]([*unit.train[1:], *train_dev, *resume])
+            # A resumed run is its folder's own config.yaml (``agon train --resume --out-dir``).
+            argv = ["--out-dir", str(folder), "--resume"] if resume else unit.train[1:]
+            rc = agon["train"]([*argv, *train_dev])
             if rc:
                 return rc
         rc = agon["eval"]([*unit.eval[1:], *eval_dev])
