@@ -18,7 +18,7 @@ It uses the trainer's own base and generation backend (no reload) and is the
 ``agon eval RUN --methods base-few-shot standalone --val-problems 0 --problems N`` (its
 sample streams are its own, so single samples differ). What it does not cover: one sample
 per problem (sampling noise is inside the interval, seed-to-seed variation of training is
-not — that takes several runs, ``benchmarks/replicate_cpu.py``), and nothing about the
+not — that takes several runs, ``agon study``), and nothing about the
 cascade.
 """
 

@@ -19,5 +19,6 @@ module                        concept
 :mod:`.cli`                   ``agon study register | run | report | verify``
 ============================  ==============================================================
 
-Nothing here imports torch: units train and evaluate in child processes.
+Units train and evaluate in child processes; importing these modules loads neither torch nor
+Ray (Ray only when ``--launcher ray`` runs).
 """

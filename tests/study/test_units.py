@@ -101,3 +101,12 @@ def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
     assert "registered with another plan" in capsys.readouterr().err
     with pytest.raises(ConfigError):
         registration.check(load(changed), out)
+
+
+def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
+    modules = ", ".join(f"agon_env.study.{m}" for m in ("cli", "plan", "units", "launchers", "analysis",
+                                                        "results", "tables", "verify", "registration"))  # fmt: skip
+    code = f"import sys; import {modules}; assert not {{'torch', 'ray'}} & set(sys.modules), 'loaded'"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]

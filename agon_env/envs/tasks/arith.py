@@ -37,7 +37,7 @@ level  shape                                        example
 
 Level 2.5 is the hard regime at CPU scale: SmolLM2-135M's pass@1 after the worked examples
 (``base-few-shot``; the examples of 35d8054, which stated results in their summaries) on the
-validation split is 25 % (25/100; ``benchmarks/replicate_cpu.py``'s calibration, recorded in
+validation split is 25 % (25/100; the first replication's calibration, recorded in
 ``docs/results/replication_cpu.json``), and its wrong drafts are arithmetic slips a reader
 who re-derives can catch (``93 × 5`` → 455, ``18 + 2`` → 30). Candidates measured on 80
 validation problems each (2026-12-01, same sampling) before it was chosen: this shape 26 %
