@@ -39,7 +39,8 @@ PAIRS = (
     ("agon-none", "agon"),
     ("agon-latent", "agon-none"),
 )
-"""The comparisons of the studies recorded before ``agon study`` (their documents name none): the paper's claims (agon > coop > grpo), the bonus alone (agon − coop),
+"""The comparisons of the studies recorded before ``agon study`` (their documents name none): the
+paper's claims (agon > coop > grpo), the bonus alone (agon − coop),
 what the summary's stated answer is worth (agon-redacted − agon), and what each channel is
 worth against text summaries and against reading nothing (issue #25). A pair is reported once both
 arms have run."""
@@ -240,7 +241,10 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
         for m in ("standalone", "two-stage"):
             if arm not in arms or other not in arms:
                 continue
-            cells = {s: (cell(arms[arm][s], families[arm], m), cell(arms[other][s], families[other], m)) for s in used}
+            cells = {
+                s: (cell(arms[arm][s], families[arm], m), cell(arms[other][s], families[other], m))
+                for s in used
+            }
             cells = {s: (x[0], y[0]) for s, (x, y) in cells.items() if x is not None and y is not None}
             if not cells:
                 continue
@@ -272,5 +276,3 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
         "alike": {k: v for k, v in pairs.items() if v is not None},
         "confidence": confidence,
     }
-
-

@@ -123,7 +123,10 @@ def register(args: RegisterArgs) -> int:
     print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
           f"prompts {reg['prompts']}, agon-env {reg['package_version']}, commit {reg['git_commit']}, "
           f"{reg['registered_at']})")  # fmt: skip
-    print(f"commit before running: git add {args.plan} {out / REGISTRATION} && git commit -m 'register {plan.name}'")
+    print(
+        f"commit before running: git add {args.plan} {out / REGISTRATION} "
+        f"&& git commit -m 'register {plan.name}'"
+    )
     return 0
 
 
@@ -157,7 +160,9 @@ def calibrate(plan: Any, out: Path, launch: Callable[[dict[str, Path]], dict[str
                 break
         if chosen is None:
             middle = sum(cal.band) / 2
-            chosen = min(cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle))
+            chosen = min(
+                cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle)
+            )
         record = {"keyword": cal.keyword, "chosen": level(chosen), "task": {cal.keyword: level(chosen)},
                   "measured": measured}  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
@@ -179,7 +184,9 @@ def _claim(plan: Any, out: Path) -> None:
     if started.is_file():
         old = json.loads(started.read_text())["prompts"]
         if old != prompts:
-            raise ConfigError(f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out")
+            raise ConfigError(
+                f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out"
+            )
     out.mkdir(parents=True, exist_ok=True)
     if not stored.is_file():
         write_text_atomic(stored, plan.yaml())
@@ -239,7 +246,9 @@ def _report(
             for pair in added:
                 unknown = [a for a in pair if a not in arms]
                 if unknown:
-                    raise ConfigError(f"--compare {' - '.join(pair)}: {unknown[0]!r} is not an arm of {study}")
+                    raise ConfigError(
+                        f"--compare {' - '.join(pair)}: {unknown[0]!r} is not an arm of {study}"
+                    )
             doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
             doc["summary"] = summary_from_outcomes(doc)
         label = results or str(study)
@@ -277,15 +286,28 @@ def verify(args: VerifyArgs) -> int:
     arms = doc["outcomes"]["arms"]
     units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
     print(f"{path}: the summary recomputes from the outcome lists ({units} units, "
-          f"{len(doc['problems']['test']['ids'])} test problems, {len(doc['summary']['paired'])} paired differences)")  # fmt: skip
+          f"{len(doc['problems']['test']['ids'])} test problems, "
+          f"{len(doc['summary']['paired'])} paired differences)")  # fmt: skip
     return 0
 
 
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
-    "register": (RegisterArgs, lambda a, argv: register(a), "freeze a plan before its results (hashes, version, time)"),
+    "register": (
+        RegisterArgs,
+        lambda a, argv: register(a),
+        "freeze a plan before its results (hashes, version, time)",
+    ),
     "run": (RunArgs, run, "run and resume a study's units (arm × seed: train, then evaluate), then report"),
-    "report": (ReportArgs, report, "results.json, report.md and the figure of a study (or re-render a results file)"),
-    "verify": (VerifyArgs, lambda a, argv: verify(a), "recompute a results file's summary from its outcome lists"),
+    "report": (
+        ReportArgs,
+        report,
+        "results.json, report.md and the figure of a study (or re-render a results file)",
+    ),
+    "verify": (
+        VerifyArgs,
+        lambda a, argv: verify(a),
+        "recompute a results file's summary from its outcome lists",
+    ),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
 
@@ -304,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
-        print(f"agon study: unknown subcommand {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        print(
+            f"agon study: unknown subcommand {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr
+        )
         return 2
     cls, fn, _ = SUBCOMMANDS[name]
     return run_command(cls, rest, f"agon study {name}", lambda args: fn(args, rest))

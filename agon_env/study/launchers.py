@@ -33,15 +33,21 @@ def run_one(spec: Path, log: Path, device: str | None) -> tuple[int, float]:
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with log.open("a") as f:
-        rc = subprocess.run(command(spec), stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode
+        rc = subprocess.run(
+            command(spec), stdout=f, stderr=subprocess.STDOUT, env=env, check=False
+        ).returncode
     return rc, time.perf_counter() - t0
 
 
 def _tail(log: Path, lines: int = 15) -> str:
-    return "".join(log.read_text(errors="replace").splitlines(keepends=True)[-lines:]) if log.is_file() else ""
+    return (
+        "".join(log.read_text(errors="replace").splitlines(keepends=True)[-lines:]) if log.is_file() else ""
+    )
 
 
-def local(specs: dict[str, Path], logs: Path, workers: int = 1, devices: Sequence[str] = ()) -> dict[str, str]:
+def local(
+    specs: dict[str, Path], logs: Path, workers: int = 1, devices: Sequence[str] = ()
+) -> dict[str, str]:
     """``workers`` units at a time on this machine; each takes a free device of ``devices``
     (round robin over the workers) or none. Returns failed unit -> its log's tail."""
     slots: queue.Queue[str | None] = queue.Queue()
@@ -69,7 +75,11 @@ def local(specs: dict[str, Path], logs: Path, workers: int = 1, devices: Sequenc
 
 
 def ray(
-    specs: dict[str, Path], logs: Path, address: str | None = None, cpus_per_unit: float = 1, gpus_per_unit: float = 0
+    specs: dict[str, Path],
+    logs: Path,
+    address: str | None = None,
+    cpus_per_unit: float = 1,
+    gpus_per_unit: float = 0,
 ) -> dict[str, str]:
     """Each unit a Ray task with ``cpus_per_unit`` CPUs and ``gpus_per_unit`` GPUs, on the cluster at
     ``address`` (None: a local one; ``auto``: the running one). Every node must see the study

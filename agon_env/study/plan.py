@@ -126,7 +126,9 @@ class StudyPlan:
         """The training base (``config`` then ``train``), before any arm."""
         return compose(self.config, self.train)
 
-    def unit_config(self, arm: str, seed: int, task: dict[str, Any] | None = None, out_dir: str = "") -> TrainConfig:
+    def unit_config(
+        self, arm: str, seed: int, task: dict[str, Any] | None = None, out_dir: str = ""
+    ) -> TrainConfig:
         """Unit ``arm`` × ``seed``'s ``TrainConfig`` (``task``: the calibrated keyword, if any)."""
         extra: dict[str, Any] = {"seed": seed, **({"out_dir": out_dir} if out_dir else {})}
         if task:
@@ -219,7 +221,8 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
             missing = [a for a in (first, second) if a not in plan.arms]
             if missing:
                 raise ConfigError(
-                    f"{which}: {first} - {second} names {missing[0]!r}, not an arm of the plan ({', '.join(plan.arms)})"
+                    f"{which}: {first} - {second} names {missing[0]!r}, "
+                    f"not an arm of the plan ({', '.join(plan.arms)})"
                 )
     cal = plan.calibration
     if cal is not None and not cal.candidates:

@@ -45,8 +45,8 @@ def git_commit() -> str | None:
                              timeout=10, check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, timeout=10, check=False).stdout.strip()  # fmt: skip
+    status = ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]
+    dirty = subprocess.run(status, capture_output=True, text=True, timeout=10, check=False).stdout.strip()
     return (out.stdout.strip() + ("+dirty" if dirty else "")) if out.returncode == 0 else None
 
 
@@ -81,11 +81,14 @@ def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
     old = read(out)
     if old is not None:
         if old["plan_sha256"] != plan.sha256():
-            raise ConfigError(f"{out} is registered with another plan (sha256 {old['plan_sha256'][:12]}, "
-                              f"registered {old['registered_at']}); a new plan needs a new --out")  # fmt: skip
+            sha, when = old["plan_sha256"][:12], old["registered_at"]
+            raise ConfigError(f"{out} is registered with another plan (sha256 {sha}, registered {when}); "
+                              "a new plan needs a new --out")  # fmt: skip
         return old, False
     if (out / "results.json").is_file() or any((out / "eval").glob("*/eval.json")):
-        raise ConfigError(f"{out} already holds results: a registration must come before them; use a new --out")
+        raise ConfigError(
+            f"{out} already holds results: a registration must come before them; use a new --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     reg = record(plan)
     write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")

@@ -151,7 +151,9 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
                 "chosen_cascade": selection.get("chosen"),
                 "validation": selection.get("validation"),
                 "post_hoc_differs": selection.get("post_hoc_differs"),
-                "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get("answers_differ"),
+                "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
+                    "answers_differ"
+                ),
                 "training": training(out / "runs" / name, steps),
             }
     arms = {arm: arms[arm] for arm in plan.arms if arm in arms}

@@ -119,6 +119,11 @@ def base_sampling(plan: StudyPlan) -> list[str]:
     return ["--temperature", str(s.temperature), "--max-new-tokens", str(s.max_new_tokens)]
 
 
+def imports(cfg: Any) -> list[str]:
+    """``agon eval``'s ``--imports`` for the modules a plan's ``train.imports`` names (its tasks)."""
+    return ["--imports", *cfg.imports] if cfg.imports else []
+
+
 def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     """The untrained base's few-shot pass@1 on validation with the calibrated keyword at ``value``."""
     cal, cfg = plan.calibration, plan.base_config()
@@ -129,7 +134,7 @@ def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     argv = ["eval", "--model", cfg.model.name, "--env", cfg.env.id, *kwarg_flags(kwargs),
             "--split", "validation", "--methods", "base-few-shot", "--problems", str(cal.problems),
             "--val-problems", "0", *base_sampling(plan), "--no-cache", "--out", str(folder), "--quiet",
-            *(["--imports", *cfg.imports] if cfg.imports else [])]  # fmt: skip
+            *imports(cfg)]  # fmt: skip
     return Unit(name, argv, str(folder), threads=cfg.threads)
 
 
@@ -145,7 +150,7 @@ def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
     folder = out / "eval" / "base"
     argv = ["eval", "--model", cfg.model.name, "--env", cfg.env.id, *kwarg_flags({**cfg.env.kwargs, **task}),
             "--methods", *plan.evaluation.base_methods, *test_flags(plan), *base_sampling(plan),
-            "--no-cache", "--out", str(folder), *(["--imports", *cfg.imports] if cfg.imports else [])]  # fmt: skip
+            "--no-cache", "--out", str(folder), *imports(cfg)]  # fmt: skip
     return Unit("base", argv, str(folder), threads=cfg.threads)
 
 
@@ -219,7 +224,11 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
         if unit.done():
             return 0
         train_dev, eval_dev = device_flags(device)
-        if unit.train is not None and unit.run_dir is not None and not trained(Path(unit.run_dir), unit.steps):
+        if (
+            unit.train is not None
+            and unit.run_dir is not None
+            and not trained(Path(unit.run_dir), unit.steps)
+        ):
             folder = Path(unit.run_dir)
             # A run killed after a checkpoint continues; one killed before its first starts over.
             resume = (folder / CHECKPOINT).is_file()

@@ -27,7 +27,9 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
         out = [f"{path}.{k}: missing on one side" for k in sorted(set(a) ^ set(b), key=str)]
         return out + [d for k in a if k in b for d in differences(a[k], b[k], f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")
+        ]
     both_nan = isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
     return [] if a == b or both_nan else [f"{path}: recorded {b!r}, recomputed {a!r}"]
 
@@ -74,5 +76,7 @@ def verify(path: Path) -> dict[str, Any]:
     wrong = wrong or differences(summary_from_outcomes(doc), doc["summary"], "summary")
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
-        raise VerifyError(f"{path}: {len(wrong)} mismatch(es) between the outcome lists and the summary: {shown}")
+        raise VerifyError(
+            f"{path}: {len(wrong)} mismatch(es) between the outcome lists and the summary: {shown}"
+        )
     return doc

@@ -192,7 +192,8 @@ def _study_doc(registered: list[str] | None, added: list[list[str]] = ()) -> dic
             "two_stage": {"grpo": "self-cascade", "agon": "cascade"}, "decision": {"every_seed": True},
             "steps": 2, "batch_problems": 1, "num_generations": 2, "temperature": 0.7, "max_new_tokens": 8,
             "lr": 1e-4, "seeds": [0], "study": {"name": "t"}}  # fmt: skip
-    doc = {"plan": plan, "outcomes": {"arms": {"grpo": {"0": grpo}, "agon": {"0": agon}}, "base": None, "missing": []},
+    arms = {"grpo": {"0": grpo}, "agon": {"0": agon}}
+    doc = {"plan": plan, "outcomes": {"arms": arms, "base": None, "missing": []},
            "added_comparisons": [list(p) for p in added], "complete": True, "model": "tiny",
            "task": {"env": "agon/arith-v0", "kwargs": {}}, "calibration": {"measured": {}},
            "problems": {"test": {"ids": list("abcd")}, "validation": {"ids": []},

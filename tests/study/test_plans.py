@@ -46,7 +46,12 @@ def test_the_second_study_ships_as_registered(monkeypatch: pytest.MonkeyPatch) -
     for key in ("model", "env", "steps", "batch_problems", "num_generations", "max_new_tokens", "temperature",
                 "lr", "arms", "seeds", "test_problems", "val_problems", "eval_seeds"):  # fmt: skip
         assert now[key] == recorded["plan"][key], key
-    assert now["two_stage"] == {"grpo": "self-cascade", "coop": "cascade", "agon": "cascade", "agon-redacted": "cascade"}
+    assert now["two_stage"] == {
+        "grpo": "self-cascade",
+        "coop": "cascade",
+        "agon": "cascade",
+        "agon-redacted": "cascade",
+    }
     assert plan.calibration is not None and plan.calibration.candidates == [recorded["task"]["difficulty"]]
     assert plan.calibration.problems == recorded["plan"]["calibration_problems"]
     redacted = plan.unit_config("agon-redacted", 0)
@@ -74,8 +79,14 @@ def _write(tmp_path: Path, **changes: object) -> Path:
     ("changes", "message"),
     [
         ({"arm": {}}, "plan key 'arm' is unknown; did you mean arms"),
-        ({"arms": {"agon": {"algo": "agonn"}}}, "arm 'agon': invalid training config: algo: unknown algorithm 'agonn'"),
-        ({"arms": {"agon": {"algo": "agon", "env.exchang": "none"}}}, "arm 'agon': unknown config key 'env.exchang'"),
+        (
+            {"arms": {"agon": {"algo": "agonn"}}},
+            "arm 'agon': invalid training config: algo: unknown algorithm 'agonn'",
+        ),
+        (
+            {"arms": {"agon": {"algo": "agon", "env.exchang": "none"}}},
+            "arm 'agon': unknown config key 'env.exchang'",
+        ),
         ({"comparisons": ["agon - coop"]}, "names 'coop', not an arm of the plan"),
         ({"evaluation": {"test_problems": "many"}}, "evaluation.test_problems: expected int"),
         ({"evaluation": {"methods": ["cascad"]}}, "unknown eval method 'cascad'"),

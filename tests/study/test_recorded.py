@@ -43,7 +43,9 @@ def test_a_recorded_study_verifies(name: str, capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize("name", ["study_2.json", "exchange_cpu.json"])
-def test_a_copy_with_one_outcome_flipped_fails(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_copy_with_one_outcome_flipped_fails(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     doc = json.loads((RESULTS / name).read_text())
     run = doc["outcomes"]["arms"]["agon"]["1"]
     run["outcomes"]["standalone:agent_a"][7] ^= 1
@@ -77,7 +79,9 @@ def test_a_recorded_block_regenerates_from_its_results_file(block: str, name: st
 
 
 @pytest.mark.parametrize(("name", "least_test", "least_val", "arms"), COMPLETE)
-def test_a_recorded_studys_test_problems_are_held_out(name: str, least_test: int, least_val: int, arms: tuple[str, ...]) -> None:
+def test_a_recorded_studys_test_problems_are_held_out(
+    name: str, least_test: int, least_val: int, arms: tuple[str, ...]
+) -> None:
     from agon_env.evaluation.splits import load_eval_data
 
     doc = verified(name)
@@ -87,7 +91,11 @@ def test_a_recorded_studys_test_problems_are_held_out(name: str, least_test: int
     assert probs["test"]["ids"] == data.test.ids() and probs["validation"]["ids"] == data.validation.ids()
     assert probs["test"]["prompt_sha256"] == [sha(data.test.task[i].prompt) for i in data.test.indices]
     assert probs["test_prompts_in_training_pool"] == 0 and probs["test_prompts_in_validation"] == 0
-    assert doc["complete"] and len(probs["test"]["ids"]) >= least_test and len(probs["validation"]["ids"]) >= least_val
+    assert (
+        doc["complete"]
+        and len(probs["test"]["ids"]) >= least_test
+        and len(probs["validation"]["ids"]) >= least_val
+    )
     assert all(len(doc["outcomes"]["arms"][a]) >= 3 for a in arms)
 
 

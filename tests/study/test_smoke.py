@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 def agon(*argv: str, **kw: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "agon_env.cli", *argv], capture_output=True, text=True, env=env,
+    cmd = [sys.executable, "-m", "agon_env.cli", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env,
                           check=False, cwd=ROOT, **kw)  # type: ignore[call-overload]  # fmt: skip
 
 
@@ -55,9 +56,13 @@ def test_the_smoke_study_runs_two_units_at_once_and_verifies(reference: Path) ->
     assert doc["complete"] and set(doc["outcomes"]["arms"]) == {"grpo", "agon"}
     assert set(doc["outcomes"]["arms"]["agon"]) == {"0", "1"} and doc["outcomes"]["base"]
     run = doc["outcomes"]["arms"]["agon"]["0"]
-    assert run["score_errors"] == {m: 0 for m in run["outcomes"]} and set(run["score_timeouts"]) == set(run["outcomes"])
+    assert run["score_errors"] == {m: 0 for m in run["outcomes"]} and set(run["score_timeouts"]) == set(
+        run["outcomes"]
+    )
     registered = doc["registration"]["registered_at"]
-    assert all(r["written_at"] >= registered for seeds in doc["outcomes"]["arms"].values() for r in seeds.values())
+    assert all(
+        r["written_at"] >= registered for seeds in doc["outcomes"]["arms"].values() for r in seeds.values()
+    )
     assert doc["hashes"]["plan_sha256"] == doc["registration"]["plan_sha256"]
     assert "| agon − grpo, standalone |" in (reference / "report.md").read_text()
     assert (reference / "accuracy_vs_length.png").stat().st_size > 0
@@ -75,11 +80,24 @@ def test_two_units_overlap_under_two_workers(reference: Path) -> None:
     assert sum(e.endswith(": started") for e in events[:first_done]) == 2
 
 
-def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(reference: Path, tmp_path: Path) -> None:
+def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
+    reference: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "killed"
     assert agon("study", "register", str(SMOKE), "--out", str(out)).returncode == 0
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "agon_env.cli", "study", "run", str(SMOKE), "--out", str(out), "--workers", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agon_env.cli",
+        "study",
+        "run",
+        str(SMOKE),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)  # fmt: skip
     killed_in = None
@@ -113,4 +131,6 @@ def test_the_ray_launcher_runs_units_as_ray_tasks(reference: Path, tmp_path: Pat
     done = agon("study", "run", str(path), "--out", str(out), "--launcher", "ray")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "grpo-seed0: done in" in done.stdout and "(ray)" in done.stdout
-    assert outcomes(out)["arms"]["grpo"]["0"]["outcomes"] == outcomes(reference)["arms"]["grpo"]["0"]["outcomes"]
+    assert (
+        outcomes(out)["arms"]["grpo"]["0"]["outcomes"] == outcomes(reference)["arms"]["grpo"]["0"]["outcomes"]
+    )

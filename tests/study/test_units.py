@@ -50,7 +50,7 @@ def test_a_run_is_trained_once_its_last_step_and_its_adapters_are_written(tmp_pa
 
 def test_an_evaluation_of_another_task_or_size_is_refused(tmp_path: Path) -> None:
     plan = load(SMOKE)
-    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 1}, "split": "test",
+    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 1, "size": 500}, "split": "test",
             "test_problems": 6, "validation_problems": 3}  # fmt: skip
     check_eval({"data": data}, plan, {}, tmp_path)
     with pytest.raises(ValueError, match="difficulty"):
@@ -61,11 +61,17 @@ def test_an_evaluation_of_another_task_or_size_is_refused(tmp_path: Path) -> Non
 
 def test_each_unit_trains_its_arms_resolved_config_and_evaluates_its_run_alone(tmp_path: Path) -> None:
     plan = from_dict(yaml.safe_load(SMOKE.read_text()) | {
-        "arms": {"grpo": {"algo": "grpo"}, "agon-none": {"algo": "agon", "env.exchange": "none"}}})  # fmt: skip
+        "arms": {"grpo": {"algo": "grpo"}, "agon-none": {"algo": "agon", "env.exchange": "none"}}
+    })  # fmt: skip
     none = arm_unit(plan, tmp_path, "agon-none", 1, {"difficulty": 2})
-    assert none.config is not None and none.train == ["train", "--config", str(tmp_path / "units" / "agon-none-seed1.yaml")]
+    assert none.config is not None and none.train == [
+        "train",
+        "--config",
+        str(tmp_path / "units" / "agon-none-seed1.yaml"),
+    ]
     cfg = none.config
-    assert (cfg["algo"], cfg["seed"], cfg["env"]["exchange"], cfg["env"]["kwargs"]) == ("agon", 1, "none", {"difficulty": 2})
+    assert (cfg["algo"], cfg["seed"], cfg["env"]["exchange"]) == ("agon", 1, "none")
+    assert cfg["env"]["kwargs"] == {"difficulty": 2, "size": 500}  # the calibrated keyword on the plan's
     assert cfg["out_dir"] == str(tmp_path / "runs" / "agon-none-seed1") and cfg["time_budget_min"] == 0
     assert none.eval[:2] == ["eval", str(tmp_path / "runs" / "agon-none-seed1")]
     methods = none.eval[none.eval.index("--methods") + 1 : none.eval.index("--split")]
@@ -104,8 +110,8 @@ def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
 
 
 def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
-    modules = ", ".join(f"agon_env.study.{m}" for m in ("cli", "plan", "units", "launchers", "analysis",
-                                                        "results", "tables", "verify", "registration"))  # fmt: skip
+    names = ("cli", "plan", "units", "launchers", "analysis", "results", "tables", "verify", "registration")
+    modules = ", ".join(f"agon_env.study.{m}" for m in names)
     code = f"import sys; import {modules}; assert not {{'torch', 'ray'}} & set(sys.modules), 'loaded'"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
