@@ -62,6 +62,9 @@ class RunArgs(CommandArgs):
     """``--launcher ray``: CPUs each unit's task asks for."""
     gpus_per_unit: float = 0
     """``--launcher ray``: GPUs each unit's task asks for (1: one GPU per unit)."""
+    processes_per_unit: int = 1
+    """Training processes per unit: more than 1 makes each unit data-parallel (``torchrun
+    --standalone``, docs/scaling.md), e.g. 8 with ``--gpus-per-unit 8``."""
     report: bool = True
     """Write results.json, report.md and the figure when the units end (``--no-report``: don't)."""
     print_plan: bool = False
@@ -218,6 +221,8 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     task = calibrate(plan, out, lambda specs: launch(specs))["task"]
     units = [base_unit(plan, out, task)] if plan.evaluation.base_methods else []
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
+    for u in units:
+        u.processes = args.processes_per_unit if u.train is not None else 1
     todo = [u for u in units if not u.done()]
     say(f"{len(units) - len(todo)} of {len(units)} units done; running {len(todo)}")
     failed = launch(write_specs(out, todo)) if todo else {}

@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -51,6 +52,8 @@ class Unit:
     """torch threads (``OMP_NUM_THREADS``; 0: torch's default)."""
     config: dict[str, Any] | None = None
     """The arm unit's resolved ``TrainConfig`` (what ``--config`` reads, as a dict)."""
+    processes: int = 1
+    """Training processes (more than 1: data-parallel, ``torchrun --standalone``; docs/scaling.md)."""
 
     def done(self) -> bool:
         return (Path(self.eval_dir) / EVAL_REPORT).is_file()
@@ -208,6 +211,14 @@ def command(spec: Path) -> list[str]:
     return [sys.executable, "-m", "agon_env.study.units", str(spec)]
 
 
+def train_command(argv: list[str], processes: int) -> list[str] | None:
+    """``agon train ARGV`` as a data-parallel launch over ``processes`` (None: one process, this one)."""
+    if processes <= 1:
+        return None
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes),
+            "-m", "agon_env.cli", "train", *argv]  # fmt: skip
+
+
 def run_child(spec_path: Path, device: str | None = None) -> int:
     """What the child does: lock the unit, skip it when done, train (resuming), evaluate, stamp."""
     from agon_env.algorithms.cli_train import main as train
@@ -237,7 +248,12 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
             print(f"{unit.name}: {'resuming from its last checkpoint' if resume else 'training'}", flush=True)
             # A resumed run is its folder's own config.yaml (``agon train --resume --out-dir``).
             argv = ["--out-dir", str(folder), "--resume"] if resume else unit.train[1:]
-            rc = agon["train"]([*argv, *train_dev])
+            launch = train_command([*argv, *train_dev], unit.processes)
+            rc = (
+                agon["train"]([*argv, *train_dev])
+                if launch is None
+                else subprocess.run(launch, check=False).returncode
+            )
             if rc:
                 return rc
         rc = agon["eval"]([*unit.eval[1:], *eval_dev])

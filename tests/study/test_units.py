@@ -116,3 +116,19 @@ def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_data_parallel_unit_trains_under_torchrun() -> None:
+    from agon_env.study.units import train_command
+
+    assert train_command(["--config", "u.yaml"], 1) is None  # one process: the unit's own
+    cmd = train_command(["--config", "u.yaml"], 4)
+    assert cmd is not None and cmd[1:7] == [
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "4",
+        "-m",
+    ]
+    assert cmd[7:] == ["agon_env.cli", "train", "--config", "u.yaml"]
