@@ -35,7 +35,8 @@ def outcomes(out: Path) -> dict:
     """Every unit's 0/1 outcome lists (final answers and drafts), by unit and method."""
     o = json.loads((out / "results.json").read_text())["outcomes"]
     units = {f"{arm}-seed{s}": r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
-    units["base"] = o["base"]
+    if o["base"]:
+        units["base"] = o["base"]
     return {name: (r["outcomes"], r["first_outcomes"]) for name, r in units.items()}
 
 
