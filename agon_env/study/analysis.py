@@ -59,11 +59,10 @@ def two_stage_methods(doc: dict[str, Any]) -> dict[str, str]:
 
 def comparisons(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """The pairs the summary reports: the plan's primary then exploratory ones (recorded studies:
-    :data:`PAIRS`)."""
+    :data:`PAIRS`), then any added at report time (``agon study report --compare``)."""
     plan = doc.get("plan", {})
-    if "comparisons" not in plan:
-        return list(PAIRS)
-    listed = [*plan["comparisons"], *plan.get("exploratory", []), *doc.get("added_comparisons", [])]
+    listed = [*plan["comparisons"], *plan.get("exploratory", [])] if "comparisons" in plan else list(PAIRS)
+    listed += doc.get("added_comparisons", [])
     return list(dict.fromkeys(tuple(p) for p in listed))
 
 

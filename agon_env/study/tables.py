@@ -105,7 +105,7 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     first, _, rest = name.partition(" − ")
     pair = [first, rest.rpartition(", ")[0]]
     plan = doc["plan"]
-    if "comparisons" not in plan:
+    if "comparisons" not in plan and pair not in doc.get("added_comparisons", []):
         return verdict(diff, first)
     rule = plan.get("decision", {})
     said = verdict(diff, first, rule.get("every_seed", True), rule.get("equivalence_margin"))
@@ -113,7 +113,7 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     registered = (
         None if registration is None else [list(split(c)) for c in registration["plan"]["comparisons"]]
     )
-    if pair not in plan["comparisons"]:
+    if pair not in plan.get("comparisons", []):
         why = (
             "added after the plan" if pair in doc.get("added_comparisons", []) else "exploratory in the plan"
         )

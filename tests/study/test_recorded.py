@@ -106,3 +106,13 @@ def test_the_prompts_fingerprint_is_the_recorded_one(monkeypatch: pytest.MonkeyP
 
     monkeypatch.setitem(PROMPT_FAMILIES, "fingerprint-test", RolePrompts(drafter_system="Solve."))
     assert prompts_fingerprint() == json.loads((RESULTS / "study_2.json").read_text())["plan"]["prompts"]
+
+
+def test_a_comparison_added_to_a_recorded_study_is_exploratory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(RESULTS / "study_2.json"), "--compare", "agon-redacted - grpo"]) == 0
+    table = capsys.readouterr().out
+    assert "| agon-redacted − grpo, standalone |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| agon-redacted − grpo, standalone |"))
+    assert "exploratory (added after the plan): " in row
+    # the recorded comparisons keep the pre-registered rule's verdicts
+    assert "| agon − grpo, standalone | -5.1 |" in table and "| agon worse |" in table
