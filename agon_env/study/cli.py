@@ -266,7 +266,7 @@ def _report(
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
         doc = build(plan, study, command, read(study), added)
         tables.save_results(doc, study / RESULTS)
-        label = results or str(study / RESULTS)
+        label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
     if results is not None:
         tables.save_results(doc, Path(results))
@@ -275,6 +275,14 @@ def _report(
     elif study.suffix == ".json":
         print(tables.markdown(doc, block, label))
     return doc
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the report names it: from the current folder when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def report(args: ReportArgs, argv: Sequence[str]) -> int:
