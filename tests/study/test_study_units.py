@@ -132,3 +132,46 @@ def test_a_data_parallel_unit_trains_under_torchrun() -> None:
         "-m",
     ]
     assert cmd[7:] == ["agon_env.cli", "train", "--config", "u.yaml"]
+
+
+def test_local_workers_run_units_side_by_side_each_on_its_own_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    from agon_env.study import launchers
+
+    running: set[str] = set()
+    seen: list[tuple[str, str | None, int]] = []
+    lock = threading.Lock()
+
+    def fake(spec: Path, log: Path, device: str | None) -> tuple[int, float]:
+        with lock:
+            assert device not in running, "two units on one device at once"
+            running.add(device or "")
+            seen.append((spec.stem, device, len(running)))
+        time.sleep(0.2)
+        with lock:
+            running.discard(device or "")
+        return (3 if spec.stem == "bad" else 0), 0.2
+
+    monkeypatch.setattr(launchers, "run_one", fake)
+    specs = {name: tmp_path / f"{name}.json" for name in ("a", "b", "c", "bad")}
+    failed = launchers.local(specs, tmp_path / "logs", workers=2, devices=["cuda:0", "cuda:1"])
+    assert set(failed) == {"bad"}
+    assert {d for _, d, _ in seen} == {"cuda:0", "cuda:1"} and max(n for *_, n in seen) == 2
+
+
+def test_a_unit_on_cuda_n_sees_that_gpu_alone_as_cuda() -> None:
+    from agon_env.study.units import Unit, child_env, device_flags
+
+    unit = Unit("agon-seed0", ["eval"], "e", threads=2)
+    env = child_env(unit, "cuda:3")
+    assert (
+        env["CUDA_VISIBLE_DEVICES"] == "3" and env["OMP_NUM_THREADS"] == "2" and env["HF_HUB_OFFLINE"] == "1"
+    )
+    assert device_flags("cuda:3") == (["--model.device", "cuda"], ["--device", "cuda"])
+    assert device_flags(None) == ([], []) and "CUDA_VISIBLE_DEVICES" not in child_env(unit, "cpu").keys() - {
+        k for k in os.environ
+    }
