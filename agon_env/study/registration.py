@@ -97,10 +97,16 @@ def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
 
 def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
     """The registration in ``out`` when ``plan`` is the one it froze (None: not registered);
-    a changed plan is refused, naming the fields that changed."""
+    a changed plan, or prompts other than the registered ones, is refused (naming what changed)."""
     reg = read(out)
-    if reg is None or reg["plan_sha256"] == plan.sha256():
+    if reg is not None and reg["plan_sha256"] == plan.sha256():
+        now_prompts = prompts_fingerprint()
+        if reg["prompts"] != now_prompts:
+            raise ConfigError(f"the prompts differ from those registered in {out / REGISTRATION} "
+                              f"({reg['prompts']}, now {now_prompts}): run the registered code")  # fmt: skip
         return reg
+    if reg is None:
+        return None
     now_ = plan.as_dict()
     changed = [k for k in now_ if reg["plan"].get(k) != now_[k]]
     raise ConfigError(f"the plan differs from the one registered in {out / REGISTRATION} "

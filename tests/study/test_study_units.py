@@ -175,3 +175,12 @@ def test_a_unit_on_cuda_n_sees_that_gpu_alone_as_cuda() -> None:
     assert device_flags(None) == ([], []) and "CUDA_VISIBLE_DEVICES" not in child_env(unit, "cpu").keys() - {
         k for k in os.environ
     }
+
+
+def test_a_registered_study_refuses_other_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = load(SMOKE)
+    registration.register(plan, tmp_path)
+    assert registration.check(plan, tmp_path) is not None
+    monkeypatch.setattr(registration, "prompts_fingerprint", lambda: "0" * 16)
+    with pytest.raises(ConfigError, match="prompts differ from those registered"):
+        registration.check(plan, tmp_path)
