@@ -50,7 +50,7 @@ from agon_env.agents.kv_cache import BufferCache
 from agon_env.agents.latent_spans import span_of, span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
 from agon_env.options import LatentConfig
-from agon_env.vocabulary import VLLM_REFUSAL, draft_handle, is_handle
+from agon_env.vocabulary import LATENT_TOKENS, VLLM_REFUSAL, draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""
@@ -368,7 +368,7 @@ class LatentAgent:
         for o, c, p in zip(observations, completions, prefixes, strict=True):
             c.agent = self.name
             c.meta.setdefault("role", int(o.get("role", 1)))
-            c.meta.update(latent_tokens=p.length, latent_bytes=p.nbytes)
+            c.meta.update({LATENT_TOKENS: p.length, "latent_bytes": p.nbytes})
             if self.keep_prefix:
                 c.meta[PREFIX] = p
         return completions

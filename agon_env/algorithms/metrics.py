@@ -54,7 +54,7 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
                 acc[key(PROMPT_TOKENS, *q)].append(float(len(t.completion.prompt_ids)))
         if t.role == CHALLENGER and t.draft:
             acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
-            if not t.draft_unusable:
+            if t.leak_measured:
                 acc[SUMMARY_LEAK].append(float(t.summary_leak))
         if t.answer:
             acc[SCORE_ERRORS].append(float(t.score_error is not None))

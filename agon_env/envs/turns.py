@@ -17,6 +17,7 @@ from agon_env.envs.format import Parsed
 from agon_env.envs.rewards import Outcome
 from agon_env.envs.scoring import Verdict
 from agon_env.envs.spaces import UnicodeText
+from agon_env.vocabulary import is_handle
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class TurnResult:
     def draft_unusable(self) -> bool:
         """A challenger turn shown :data:`NO_SUMMARY`: the draft gave it nothing to check."""
         return self.draft == NO_SUMMARY
+
+    @property
+    def leak_measured(self) -> bool:
+        """Whether :attr:`summary_leak` was measured: a challenger turn shown a usable draft as
+        text. A latent handle is no text, so what its cache states is not measured (and not 0)."""
+        return bool(self.draft) and not self.draft_unusable and not is_handle(self.draft)
 
     def outcome(self) -> dict[str, Any]:
         """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
