@@ -91,3 +91,26 @@ MACHINE = (*MAX_ACROSS_RANKS, "tokens_per_s")
 def key(quantity: str, *qualifiers: str) -> str:
     """The one spelling of a metric: ``key(ACC, "agent_a", "drafter") == "acc/agent_a/drafter"``."""
     return "/".join((quantity, *qualifiers))
+
+
+RATES = (ACC, FORMAT, TRUNCATED, CONVERSION, DRAFT_UNUSABLE, SUMMARY_LEAK, WIN, TIE, CHALLENGE_CHANGED_ANSWER)
+"""Quantities that are shares of 0/1 outcomes: each step logs, beside the share, its counts
+(:func:`successes_key`, :func:`trials_key`), so a change over several steps is judged on the
+pooled counts (:func:`agon_env.stats.newcombe_interval`), not on the per-step shares."""
+SUCCESSES = "successes"
+TRIALS = "trials"
+
+
+def is_rate(name: str) -> bool:
+    """Whether the metric ``name`` is a :data:`RATES` quantity (with any qualifiers)."""
+    return any(name == q or name.startswith(q + "/") for q in RATES)
+
+
+def successes_key(name: str) -> str:
+    """``successes/acc/drafter``: how many of the step's outcomes behind rate ``name`` were 1."""
+    return key(SUCCESSES, name)
+
+
+def trials_key(name: str) -> str:
+    """``trials/acc/drafter``: how many outcomes the step's rate ``name`` is the share of."""
+    return key(TRIALS, name)

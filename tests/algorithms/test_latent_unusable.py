@@ -50,4 +50,7 @@ def test_a_latent_challenge_on_an_empty_cache_read_no_draft():
     m = rollout_metrics(batch)
     assert m[DRAFT_UNUSABLE] == pytest.approx(1 / 3)
     assert m[CHALLENGE_CHANGED_ANSWER] == pytest.approx(1 / 2)  # 4→4 and 6→7; 5→4 read nothing
+    # The counts behind the shares are logged too (the start-vs-end table pools them).
+    assert (m["successes/draft_unusable"], m["trials/draft_unusable"]) == (1.0, 3.0)
+    assert (m[f"successes/{CHALLENGE_CHANGED_ANSWER}"], m[f"trials/{CHALLENGE_CHANGED_ANSWER}"]) == (1.0, 2.0)
     assert SUMMARY_LEAK not in m
