@@ -158,6 +158,7 @@ def test_paired_bootstrap_resamples_seeds_too():
     assert d.mean == 0.0 and d.low == -1.0 and d.high == 1.0
 
 
+@settings(deadline=None)  # two bootstraps per example: over 200 ms on a loaded machine
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=30))
 def test_paired_bootstrap_interval_holds_the_mean_and_is_antisymmetric(pairs):
     x, y = [[int(a) for a, _ in pairs]], [[int(b) for _, b in pairs]]
