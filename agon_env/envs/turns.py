@@ -60,9 +60,16 @@ class TurnResult:
         return bool(self.draft) and not self.draft_unusable and not is_handle(self.draft)
 
     def outcome(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
+        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep);
+        ``summary_leak`` is ``None`` where it was not measured (:attr:`leak_measured`)."""
         kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
-        return {**kept, "draft_unusable": self.draft_unusable, "score_error": self.score_error is not None}
+        leak = self.summary_leak if self.leak_measured else None  # not measured is not "no leak"
+        return {
+            **kept,
+            "draft_unusable": self.draft_unusable,
+            "summary_leak": leak,
+            "score_error": self.score_error is not None,
+        }
 
 
 _TEXTS = ("text", "summary", "draft", "score_error")
