@@ -11,6 +11,9 @@ numbers in a report can be recomputed from its per-problem records by hand.
 * :func:`complementarity` / :func:`conversion` -- whether two policies fail on different
   problems, and how often the second fixes the first; :func:`answer_agreement` -- how often
   their answers to the same problem differ at all.
+* :func:`newcombe_interval` -- a change in a rate (end − start of a run) over pooled counts,
+  from two :func:`wilson_interval` s: bounded by [−1, 1] where Welch's over a few per-step
+  shares is not.
 * :func:`smoothed` -- a centred moving mean of a per-step series and its 95 % band: the one
   smoother of every training curve.
 """
