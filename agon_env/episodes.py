@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from agon_env.agents.protocol import Agent
 from agon_env.envs.tasks.base import Task
 from agon_env.envs.turns import TurnResult
-from agon_env.vocabulary import CHALLENGER
+from agon_env.vocabulary import CHALLENGER, LATENT_TOKENS, is_handle
 
 SeedFn = Callable[[int, str, int], int]
 """``(episode index, seat, turn number within the episode) -> sampling seed``."""
@@ -71,6 +71,14 @@ class Turn(TurnResult):
     def of(cls, result: TurnResult, episode: int, observation: Mapping[str, Any], completion: Any) -> Turn:
         own = {f.name: getattr(result, f.name) for f in fields(TurnResult)}
         return cls(**own, episode=episode, observation=observation, completion=completion)
+
+    @property
+    def draft_unusable(self) -> bool:
+        """The env's verdict (shown :data:`~agon_env.envs.exchange.NO_SUMMARY`), or a latent
+        challenge whose draft had no span: the env shows a handle either way, and only the
+        completion knows that the cache it named was empty, so the challenger read nothing."""
+        meta = getattr(self.completion, "meta", None) or {}
+        return super().draft_unusable or (is_handle(self.draft) and meta.get(LATENT_TOKENS) == 0)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ PROMPT_TOKENS = "prompt_tokens"
 exchange channel costs the reader, beside ``latent/tokens``."""
 TRUNCATED = "truncated"
 DRAFT_UNUSABLE = "draft_unusable"
-"""Challenger turns shown no usable draft summary (the env's NO_SUMMARY line)."""
+"""Challenger turns shown no usable draft summary (the env's NO_SUMMARY line), or, latent, whose
+draft had no span, so no cache to read."""
 SUMMARY_LEAK = "summary_leak"
-"""Challenger turns whose shown draft summary states the draft's final answer anyway."""
+"""Challenger turns whose shown draft summary states the draft's final answer anyway (text
+channels only: absent, not 0, for the latent channel, whose cache is no text to match)."""
 SCORE_ERRORS = "score_errors"
 """How many answers the task's ``score`` gave no verdict on this step: it raised (the verifier
 failed) or returned a non-bool. A count, not a rate."""
@@ -38,7 +40,8 @@ CHALLENGE_CHANGED_ANSWER = "divergence/challenge_changed_answer"
 """Two-seat episodes: share whose challenger, after reading the rival's draft summary, ended
 on a different final answer than that draft's.
 
-Counted only where the challenger was shown a usable summary and both turns gave an answer:
+Counted only where the challenger was shown a usable summary (latent: read a non-empty cache)
+and both turns gave an answer:
 a missing answer is a format failure (``format/<role>``), not a change of mind, and a turn
 shown nothing read no draft. Answers compare by :func:`~agon_env.stats.answer_key`
 (strings, whitespace and case ignored), so ``4.0`` after ``4`` counts as a change.
@@ -69,8 +72,8 @@ LATENT_TOKENS = "latent/tokens"
 """``exchange=latent``: mean tokens of draft cache a challenger turn was conditioned on."""
 LATENT_EMPTY = "latent/empty"
 """``exchange=latent``: share of challenger turns whose draft had no span (with ``span=summary``,
-no summary) and so read no cache at all -- the latent ``draft_unusable``, which the env cannot
-see: the span is the agents' setting."""
+no summary) and so read no cache at all -- counted in ``draft_unusable`` too (by the episode's
+turn, which sees the completion: the env cannot, the span being the agents' setting)."""
 LATENT_BYTES = "latent/bytes"
 """``exchange=latent``: bytes of the step's stored draft caches (held until its update ends)."""
 TIME_ROLLOUT = "time/rollout"
@@ -88,3 +91,26 @@ MACHINE = (*MAX_ACROSS_RANKS, "tokens_per_s")
 def key(quantity: str, *qualifiers: str) -> str:
     """The one spelling of a metric: ``key(ACC, "agent_a", "drafter") == "acc/agent_a/drafter"``."""
     return "/".join((quantity, *qualifiers))
+
+
+RATES = (ACC, FORMAT, TRUNCATED, CONVERSION, DRAFT_UNUSABLE, SUMMARY_LEAK, WIN, TIE, CHALLENGE_CHANGED_ANSWER)
+"""Quantities that are shares of 0/1 outcomes: each step logs, beside the share, its counts
+(:func:`successes_key`, :func:`trials_key`), so a change over several steps is judged on the
+pooled counts (:func:`agon_env.stats.newcombe_interval`), not on the per-step shares."""
+SUCCESSES = "successes"
+TRIALS = "trials"
+
+
+def is_rate(name: str) -> bool:
+    """Whether the metric ``name`` is a :data:`RATES` quantity (with any qualifiers)."""
+    return any(name == q or name.startswith(q + "/") for q in RATES)
+
+
+def successes_key(name: str) -> str:
+    """``successes/acc/drafter``: how many of the step's outcomes behind rate ``name`` were 1."""
+    return key(SUCCESSES, name)
+
+
+def trials_key(name: str) -> str:
+    """``trials/acc/drafter``: how many outcomes the step's rate ``name`` is the share of."""
+    return key(TRIALS, name)

@@ -102,8 +102,10 @@ class LatentConfig:
     (the spans are :data:`agon_env.agents.latent_spans.SPANS`)."""
 
     span: str = "summary"
-    """Which draft tokens: ``summary`` (its summary block) or ``completion`` (all of it up to the
-    answer block); see :data:`~agon_env.agents.latent_spans.SPANS`."""
+    """Which draft tokens, encoded how: ``summary`` (its summary block, in a forward pass of its
+    own: the cache carries the summary only), ``summary-in-context`` (the same tokens encoded
+    within the whole draft: they carry its reasoning too) or ``completion`` (all of it up to
+    the answer block, in context); see :data:`~agon_env.agents.latent_spans.SPANS`."""
     max_tokens: int = 256
     """Keep at most this many tokens of a span (its last ones): bounds a stored cache at
     ``max_tokens`` × bytes per token (SmolLM2-135M fp32: 46 KB per token, 11.8 MB per turn)."""

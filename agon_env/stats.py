@@ -11,6 +11,9 @@ numbers in a report can be recomputed from its per-problem records by hand.
 * :func:`complementarity` / :func:`conversion` -- whether two policies fail on different
   problems, and how often the second fixes the first; :func:`answer_agreement` -- how often
   their answers to the same problem differ at all.
+* :func:`newcombe_interval` -- a change in a rate (end − start of a run) over pooled counts,
+  from two :func:`wilson_interval` s: bounded by [−1, 1] where Welch's over a few per-step
+  shares is not.
 * :func:`smoothed` -- a centred moving mean of a per-step series and its 95 % band: the one
   smoother of every training curve.
 """
@@ -345,6 +348,38 @@ def welch_interval(
     df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
     half = float(t.ppf(0.5 + confidence / 2, df)) * se
     return mx - my - half, mx - my + half
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval for a proportion (no continuity correction); [0, 1] without trials."""
+    if trials <= 0:
+        return (0.0, 1.0)
+    if not 0 <= successes <= trials:
+        raise ValueError(f"{successes} successes out of {trials} trials")
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    centre = (successes + z * z / 2) / (trials + z * z)
+    half = z / (trials + z * z) * math.sqrt(successes * (trials - successes) / trials + z * z / 4)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def newcombe_interval(
+    x1: int, n1: int, x2: int, n2: int, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Newcombe's hybrid score interval (1998, method 10) for ``x1/n1 − x2/n2``, two independent
+    proportions: each side's Wilson interval sets how far the difference can move that way, so
+    the interval stays inside [−1, 1] and is sound at 0 or n successes and on few trials, where
+    the Wald and Welch intervals are not. ``None`` when either side has no trials."""
+    if n1 <= 0 or n2 <= 0:
+        return None
+    p1, p2 = x1 / n1, x2 / n2
+    l1, u1 = wilson_interval(x1, n1, confidence)
+    l2, u2 = wilson_interval(x2, n2, confidence)
+    d = p1 - p2
+    low = d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)
+    high = d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+    return max(-1.0, low), min(1.0, high)
 
 
 def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:

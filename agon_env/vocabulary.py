@@ -47,6 +47,9 @@ def other_seat(seat: str) -> str:
 
 HANDLE_PREFIX: Final = "latent:"
 """How a latent observation's ``draft`` starts: it names a draft, it is no text of it."""
+LATENT_TOKENS: Final = "latent_tokens"
+"""The key of a latent challenger completion's ``meta`` holding how many draft tokens of cache it
+read (0: the draft had no span, so nothing: the latent ``draft_unusable``)."""
 _CHECK_IT = "Do not trust or paraphrase the draft: verify it and re-derive the answer."
 
 

@@ -54,7 +54,8 @@ def main(paths: list[str]) -> None:
         print(line)
         found.append(data)
     best = max(found, key=lambda d: d["gap"]["mean"]) if found else None
-    # A row the base cannot solve has a gap of 0 by construction (no right draft to keep): the
+    # A row the base cannot solve has no right draft to keep, so its gap is the fix rate alone
+    # (countdown: +4 [+1, +8] at 0/100 solved) and training there gets no reward variance: the
     # study's pick (docs/results/preregistration-2.md) is among the rows inside the design band.
     banded = [d for d in found if SOLVE_BAND[0] <= d["solve"] <= SOLVE_BAND[1]]
     pick = max(banded, key=lambda d: d["gap"]["mean"]) if banded else None

@@ -9,14 +9,17 @@ this module resolves it.
 * **Record.** A :class:`LatentAgent` that drafts records each draft under its handle in a
   :class:`LatentStore` shared by the seats: the adapter and the draft's token ids (cheap; no
   cache is kept for drafts nobody challenges).
-* **Prefix.** When a latent observation names the draft, :func:`compute_prefixes` runs the
-  draft's prompt + completion under the *drafter's* adapter (no gradient) and keeps the keys
-  and values of its span (:mod:`agon_env.agents.latent_spans`) as a :class:`LatentPrefix`.
+* **Prefix.** When a latent observation names the draft, :func:`compute_prefixes` encodes
+  its span (:mod:`agon_env.agents.latent_spans`) under the *drafter's* adapter (no gradient)
+  as a :class:`LatentPrefix`: the default ``summary`` span in a forward pass of its own (the
+  cache carries the summary and nothing else), an in-context span within the draft's prompt
+  + completion (the cache carries what came before it too).
 * **Place.** The prefix goes before the challenger's prompt. Its keys keep the rotary
-  positions they were computed at (``start … end − 1`` in the draft's sequence) and the
-  challenger's tokens continue at ``end``, so every query–key distance is the one of a
-  sequence in which the span directly precedes the challenger's prompt; no key is
-  re-rotated, which works for any position scheme. With :attr:`LatentConfig.layers` set,
+  positions they were computed at (``start … end − 1``: ``0 … n − 1`` for a span encoded on
+  its own, its place in the draft's sequence for one in context) and the challenger's tokens
+  continue at ``end``, so every query–key distance is the one of a sequence in which the span
+  directly precedes the challenger's prompt; no key is re-rotated, which works for any
+  position scheme. With :attr:`LatentConfig.layers` set,
   only those layers attend to the prefix (:func:`prefix_layers`).
 * **Train.** The prefix travels with the challenger's completion (``meta["latent_prefix"]``,
   detached): the update's log-probs use the very same tensors
@@ -44,10 +47,10 @@ from transformers import DynamicCache
 
 from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
 from agon_env.agents.kv_cache import BufferCache
-from agon_env.agents.latent_spans import span_tokens
+from agon_env.agents.latent_spans import span_of, span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams
 from agon_env.options import LatentConfig
-from agon_env.vocabulary import VLLM_REFUSAL, draft_handle, is_handle
+from agon_env.vocabulary import LATENT_TOKENS, VLLM_REFUSAL, draft_handle, is_handle
 
 PREFIX = "latent_prefix"
 """The key of a latent challenger completion's :class:`LatentPrefix` in ``Completion.meta``."""
@@ -69,7 +72,8 @@ class LatentPrefix:
     keys: tuple[Tensor, ...]
     values: tuple[Tensor, ...]
     start: int
-    """Rotary position of the span's first token in the draft's own sequence."""
+    """Rotary position of the span's first token: 0 for a span encoded on its own, its place in
+    the draft's sequence for one encoded in context."""
     layers: tuple[int, ...] = ()
     """Layers that attend to it (empty: all)."""
 
@@ -111,25 +115,35 @@ class LatentStore:
 
 @torch.no_grad()
 def compute_prefixes(base: Any, records: Sequence[DraftRecord], config: LatentConfig) -> list[LatentPrefix]:
-    """Each draft's span cache under its own adapter (no gradient: nothing flows back to it)."""
-    out: list[LatentPrefix | None] = [None] * len(records)
+    """Each draft's span cache under its own adapter (no gradient: nothing flows back to it).
+
+    A span encoded on its own (:attr:`~agon_env.agents.latent_spans.Span.own_pass`, the default
+    ``summary``) is a forward pass over its tokens alone at positions ``0 … n − 1``, so the
+    challenger continues at ``n``; one encoded in context runs the draft's prompt and completion
+    up to the span's end and keeps the span's rows, at the positions they had there.
+    """
+    own = span_of(config.span).own_pass
     layers = tuple(config.layers)
+    # Per draft: the tokens to run and the [lo, hi) rows of the result that are the span.
+    plans: list[tuple[list[int], int, int]] = []
+    for r in records:
+        s, e = span_tokens(base.tokenizer, r.completion_ids, config.span, config.max_tokens)
+        if own:
+            plans.append((list(r.completion_ids[s:e]), 0, e - s))
+        else:
+            n = len(r.prompt_ids)
+            plans.append((list(r.prompt_ids) + list(r.completion_ids[:e]), n + s, n + e))
+    out = [LatentPrefix((), (), lo, layers) for _, lo, _ in plans]  # empty spans: no cache
     by_adapter: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        by_adapter.setdefault(r.adapter, []).append(i)
+    for i, (r, (_, lo, hi)) in enumerate(zip(records, plans, strict=True)):
+        if hi > lo:
+            by_adapter.setdefault(r.adapter, []).append(i)
     model, pad = base.model, base.tokenizer.pad_token_id or 0
     was_training = model.training
     model.eval()
     try:
         for adapter, rows in by_adapter.items():
-            spans = [
-                span_tokens(base.tokenizer, records[i].completion_ids, config.span, config.max_tokens)
-                for i in rows
-            ]
-            seqs = [
-                list(records[i].prompt_ids) + list(records[i].completion_ids[:e])
-                for i, (_, e) in zip(rows, spans, strict=True)
-            ]
+            seqs = [plans[i][0] for i in rows]
             width = max(len(s) for s in seqs)
             ids = torch.full((len(rows), width), pad, dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -144,14 +158,14 @@ def compute_prefixes(base: Any, records: Sequence[DraftRecord], config: LatentCo
                     use_cache=True,
                     logits_to_keep=1,
                 )
-            for j, (i, (s, e)) in enumerate(zip(rows, spans, strict=True)):
-                lo, hi = len(records[i].prompt_ids) + s, len(records[i].prompt_ids) + e
-                keys = tuple(layer.keys[j, :, lo:hi].clone() for layer in cache.layers) if hi > lo else ()
-                values = tuple(layer.values[j, :, lo:hi].clone() for layer in cache.layers) if hi > lo else ()
+            for j, i in enumerate(rows):
+                _, lo, hi = plans[i]
+                keys = tuple(layer.keys[j, :, lo:hi].clone() for layer in cache.layers)
+                values = tuple(layer.values[j, :, lo:hi].clone() for layer in cache.layers)
                 out[i] = LatentPrefix(keys, values, lo, layers)
     finally:
         model.train(was_training)
-    return [p for p in out if p is not None]
+    return out
 
 
 def stack_prefixes(
@@ -354,7 +368,7 @@ class LatentAgent:
         for o, c, p in zip(observations, completions, prefixes, strict=True):
             c.agent = self.name
             c.meta.setdefault("role", int(o.get("role", 1)))
-            c.meta.update(latent_tokens=p.length, latent_bytes=p.nbytes)
+            c.meta.update({LATENT_TOKENS: p.length, "latent_bytes": p.nbytes})
             if self.keep_prefix:
                 c.meta[PREFIX] = p
         return completions

@@ -3,35 +3,44 @@
 Its settings are :class:`agon_env.options.LatentConfig` (at the floor, so a run's config holds
 them without loading this layer).
 A *span* is a half-open range ``[start, end)`` of the draft's completion tokens whose keys
-and values (computed under the drafter's adapter, in the draft's own context) are placed
-before the challenger's prompt (:mod:`agon_env.agents.latent`). Both spans end before the
-draft's first ``<answer>`` tag: like every text channel, the latent one never hands over
-the answer block.
+and values (computed under the drafter's adapter) are placed before the challenger's prompt
+(:mod:`agon_env.agents.latent`). Every span ends before the draft's first ``<answer>`` tag:
+like every text channel, the latent one never hands over the answer block. A span is
+encoded either *on its own* (a forward pass over its tokens alone, at positions ``0 … n − 1``:
+its keys and values have attended to nothing but the span) or *in context* (a forward pass
+over the draft's prompt and completion up to the span's end, keeping the span's rows: from
+layer 1 up they have attended to the whole draft before them, its reasoning included).
 
-==============  ===========================================================================
-span            tokens
-==============  ===========================================================================
-``summary``     the ``<summary>…</summary>`` block (the last one, as the parser reads it):
-                the latent counterpart of the paper's text ``summary`` channel (default)
-``completion``  the whole completion up to its answer block: the latent counterpart of
-                ``trace``
-==============  ===========================================================================
+======================  ===================================================================
+span                    tokens, and what their cache can carry
+======================  ===================================================================
+``summary``             the ``<summary>…</summary>`` block (the last one, as the parser reads
+                        it), encoded on its own: the cache carries the summary and nothing
+                        else, the latent counterpart of the text ``summary`` channel (default)
+``summary-in-context``  the same tokens encoded in context: few positions, but their states
+                        carry the whole draft before them (the reasoning line that states the
+                        result included): the span of issue 25's comparison
+``completion``          the whole completion up to its answer block, in context: the latent
+                        counterpart of ``trace``
+======================  ===================================================================
 
-Why ``summary`` is the default: it carries what the paper's text channel carries, so
-``summary`` vs ``latent`` compares the medium (text vs cache) on the same content; it is the
-shorter span, so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080 bytes
-per token in fp32; 11 vs 20 MB a step at CPU scale); and, measured on one seed after issue
-25's comparison (exploratory, docs/benchmarks.md), a challenger conditioned on the whole
+Why ``summary`` is the default: only it carries what the paper's text channel carries, so
+``summary`` vs ``latent`` compares the medium (text vs cache) on the same content (before
+issue 41 the default was what is now ``summary-in-context``, which does not); it is a short
+span, so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080 bytes per
+token in fp32; 11 vs 20 MB a step at CPU scale); and, measured on one seed after issue 25's
+comparison (exploratory, docs/benchmarks.md), a challenger conditioned on the whole
 completion's cache almost stopped writing the answer format (1 of 120 cascade answers in
 format against 107), its cascade scoring 5 % against 25 %. A draft without a summary gives an
-empty span: the challenger then reads no cache at all, as the text channel shows
-``NO_SUMMARY``.
+empty ``summary`` span: the challenger then reads no cache at all, as the text channel shows
+``NO_SUMMARY``, and the turn counts as ``draft_unusable``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _SUMMARY = re.compile(r"<summary>.*?</summary>", re.IGNORECASE | re.DOTALL)
@@ -47,11 +56,29 @@ def _completion_chars(text: str) -> tuple[int, int]:
     return 0, len(text)
 
 
-SPANS: dict[str, Callable[[str], tuple[int, int]]] = {
-    "summary": _summary_chars,
-    "completion": _completion_chars,
+@dataclass(frozen=True)
+class Span:
+    """Which characters of a draft's completion a span covers, and how they are encoded."""
+
+    chars: Callable[[str], tuple[int, int]]
+    """``completion text -> [start, end)`` in characters (before the answer cut)."""
+    own_pass: bool
+    """Encoded in a forward pass of its own (positions from 0), not in the draft's context."""
+
+
+SPANS: dict[str, Span] = {
+    "summary": Span(_summary_chars, own_pass=True),
+    "summary-in-context": Span(_summary_chars, own_pass=False),
+    "completion": Span(_completion_chars, own_pass=False),
 }
-"""Span name -> ``completion text -> [start, end)`` in characters (before the answer cut)."""
+"""The latent spans by name (``--latent.span``)."""
+
+
+def span_of(name: str) -> Span:
+    """The :data:`SPANS` row called ``name`` (one line naming the choices otherwise)."""
+    if name not in SPANS:
+        raise ValueError(f"unknown latent span {name!r}; choose one of {list(SPANS)}")
+    return SPANS[name]
 
 
 def _tokens_before(tokenizer: Any, ids: Sequence[int], char: int) -> int:
@@ -70,10 +97,8 @@ def _tokens_before(tokenizer: Any, ids: Sequence[int], char: int) -> int:
 def span_tokens(tokenizer: Any, completion_ids: Sequence[int], span: str, max_tokens: int) -> tuple[int, int]:
     """``[start, end)`` over ``completion_ids`` of ``span``, cut before the first ``<answer>``
     tag and to its last ``max_tokens`` tokens; ``(n, n)`` when it is empty."""
-    if span not in SPANS:
-        raise ValueError(f"unknown latent span {span!r}; choose one of {list(SPANS)}")
     text = tokenizer.decode(list(completion_ids), skip_special_tokens=False)
-    lo, hi = SPANS[span](text)
+    lo, hi = span_of(span).chars(text)
     answer = _ANSWER.search(text)
     if answer is not None:
         hi = min(hi, answer.start())

@@ -26,7 +26,10 @@ from agon_env.metric_names import (
     TOKENS,
     TRUNCATED,
     WIN,
+    is_rate,
     key,
+    successes_key,
+    trials_key,
 )
 from agon_env.stats import answer_key
 from agon_env.vocabulary import CHALLENGER, DRAFTER
@@ -54,7 +57,7 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
                 acc[key(PROMPT_TOKENS, *q)].append(float(len(t.completion.prompt_ids)))
         if t.role == CHALLENGER and t.draft:
             acc[DRAFT_UNUSABLE].append(float(t.draft_unusable))
-            if not t.draft_unusable:
+            if t.leak_measured:
                 acc[SUMMARY_LEAK].append(float(t.summary_leak))
         if t.answer:
             acc[SCORE_ERRORS].append(float(t.score_error is not None))
@@ -90,8 +93,12 @@ TOTALS = (TOKENS, SCORE_ERRORS, SCORE_TIMEOUTS)
 
 
 def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
-    """Means of every sample list, except :data:`TOTALS`, which are sums."""
+    """Means of every sample list, except :data:`TOTALS`, which are sums; each rate's counts too
+    (:func:`~agon_env.metric_names.successes_key`, :func:`~agon_env.metric_names.trials_key`)."""
     out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k not in TOTALS}
+    for k, v in sorted(samples.items()):
+        if v and is_rate(k):
+            out[successes_key(k)], out[trials_key(k)] = float(sum(v)), float(len(v))
     for k in TOTALS:
         out[k] = float(sum(samples.get(k, [])))
     return out

@@ -19,7 +19,7 @@ from typing import Any
 from agon_env import metric_names as M
 from agon_env.figures import pyplot, save
 from agon_env.run_folder import RunFolder, read_metrics
-from agon_env.stats import smoothed
+from agon_env.stats import newcombe_interval, smoothed, verdict_of, welch_interval
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 
@@ -150,13 +150,18 @@ SUMMARY_KEYS = (
 
 def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str, str, str]]:
     """``(metric, start, end, change, verdict)``: means over the first and last ``window`` steps,
-    the change with its 95 % interval, and whether it stands out from step-to-step noise.
+    the change with its 95 % interval, and whether it stands out from the noise.
 
-    The interval is Welch's over the per-step values of the two windows (steps as the
-    independent units): a movement whose interval holds 0 is labelled "within noise".
+    A rate (:func:`~agon_env.metric_names.is_rate`) is judged on its counts pooled over each
+    window: Newcombe's interval for a difference of proportions
+    (:func:`~agon_env.stats.newcombe_interval`), always inside [−1, 1]. It takes every outcome
+    as independent, which the turns of one problem's group are not, so read it as a lower bound
+    on the noise. Start and end are then the pooled shares, and a window whose steps give the
+    rate no outcome at all leaves "too few steps" in words. Any other metric (reward, tokens,
+    KL, seconds) gets Welch's interval over the per-step values (steps as the independent
+    units), or "too few steps" with fewer than 2 steps a side. A change whose interval holds 0
+    is labelled "within noise".
     """
-    from agon_env.stats import verdict_of, welch_interval
-
     rows = []
     head, tail = records[:window], records[-window:]
     for key in SUMMARY_KEYS:
@@ -164,14 +169,38 @@ def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[s
         b = [r[key] for r in tail if r.get(key) is not None]
         if not (a or b):
             continue
-        change = verdict = "-"
-        ci = welch_interval(b, a) if a and b else None
-        if ci is not None:
-            lo, hi = ci
-            verdict = verdict_of(lo, hi, "up", "down")
-            change = f"{mean(b) - mean(a):+.3f} [{lo:+.3f}, {hi:+.3f}]"
-        rows.append((key, f"{mean(a):.3f}" if a else "-", f"{mean(b):.3f}" if b else "-", change, verdict))
+        start, end = (f"{mean(v):.3f}" if v else "-" for v in (a, b))
+        if M.is_rate(key):
+            (ka, na), (kb, nb) = (_pooled(part, key) for part in (head, tail))
+            if None in (na, nb):  # a log from before the counts were written
+                rows.append((key, start, end, "no counts logged", "-"))
+                continue
+            ci = newcombe_interval(int(kb), int(nb), int(ka), int(na)) if na and nb else None
+            if na:
+                start = f"{ka / na:.3f}"
+            if nb:
+                end = f"{kb / nb:.3f}"
+            diff = kb / nb - ka / na if ci is not None else 0.0
+        else:
+            ci = welch_interval(b, a)
+            diff = mean(b) - mean(a) if ci is not None else 0.0
+        if ci is None:
+            rows.append((key, start, end, "too few steps", "-"))
+            continue
+        lo, hi = ci
+        change = f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        rows.append((key, start, end, change, verdict_of(lo, hi, "up", "down")))
     return rows
+
+
+def _pooled(records: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+    """A rate's successes and trials summed over ``records`` (``None`` if a step with the rate
+    logged no counts)."""
+    ks, ns = M.successes_key(key), M.trials_key(key)
+    rows = [r for r in records if r.get(key) is not None]
+    if any(r.get(ns) is None or r.get(ks) is None for r in rows):
+        return None, None
+    return sum(r[ks] for r in rows), sum(r[ns] for r in rows)
 
 
 def print_summary(run_dir: Path, window: int | None = None, notes: Sequence[str] = ()) -> None:

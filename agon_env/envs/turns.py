@@ -17,6 +17,7 @@ from agon_env.envs.format import Parsed
 from agon_env.envs.rewards import Outcome
 from agon_env.envs.scoring import Verdict
 from agon_env.envs.spaces import UnicodeText
+from agon_env.vocabulary import is_handle
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,23 @@ class TurnResult:
         """A challenger turn shown :data:`NO_SUMMARY`: the draft gave it nothing to check."""
         return self.draft == NO_SUMMARY
 
+    @property
+    def leak_measured(self) -> bool:
+        """Whether :attr:`summary_leak` was measured: a challenger turn shown a usable draft as
+        text. A latent handle is no text, so what its cache states is not measured (and not 0)."""
+        return bool(self.draft) and not self.draft_unusable and not is_handle(self.draft)
+
     def outcome(self) -> dict[str, Any]:
-        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep)."""
+        """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep);
+        ``summary_leak`` is ``None`` where it was not measured (:attr:`leak_measured`)."""
         kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
-        return {**kept, "draft_unusable": self.draft_unusable, "score_error": self.score_error is not None}
+        leak = self.summary_leak if self.leak_measured else None  # not measured is not "no leak"
+        return {
+            **kept,
+            "draft_unusable": self.draft_unusable,
+            "summary_leak": leak,
+            "score_error": self.score_error is not None,
+        }
 
 
 _TEXTS = ("text", "summary", "draft", "score_error")

@@ -92,7 +92,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     if challenges:
         # What the second turn was really shown: no usable summary, or one that states the answer.
         out["draft_unusable"] = rate([t.draft_unusable for t in challenges], confidence).rate
-        usable = [t for t in challenges if not t.draft_unusable]
+        usable = [t for t in challenges if t.leak_measured]
         out["summary_leak"] = rate([t.summary_leak for t in usable], confidence).rate if usable else None
     if all_eps and len(all_eps[0].turns) > 1:
         out["first_turn_pass@1"] = rate([e.first_correct for e in all_eps], confidence).to_dict()

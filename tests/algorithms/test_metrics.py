@@ -24,21 +24,22 @@ def test_resume_cuts_metrics_back_to_the_checkpoint(tmp_path):
 
 
 def test_summary_rows_compare_first_and_last_steps():
-    records = [{"step": s, "acc/drafter": float(s), "format/drafter": 1.0} for s in range(6)]
+    # A metric that is no rate (reward) is judged on its per-step values.
+    records = [{"step": s, "reward/drafter": float(s), "len_tokens/drafter": 30.0} for s in range(6)]
     rows = {k: (a, b, f"{c} {v}") for k, a, b, c, v in summary_rows(records, window=2)}
-    assert rows["acc/drafter"][:2] == ("0.500", "4.500")  # mean of steps 0-1 and of steps 4-5
+    assert rows["reward/drafter"][:2] == ("0.500", "4.500")  # mean of steps 0-1 and of steps 4-5
     # Welch over the per-step values: variance 0.5 per window, se = 0.7071, df = 2, t = 4.3027:
     # half-width 3.0424.
-    assert rows["acc/drafter"][2] == "+4.000 [+0.958, +7.042] up"
-    assert rows["format/drafter"] == ("1.000", "1.000", "+0.000 [+0.000, +0.000] no change")
+    assert rows["reward/drafter"][2] == "+4.000 [+0.958, +7.042] up"
+    assert rows["len_tokens/drafter"] == ("30.000", "30.000", "+0.000 [+0.000, +0.000] no change")
     assert "conversion_rate" not in rows
 
 
 def test_a_noisy_movement_is_labelled_within_noise():
-    # Per-step accuracies that swing by ±0.25 around 0.5, then 0.6: a +0.1 move inside the noise.
-    accs = [0.25, 0.75, 0.25, 0.75, 0.35, 0.85, 0.35, 0.85]
-    records = [{"step": s, "acc/drafter": a} for s, a in enumerate(accs)]
-    (row,) = [r for r in summary_rows(records, window=4) if r[0] == "acc/drafter"]
+    # Per-step rewards that swing by ±0.25 around 0.5, then 0.6: a +0.1 move inside the noise.
+    rewards = [0.25, 0.75, 0.25, 0.75, 0.35, 0.85, 0.35, 0.85]
+    records = [{"step": s, "reward/drafter": a} for s, a in enumerate(rewards)]
+    (row,) = [r for r in summary_rows(records, window=4) if r[0] == "reward/drafter"]
     assert row[3].startswith("+0.100 [") and row[4] == "within noise"
 
 

@@ -51,6 +51,10 @@ def test_what_the_results_record_per_channel():
         challenge = env.results[1]
         assert challenge.summary_leak is leak, name  # a handle or nothing states no result
         assert not challenge.draft_unusable
+        # ... but only shown text is measured: a cache or nothing reports no leak figure at all.
+        measured = name in ("summary", "redacted")
+        assert challenge.leak_measured is measured, name
+        assert challenge.outcome()["summary_leak"] == (leak if measured else None), name
 
 
 def test_a_trace_without_text_is_unusable_and_handles_differ_per_draft():

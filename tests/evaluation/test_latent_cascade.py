@@ -61,3 +61,16 @@ def test_the_cascade_reads_the_draft_as_the_run_exchanged_it(setup):
     ):
         eps = Evaluator(data)._run(method, _policies(agents, exchange=exchange), data.test, [0])[0]
         assert all(shown(e.challenge.draft) for e in eps), exchange
+
+
+def test_a_latent_cascade_on_empty_caches_read_no_draft(setup):
+    """Issue 41: the tiny model writes no ``<summary>``, so with the default span every latent
+    challenger reads an empty cache: all unusable (eval.json's turns too), and no summary leak
+    measured on a cache (``None``, shown "–")."""
+    agents, data = setup
+    res = Evaluator(data, methods=["latent-cascade"], blind_spots=False).evaluate(
+        _policies(agents, latent=LatentConfig())
+    )
+    rows = [m for k, m in res["methods"].items() if k.startswith("latent-cascade:")]
+    assert rows and all(m["draft_unusable"] == 1.0 and m["summary_leak"] is None for m in rows)
+    assert all(e["turns"][1]["draft_unusable"] for m in rows for e in m["episodes"])

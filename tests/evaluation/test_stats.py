@@ -1,7 +1,7 @@
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agon_env.stats import (
@@ -10,6 +10,7 @@ from agon_env.stats import (
     conversion,
     length_stats,
     mean_pass_at_k,
+    newcombe_interval,
     paired_bootstrap,
     pass_at_k,
     pass_at_k_table,
@@ -19,6 +20,7 @@ from agon_env.stats import (
     spread,
     verdict_of,
     welch_interval,
+    wilson_interval,
 )
 
 
@@ -156,6 +158,7 @@ def test_paired_bootstrap_resamples_seeds_too():
     assert d.mean == 0.0 and d.low == -1.0 and d.high == 1.0
 
 
+@settings(deadline=None)  # two bootstraps per example: over 200 ms on a loaded machine
 @given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=2, max_size=30))
 def test_paired_bootstrap_interval_holds_the_mean_and_is_antisymmetric(pairs):
     x, y = [[int(a) for a, _ in pairs]], [[int(b) for _, b in pairs]]
@@ -187,3 +190,51 @@ def test_smoothed_is_a_centred_mean_with_its_band():
     half = 1.96 / math.sqrt(3)  # window [1, 2, 3]: sd 1, three values
     assert lo[2] == pytest.approx(2 - half) and hi[2] == pytest.approx(2 + half)
     assert math.isnan(lo[4]) and math.isnan(hi[4])  # one value: its spread is unknown, so no band
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    # Newcombe (1998a), "Two-sided confidence intervals for the single proportion", Table I, Wilson.
+    [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)],
+)
+def test_wilson_matches_newcombe_1998a(k, n, low, high):
+    lo, hi = wilson_interval(k, n)
+    assert (round(lo, 4), round(hi, 4)) == (low, high)
+
+
+@pytest.mark.parametrize(
+    ("x1", "n1", "x2", "n2", "low", "high"),
+    # Newcombe (1998b), "Interval estimation for the difference between independent proportions",
+    # Table II, method 10 (the hybrid score interval): examples (a), (b), (d)-(h).
+    [
+        (56, 70, 48, 80, 0.0524, 0.3339),
+        (9, 10, 3, 10, 0.1705, 0.8090),
+        (5, 56, 0, 29, -0.0381, 0.1926),
+        (0, 10, 0, 20, -0.1611, 0.2775),
+        (0, 10, 0, 10, -0.2775, 0.2775),
+        (10, 10, 0, 20, 0.6791, 1.0),
+        (10, 10, 0, 10, 0.6075, 1.0),
+    ],
+)
+def test_newcombe_matches_the_worked_examples(x1, n1, x2, n2, low, high):
+    lo, hi = newcombe_interval(x1, n1, x2, n2)
+    assert (round(lo, 4), round(hi, 4)) == (low, high)
+
+
+def test_newcombe_needs_trials_on_both_sides():
+    assert newcombe_interval(3, 4, 0, 0) is None and newcombe_interval(0, 0, 1, 2) is None
+
+
+_counts = st.integers(1, 400).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n)))
+
+
+@settings(deadline=None)  # scipy's first call is slow on a loaded machine
+@given(_counts, _counts, st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_newcombe_stays_in_bounds_and_holds_the_estimate(a, b, confidence):
+    (x1, n1), (x2, n2) = a, b
+    lo, hi = newcombe_interval(x1, n1, x2, n2, confidence)
+    d = x1 / n1 - x2 / n2
+    assert -1 <= lo <= d + 1e-12 and d - 1e-12 <= hi <= 1
+    assert lo < hi  # never a point: even n/n against 0/n leaves room below +1
+    lo2, hi2 = newcombe_interval(x2, n2, x1, n1, confidence)  # swapping the sides mirrors it
+    assert math.isclose(lo2, -hi, abs_tol=1e-12) and math.isclose(hi2, -lo, abs_tol=1e-12)
