@@ -121,10 +121,20 @@ def judge():
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
     to_prog, from_judge = os.pipe()
     to_judge, from_prog = os.pipe()
-    if os.fork() == 0:
+    child = os.fork()
+    if child == 0:
         os.close(from_judge)
         os.close(to_judge)
         program_side(to_prog, from_prog)
+
+    def finish():
+        # Reap the program: its CPU time then counts in the run's (the sandbox reads it with
+        # wait4, and the time-limit scaling measures references by it).
+        with contextlib.suppress(Exception):
+            os.kill(child, 9)
+            os.waitpid(child, 0)
+        os._exit(0)
+
     os.close(to_prog)
     os.close(from_prog)
     wr, rd = os.fdopen(from_judge, "w", buffering=1), os.fdopen(to_judge, "r")
@@ -199,10 +209,10 @@ def judge():
         hello = ask(payload["program"])
     except BaseException:
         emit("setup", tail())
-        os._exit(0)
+        finish()
     if "error" in hello:
         emit("setup", hello["error"])
-        os._exit(0)
+        finish()
     env = {"__name__": "tests", "__builtins__": __builtins__}
     env.update({name: stub(name) for name in hello["names"]})
     try:
@@ -210,7 +220,7 @@ def judge():
             exec(compile(payload["setup"], "setup.py", "exec"), env)
     except BaseException:
         emit("setup", tail())
-        os._exit(0)
+        finish()
     for i, test in enumerate(payload["tests"]):
         emit("start", i)
         try:
@@ -222,7 +232,7 @@ def judge():
         else:
             emit("case", i, "passed", "")
     emit("done")
-    os._exit(0)
+    finish()
 
 
 if __name__ == "__main__":

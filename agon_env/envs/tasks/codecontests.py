@@ -13,11 +13,12 @@ in one split.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split, content_split
-from agon_env.envs.tasks.code import CodeTask, take
+from agon_env.envs.tasks.code import TIME_SCALE, CodeTask, TimeScale, take
 from agon_env.envs.tasks.code_checks import (
     CheckReport,
     IOCase,
@@ -28,10 +29,13 @@ from agon_env.envs.tasks.code_checks import (
 from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.sandbox import Limits, SandboxPool
 
-# The CPU limit under which the sample's ref_all_pass was recorded: a few reference solutions need
-# ~7 s of CPython time on their heaviest case, so a tighter limit would fail correct answers.
+# The CPU limit under which the sample's ref_all_pass was recorded, and the limit of a problem whose
+# reference cannot be measured; others get a multiple of their reference's time (code.TimeScale).
 # fail_fast and total_wall_s keep a wrong answer's cost to one timed-out case.
 STDIO_LIMITS = Limits(cpu_s=10, wall_s=20.0)
+MEASURE_TOTAL_S = 300.0
+"""Wall seconds a reference's measurement may take over all its cases (then it is unmeasured and
+the problem keeps the fixed limits)."""
 
 _CC_PROMPT = """{description}
 
@@ -122,26 +126,44 @@ class CodeContestsTask(CodeTask):
         limits: Limits | None = None,
         total_wall_s: float = 60.0,
         workers: int = 2,
+        time_scale: TimeScale | None = TIME_SCALE,
     ) -> None:
-        super().__init__(problems, limits)
+        super().__init__(problems, limits, time_scale)
         self.total_wall_s = total_wall_s
         self.workers = workers
         self._pool: SandboxPool | None = None
 
     def check(self, problem: Problem, answer: str, fail_fast: bool = True) -> CheckReport:
+        return self.run_checks(problem, answer, self.limits_for(problem), fail_fast=fail_fast)
+
+    def run_checks(
+        self,
+        problem: Problem,
+        answer: str,
+        limits: Limits,
+        measuring: bool = False,
+        fail_fast: bool = True,
+    ) -> CheckReport:
         if self._pool is None:
             self._pool = SandboxPool(self.workers)
         tol = problem.answer["tolerance"] or 0.0
         return check_stdio(
             strip_code_fence(answer),
             problem.answer["tests"],
-            self.limits,
+            limits,
             rel_tol=tol,
             abs_tol=tol,
-            fail_fast=fail_fast,
-            total_wall_s=self.total_wall_s,
+            fail_fast=fail_fast and not measuring,
+            total_wall_s=MEASURE_TOTAL_S if measuring else self.total_wall_s,
             pool=self._pool,
         )
+
+    @property
+    def score_timeout(self) -> float:
+        """Above a reference measurement and a check at the largest scaled limit (the hang guard)."""
+        scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
+        measure = MEASURE_TOTAL_S + scale.measure.wall_s
+        return measure + self.total_wall_s + max(scale.bound_s(), self.limits.wall_s) + 30.0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
