@@ -246,11 +246,13 @@ def parse_harness_report(run: RunResult, nonce: str, n_tests: int) -> CheckRepor
         except ValueError:
             continue
         if parts[0] == "setup":
+            if parts[2:] == ["timed_out"]:  # loading the program ran out of CPU time
+                return CheckReport((CaseResult("timed_out", str(parts[1])),) * n_tests, run.cpu_s)
             crash = CaseResult("crashed", "program or setup raised: " + _tail(str(parts[1])))
             return CheckReport((crash,) * n_tests, run.cpu_s)
         if parts[0] == "start":
             started = int(parts[1])
-        elif parts[0] == "case" and parts[2] in ("passed", "failed", "crashed"):
+        elif parts[0] == "case" and parts[2] in ("passed", "failed", "crashed", "timed_out"):
             status[int(parts[1])] = CaseResult(parts[2], _tail(str(parts[3])))
     if run.status == "timeout":
         fate = CaseResult("timed_out", f"over the time limit after {run.wall_s:.1f} s")
