@@ -144,11 +144,12 @@ class CodeTask(ListTask):
         super().__init__(problems)
         self.limits = limits or self.default_limits
         self.time_scale = time_scale
+        self.score_timeout: float | None = self.hang_guard_s()
+        """The env's hang guard (:mod:`agon_env.envs.scoring`), settable like any task's."""
 
-    @property
-    def score_timeout(self) -> float:
-        """The env's hang guard (:mod:`agon_env.envs.scoring`): above a reference measurement and
-        a check at the largest scaled limit, so the sandbox's own limits always report first."""
+    def hang_guard_s(self) -> float:
+        """Above a reference measurement and a check at the largest scaled limit, so the
+        sandbox's own limits always report first."""
         scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
         return scale.measure.wall_s + max(scale.bound_s(), self.limits.wall_s) + 30.0
 

@@ -128,10 +128,10 @@ class CodeContestsTask(CodeTask):
         workers: int = 2,
         time_scale: TimeScale | None = TIME_SCALE,
     ) -> None:
-        super().__init__(problems, limits, time_scale)
         self.total_wall_s = total_wall_s
         self.workers = workers
         self._pool: SandboxPool | None = None
+        super().__init__(problems, limits, time_scale)
 
     def check(self, problem: Problem, answer: str, fail_fast: bool = True) -> CheckReport:
         return self.run_checks(problem, answer, self.limits_for(problem), fail_fast=fail_fast)
@@ -158,9 +158,8 @@ class CodeContestsTask(CodeTask):
             pool=self._pool,
         )
 
-    @property
-    def score_timeout(self) -> float:
-        """Above a reference measurement and a check at the largest scaled limit (the hang guard)."""
+    def hang_guard_s(self) -> float:
+        """Above a reference measurement and a check at the largest scaled limit."""
         scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
         measure = MEASURE_TOTAL_S + scale.measure.wall_s
         return measure + self.total_wall_s + max(scale.bound_s(), self.limits.wall_s) + 30.0
