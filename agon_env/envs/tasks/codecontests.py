@@ -2,8 +2,9 @@
 
 The answer runs on each ``{input, output}`` test and its output is compared token by token.
 Problems whose statement grants an "absolute or relative error" are compared with that float
-tolerance. Each case is bounded by ``limits.wall_s`` and the whole answer by ``total_wall_s``
-plus one case; the first failing case ends the check (``fail_fast``).
+tolerance. Each case is bounded by its (scaled, :mod:`~agon_env.envs.tasks.code`) ``wall_s`` and
+the whole answer by :meth:`CodeContestsTask.budget_s` plus one case; the first failing case ends
+the check (``fail_fast``).
 
 The hub's rows have official splits (:data:`CC_HUB_SPLITS`); a local file (the offline sample,
 all from the hub's train split) records none and is carved by
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split, content_split
@@ -154,15 +156,23 @@ class CodeContestsTask(CodeTask):
             rel_tol=tol,
             abs_tol=tol,
             fail_fast=fail_fast and not measuring,
-            total_wall_s=MEASURE_TOTAL_S if measuring else self.total_wall_s,
+            total_wall_s=MEASURE_TOTAL_S
+            if measuring
+            else self.budget_s(len(problem.answer["tests"]), limits),
             pool=self._pool,
         )
+
+    def budget_s(self, cases: int, limits: Limits) -> float:
+        """The whole answer's wall budget: ``total_wall_s``, raised so that a program within every
+        case's (scaled) limit is never cut off by it (``workers`` cases run at a time)."""
+        return max(self.total_wall_s, math.ceil(cases / self.workers) * limits.wall_s)
 
     def hang_guard_s(self) -> float:
         """Above a reference measurement and a check at the largest scaled limit."""
         scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
-        measure = MEASURE_TOTAL_S + scale.measure.wall_s
-        return measure + self.total_wall_s + max(scale.bound_s(), self.limits.wall_s) + 30.0
+        widest = replace(self.limits, wall_s=max(scale.bound_s(), self.limits.wall_s))
+        cases = max((len(p.answer["tests"]) for p in self.problems), default=1)
+        return MEASURE_TOTAL_S + scale.measure.wall_s + self.budget_s(cases, widest) + widest.wall_s + 30.0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
