@@ -102,6 +102,9 @@ class RunResult:
     stdout: str
     stderr_tail: str
     wall_s: float
+    cpu_s: float | None = None
+    """CPU seconds (user + system) of the run and every process it waited for, from ``wait4``;
+    None when the run was killed before it exited (a time-out or the output cap)."""
 
     @property
     def ok(self) -> bool:
@@ -320,10 +323,11 @@ def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int)
     start = time.monotonic()
     pipe = subprocess.PIPE
     proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, stderr=pipe, **kwargs)
+    child = _Reaper(proc)
     try:
-        out, err, stop = _pump(proc, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
+        out, err, stop = _pump(child, stdin.encode("utf-8", errors="surrogatepass"), limits, start)
     finally:
-        if proc.poll() is None:
+        if child.poll() is None:
             _stop(proc, uid)
         proc.wait()
         for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -333,11 +337,42 @@ def _execute(cmd: list[str], kwargs: dict, stdin: str, limits: Limits, uid: int)
     rc = proc.returncode
     # bwrap and the fallback's sh both report a death by signal N as exit status 128 + N.
     sig = -rc if rc < 0 else max(rc - 128, 0)
+    cpu = child.cpu_s if stop is None else None  # a run we killed: its usage is not the program's
     if stop is None:
         stop = _status(rc, sig)
     tail = err[-_STDERR_TAIL:].decode("utf-8", errors="replace")
     text = out[: limits.output_bytes].decode("utf-8", errors="replace")
-    return RunResult(stop, rc, text, tail, time.monotonic() - start)
+    return RunResult(stop, rc, text, tail, time.monotonic() - start, cpu)
+
+
+class _Reaper:
+    """Reaps the run's direct child with ``wait4``, keeping its CPU time (``Popen.poll`` and
+    ``wait`` reap with ``waitpid``, which drops it). The child's usage includes every descendant
+    it waited for: the sandbox's sh waits for python, and the assert judge for the program."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.cpu_s: float | None = None
+
+    def poll(self) -> int | None:
+        if self.proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: no usage to keep
+                return self.proc.poll()
+            if pid == 0:
+                return None
+            self.proc.returncode = os.waitstatus_to_exitcode(status)
+            self.cpu_s = usage.ru_utime + usage.ru_stime
+        return self.proc.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while (rc := self.poll()) is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.proc.args, timeout)
+            time.sleep(0.005)
+        return rc
 
 
 def _status(rc: int, sig: int) -> Status:
@@ -364,10 +399,9 @@ def _stop(proc: subprocess.Popen, uid: int) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _pump(
-    proc: subprocess.Popen, data: bytes, limits: Limits, start: float
-) -> tuple[bytes, bytes, Status | None]:
+def _pump(child: _Reaper, data: bytes, limits: Limits, start: float) -> tuple[bytes, bytes, Status | None]:
     """Feed stdin and drain stdout/stderr until exit, deadline or output cap (the caller then kills)."""
+    proc = child.proc
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
     out, err = bytearray(), bytearray()
@@ -388,7 +422,7 @@ def _pump(
                 return bytes(out), bytes(err), "timeout"
             # An orphan (fallback mode) can hold the pipes open after the program exits, so once
             # it has exited we only drain what is already buffered.
-            exited = proc.poll() is not None
+            exited = child.poll() is not None
             events = sel.select(0 if exited else min(remaining, 0.1))
             if exited and not events:
                 break
@@ -419,7 +453,7 @@ def _pump(
                     return bytes(out), bytes(err), "output_limit"
         remaining = deadline - time.monotonic()
         try:
-            proc.wait(timeout=max(remaining, 0))
+            child.wait(timeout=max(remaining, 0))
         except subprocess.TimeoutExpired:
             return bytes(out), bytes(err), "timeout"
         return bytes(out), bytes(err), None

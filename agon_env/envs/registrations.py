@@ -66,3 +66,9 @@ register(
     "agon_env.envs.tasks.checkable:linear",
     description="find x with a·x ± b = c (checking is one substitution)",
 )
+register(
+    "agon/pyfunc-v0",
+    "agon_env.envs.tasks.pyfunc:pyfunc",
+    kwargs={"difficulty": 1},
+    description="generated one- and two-line Python functions (difficulty 1-3), asserts in the sandbox",
+)

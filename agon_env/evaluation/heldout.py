@@ -137,16 +137,23 @@ def heldout_check(
     base_out = outcomes(report["methods"][base_row], ids)
     base_rate = rate(list(map(bool, base_out)), confidence).to_dict()
     rows: dict[str, Any] = {
-        BASE: {"outcomes": base_out, "pass@1": base_rate, "temperature": _temperature(policies.base)}
+        BASE: {
+            "outcomes": base_out,
+            "pass@1": base_rate,
+            "temperature": _temperature(policies.base),
+            **_unjudged(report["methods"][base_row]),
+        }
     }
     for name in policies.adapters:
-        got = outcomes(report["methods"][f"standalone:{name}"], ids)
+        method = report["methods"][f"standalone:{name}"]
+        got = outcomes(method, ids)
         diff = paired_bootstrap([got], [base_out], confidence)
         rows[name] = {
             "outcomes": got,
             "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
             "minus_base": diff.to_dict(),
             "temperature": _temperature(policies.adapters[name]),
+            **_unjudged(method),
         }
     return {
         "env": env_id,
@@ -162,6 +169,12 @@ def heldout_check(
         "policies": rows,
         "seconds": time.perf_counter() - start,
     }
+
+
+def _unjudged(method: Mapping[str, Any]) -> dict[str, int]:
+    """The answers the task's verifier gave no verdict on (scored 0 in ``outcomes``): errors, and
+    time-outs (a code answer over its time limit among them)."""
+    return {k: int(method.get(k, 0)) for k in ("score_errors", "score_timeouts")}
 
 
 def _temperature(agent: Any) -> float | None:
@@ -271,3 +284,10 @@ def print_heldout(result: Mapping[str, Any]) -> None:
         table.add_row(*row)
     console = Console()
     Console(width=None if console.is_terminal else 120).print(table)  # a log file: no wrapped cells
+    unjudged = {
+        name: (row.get("score_errors", 0), row.get("score_timeouts", 0))
+        for name, row in result["policies"].items()
+    }
+    if any(e or t for e, t in unjudged.values()):
+        counts = ", ".join(f"{n}: {e} errors, {t} time-outs" for n, (e, t) in unjudged.items())
+        print(f"held-out answers the verifier could not judge (scored 0): {counts}")

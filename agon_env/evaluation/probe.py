@@ -52,6 +52,12 @@ class ProbeOutcome:
     """The reader's answer differs from the draft's (a missing answer on either side counts as changed)."""
     leak: bool
     """The summary the reader was shown states the draft's answer (the env's ``summary_leak``)."""
+    draft_unjudged: str | None = None
+    """Why the verifier gave the draft no verdict (scored wrong): ``timeout`` (a code answer over
+    its time limit among them) or ``error``; None when it judged. Files written before the field
+    existed read as judged."""
+    reader_unjudged: str | None = None
+    """The same for the reader's answer."""
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -119,9 +125,15 @@ def run_probe(
                 reader_correct=challenge.correct,
                 reader_changed=not _same(challenge.answer, d.draft.answer),
                 leak=challenge.summary_leak,
+                draft_unjudged=_unjudged(d.draft),
+                reader_unjudged=_unjudged(challenge),
             )
         )
     return out
+
+
+def _unjudged(turn: Any) -> str | None:
+    return "timeout" if turn.score_timeout else "error" if turn.score_error is not None else None
 
 
 def fix_needed(solve: float, keep: float | None) -> float | None:
@@ -166,6 +178,11 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[
         "fix_needed_at_keep": fix_needed(p, k),
         "keep_needed_at_fix": keep_needed,
         "summary_leak": sum(o.leak for o in outcomes) / len(outcomes),
+        # Answers scored wrong because the verifier gave no verdict (code over its time limit, ...).
+        "score_timeouts": sum(
+            u == "timeout" for o in outcomes for u in (o.draft_unjudged, o.reader_unjudged)
+        ),
+        "score_errors": sum(u == "error" for o in outcomes for u in (o.draft_unjudged, o.reader_unjudged)),
         "how": "gap: two-stage − solve, percentile bootstrap over problems (each problem's drafts together)",
     }
     result["verdict"] = verdict(result)

@@ -146,11 +146,12 @@ def test_bwrap_failing_to_start_the_program_is_a_score_error(monkeypatch):
     assert code_checks.judge_io(crash, code_checks.IOCase("", "1")).status == "crashed"
 
 
-def test_model_code_that_times_out_in_the_sandbox_is_a_wrong_answer():
+def test_model_code_that_times_out_in_the_sandbox_is_a_counted_time_out():
+    # Reward 0 as before, but counted in score_timeouts (issue #41), never silently as wrong.
     task = _mbpp(limits=Limits(cpu_s=1, wall_s=4.0))
     batch = _solo_batch(task, fmt("def f(x):\n    while True:\n        pass"))
     turn = batch.turns[0]
-    assert not turn.correct and turn.score_error is None and not turn.score_timeout
+    assert not turn.correct and turn.score_error is None and turn.score_timeout
 
 
 def test_a_launcher_failure_is_believed_only_when_a_canary_fails_too(monkeypatch):

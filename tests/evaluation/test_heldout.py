@@ -64,3 +64,35 @@ def test_fake_agent_answers_are_what_the_outcomes_say():
     prompt = ArithTask(2, split="test")[0].prompt
     out = FakeAgent("x", lambda p: False).act([{"problem": prompt, "role": 0, "draft": None}])[0]
     assert f"<answer>{gold(prompt) + 1}</answer>" in out.text
+
+
+class _CodeAgent:
+    """Answers every pyfunc problem with one program: here, one that never returns."""
+
+    def __init__(self, name: str, body: str) -> None:
+        self.name, self.body = name, body
+
+    def act(self, observations, *, seeds=None):
+        import re
+
+        from agon_env.agents.protocol import Completion
+
+        out = []
+        for obs in observations:
+            name, args = re.search(r"`(\w+)\(([^)]*)\)`", obs["problem"]).groups()
+            code = f"def {name}({args}):\n    {self.body}\n"
+            text = f"Code. <summary>A loop.</summary><answer>\n```python\n{code}```\n</answer>"
+            out.append(Completion(text=text, completion_ids=[1, 2, 3], agent=self.name))
+        return out
+
+
+def test_code_time_outs_are_counted_in_the_held_out_record():
+    # A program over its time limit scores 0 like a wrong one, but heldout.json says how many
+    # answers were time-outs, per policy, instead of counting them silently as wrong.
+    base = _CodeAgent("base", "return None")
+    looping = _CodeAgent("a", "while True:\n        pass")
+    policies = heldout_policies("run", base, {"agent_a": looping})
+    result = heldout_check("agon/pyfunc-v0", {"difficulty": 1, "size": 30}, policies, problems=2)
+    rows = result["policies"]
+    assert rows["agent_a"]["outcomes"] == [0, 0] and rows["agent_a"]["score_timeouts"] == 2
+    assert rows["base"]["score_timeouts"] == 0 and rows["base"]["score_errors"] == 0

@@ -146,3 +146,27 @@ def test_the_break_even_fix_rate_by_hand() -> None:
     assert fix_needed(0.75, 0.8) == pytest.approx(0.6)
     assert fix_needed(0.5, 1.0) == 0.0
     assert fix_needed(0.0, None) is None and fix_needed(1.0, 0.5) is None
+
+
+def test_the_probe_counts_code_time_outs_apart_from_wrong_answers() -> None:
+    # A draft over its time limit scores wrong, as before, and the probe's record says it was a
+    # time-out; a wrong draft is a wrong draft.
+    from agon_env.envs.tasks.mbpp import MBPPTask
+
+    bundle = {"setup": "", "tests": ["assert f() == 1"], "reference": "def f():\n    return 1\n"}
+    task = MBPPTask([Problem("f", "Write f.", bundle)])
+    loop = "def f():\n    while True:\n        pass"
+    drafter = ScriptedAgent("d", lambda o: _answer(loop))
+    outcomes = run_probe(
+        DraftChallengeEnv(task, mode="solo"),
+        DraftChallengeEnv(task, mode="challenge"),
+        drafter,
+        ScriptedAgent("r", lambda o: _answer("def f():\n    return 2")),
+        problem_indices=[0],
+        samples=1,
+    )
+    (o,) = outcomes
+    assert not o.draft_correct and o.draft_unjudged == "timeout" and o.reader_unjudged is None
+    r = analyse(outcomes)
+    assert (r["score_timeouts"], r["score_errors"]) == (1, 0)
+    assert ProbeOutcome("p", True, True, False, False).draft_unjudged is None  # older files read as judged

@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import json
 import os
+import signal
 import sys
 import traceback
 
@@ -29,6 +30,13 @@ CONTAINERS = {list: "l", tuple: "t", set: "S", frozenset: "F"}
 
 class NotPlain(Exception):
     pass
+
+
+class ProgramDied(BaseException):
+    # A BaseException, so no try/except Exception in a test can swallow it.
+    def __init__(self, status, detail):
+        super().__init__(detail)
+        self.status, self.detail = status, detail
 
 
 def enc(x, other, depth=0):
@@ -121,10 +129,32 @@ def judge():
         ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
     to_prog, from_judge = os.pipe()
     to_judge, from_prog = os.pipe()
-    if os.fork() == 0:
+    child = os.fork()
+    if child == 0:
         os.close(from_judge)
         os.close(to_judge)
         program_side(to_prog, from_prog)
+
+    def died():
+        # The program's process is gone: how it ended says whether it ran out of CPU time
+        # (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later) -- a time-out, not a crash.
+        try:
+            _, status = os.waitpid(child, 0)
+        except ChildProcessError:
+            return ProgramDied("crashed", "the program's process ended")
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        if sig in (signal.SIGXCPU, signal.SIGKILL):
+            return ProgramDied("timed_out", "the program ran out of CPU time")
+        return ProgramDied("crashed", "the program's process ended")
+
+    def finish():
+        # Reap the program: its CPU time then counts in the run's (the sandbox reads it with
+        # wait4, and the time-limit scaling measures references by it).
+        with contextlib.suppress(Exception):
+            os.kill(child, 9)
+            os.waitpid(child, 0)
+        os._exit(0)
+
     os.close(to_prog)
     os.close(from_prog)
     wr, rd = os.fdopen(from_judge, "w", buffering=1), os.fdopen(to_judge, "r")
@@ -136,11 +166,14 @@ def judge():
         sys.stdout.flush()
 
     def ask(msg):
-        wr.write(json.dumps(msg) + "\n")
-        wr.flush()
-        line = rd.readline()
+        try:
+            wr.write(json.dumps(msg) + "\n")
+            wr.flush()
+            line = rd.readline()
+        except OSError:
+            line = ""
         if not line:
-            raise RuntimeError("the program's process ended")
+            raise died()
         return json.loads(line)
 
     class Remote:
@@ -197,12 +230,15 @@ def judge():
 
     try:
         hello = ask(payload["program"])
+    except ProgramDied as e:
+        emit("setup", e.detail, e.status)
+        finish()
     except BaseException:
         emit("setup", tail())
-        os._exit(0)
+        finish()
     if "error" in hello:
         emit("setup", hello["error"])
-        os._exit(0)
+        finish()
     env = {"__name__": "tests", "__builtins__": __builtins__}
     env.update({name: stub(name) for name in hello["names"]})
     try:
@@ -210,11 +246,14 @@ def judge():
             exec(compile(payload["setup"], "setup.py", "exec"), env)
     except BaseException:
         emit("setup", tail())
-        os._exit(0)
+        finish()
     for i, test in enumerate(payload["tests"]):
         emit("start", i)
         try:
             exec(compile(test, f"test_{i}.py", "exec"), env)
+        except ProgramDied as e:  # the later cases cannot run: they are reported as skipped
+            emit("case", i, e.status, e.detail)
+            break
         except AssertionError:
             emit("case", i, "failed", tail())
         except BaseException:
@@ -222,7 +261,7 @@ def judge():
         else:
             emit("case", i, "passed", "")
     emit("done")
-    os._exit(0)
+    finish()
 
 
 if __name__ == "__main__":

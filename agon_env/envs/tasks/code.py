@@ -22,22 +22,41 @@ prompt: MBPP's are the upstream task-id ranges, less validation and train rows r
 split's task text; CodeContests' are the hub's, and a local file (which records none) is carved by
 :func:`~agon_env.envs.tasks.base.content_split`; HumanEval is test only.
 
-``Problem.answer`` holds the test bundle (and the reference solution, for the project's own
-tests); it never reaches an observation. ``score`` is bounded in time and raises only when the
-sandbox itself fails (:class:`~agon_env.envs.tasks.errors.VerifierError`; model code that is slow
-or crashes is a wrong answer): one sandbox run of at most ``limits.wall_s`` for assert tasks; for
-CodeContests each case is bounded by ``limits.wall_s`` and the whole answer by ``total_wall_s``
-plus one case.
+``Problem.answer`` holds the test bundle (and the reference solution); it never reaches an
+observation. ``score`` is bounded in time and raises only when the sandbox itself fails
+(:class:`~agon_env.envs.tasks.errors.VerifierError`) or the program ran out of time
+(:class:`~agon_env.envs.tasks.errors.VerifierTimeout`): one sandbox run of at most
+``limits.wall_s`` for assert tasks; for CodeContests each case is bounded by ``limits.wall_s`` and
+the whole answer by ``total_wall_s`` plus one case.
+
+**Time limits scaled to the machine** (:class:`TimeScale`, CodeContests-style). A fixed limit makes
+the verdict the machine's: the CodeContests reference ``1238_e`` needs ~9 CPU s on one case here,
+so at a fixed 10 s it passed on a fast CI machine and timed out on this one. So a problem with a
+reference solution gets ``max(floor, multiple × the reference's CPU time on this machine)`` CPU
+seconds per run (and a wall limit in proportion). The reference is measured once per problem and
+process, the first time the problem is scored, under a generous cap (:attr:`TimeScale.measure`),
+and cached by the problem's content (:func:`reference_cpu_s`). A problem without a reference, or
+whose reference does not finish under the cap, keeps the task's fixed ``limits``.
+
+**A time-out is counted, not called wrong.** A program that fails no case but runs over its limit
+(:attr:`~agon_env.envs.tasks.code_checks.CheckReport.over_time`) still scores 0, but ``score``
+raises :class:`~agon_env.envs.tasks.errors.VerifierTimeout`, so the env records it as a
+``score_timeout`` (episode info, run metrics, ``agon eval``, the held-out check), never silently
+as a wrong answer. A program that fails or crashes on some case is wrong, whatever else it did.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
+import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.envs.tasks.code_checks import CheckReport
-from agon_env.envs.tasks.errors import VerifierError
+from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
 from agon_env.sandbox import Limits
 
 _T = TypeVar("_T")
@@ -47,31 +66,124 @@ _T = TypeVar("_T")
 ASSERT_LIMITS = Limits(cpu_s=5, wall_s=15.0)
 
 
+MEASURE_LIMITS = Limits(cpu_s=30, wall_s=90.0)
+
+
+@dataclass(frozen=True)
+class TimeScale:
+    """Per-problem limits from a reference solution's measured CPU time (CodeContests-style)."""
+
+    multiple: float = 3.0
+    """The limit is this many times the reference's CPU time on its slowest run."""
+    floor_cpu_s: int = 2
+    """The least CPU limit: start-up and a one-line function must never time out."""
+    wall_per_cpu: float = 2.0
+    """Wall seconds per CPU second allowed (a shared machine runs slower than its CPU time)."""
+    wall_slack_s: float = 5.0
+    """Added to the wall limit: sandbox start-up, a loaded machine."""
+    measure: Limits = MEASURE_LIMITS
+    """The cap a reference is measured under; one that does not finish keeps the fixed limits."""
+
+    def limits(self, base: Limits, reference_cpu_s: float) -> Limits:
+        """``base`` with the CPU and wall limits for a reference that took ``reference_cpu_s``."""
+        cpu = max(self.floor_cpu_s, math.ceil(self.multiple * reference_cpu_s))  # RLIMIT_CPU: whole s
+        return replace(base, cpu_s=cpu, wall_s=self.wall_per_cpu * cpu + self.wall_slack_s)
+
+    def bound_s(self, runs: int = 1) -> float:
+        """The longest ``runs`` sandbox runs at any scaled limit can take (wall seconds)."""
+        cpu = max(self.floor_cpu_s, math.ceil(self.multiple * self.measure.cpu_s))
+        return runs * (self.wall_per_cpu * cpu + self.wall_slack_s)
+
+
+TIME_SCALE = TimeScale()
+"""The code tasks' default scaling."""
+
+_MEASURED: dict[str, float | None] = {}
+_MEASURED_LOCK = threading.Lock()
+
+
+def reference_cpu_s(task: CodeTask, problem: Problem) -> float | None:
+    """The CPU seconds of the slowest run of ``problem``'s reference on this machine, measured
+    once per process and problem content (None: no reference, or it did not finish every run
+    under the cap). The reference's verdict does not matter, only its time: a reference whose
+    output a test disputes still says how long the problem's work takes."""
+    reference = problem.answer.get("reference") if isinstance(problem.answer, dict) else None
+    if task.time_scale is None or not reference:
+        return None
+    key = hashlib.sha256(f"{type(task).__qualname__}\0{problem.answer!r}".encode()).hexdigest()
+    with _MEASURED_LOCK:
+        if key in _MEASURED:
+            return _MEASURED[key]
+    report = task.run_checks(problem, reference, task.time_scale.measure, measuring=True)
+    ran = all(c.status not in ("timed_out", "skipped") for c in report.cases)
+    measured = report.cpu_s if ran else None
+    with _MEASURED_LOCK:
+        _MEASURED[key] = measured
+    return measured
+
+
 class CodeTask(ListTask):
     """Shared scoring for code tasks: ``score`` is ``check(...).all_passed``.
 
-    Whatever the program does (crash, hang, flood stdout) is a verdict. A check that cannot run
-    it (no sandbox Python, bwrap failing, a dead pool) raises :class:`VerifierError`, which the
-    env scores 0 and counts in ``score_errors`` -- never a silent wrong answer.
+    Whatever the program does (crash, flood stdout) is a verdict; running over its time limit
+    with no case wrong is a time-out (:class:`VerifierTimeout`, counted in ``score_timeouts``).
+    A check that cannot run it (no sandbox Python, bwrap failing, a dead pool) raises
+    :class:`VerifierError`, which the env scores 0 and counts in ``score_errors`` -- never a
+    silent wrong answer.
     """
 
     name = "code"
     default_limits: Limits = ASSERT_LIMITS
 
-    def __init__(self, problems: Sequence[Problem], limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        limits: Limits | None = None,
+        time_scale: TimeScale | None = TIME_SCALE,
+    ) -> None:
         super().__init__(problems)
         self.limits = limits or self.default_limits
+        self.time_scale = time_scale
+        self.score_timeout: float | None = self.hang_guard_s()
+        """The env's hang guard (:mod:`agon_env.envs.scoring`), settable like any task's."""
 
-    def check(self, problem: Problem, answer: str) -> CheckReport:  # pragma: no cover - abstract
+    def hang_guard_s(self) -> float:
+        """Above a reference measurement and a check at the largest scaled limit, so the
+        sandbox's own limits always report first."""
+        scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
+        return scale.measure.wall_s + max(scale.bound_s(), self.limits.wall_s) + 30.0
+
+    def limits_for(self, problem: Problem) -> Limits:
+        """The limits ``problem``'s answers run under: scaled to its reference's measured time
+        (:class:`TimeScale`), else the task's fixed ``limits``."""
+        measured = reference_cpu_s(self, problem)
+        if self.time_scale is None or measured is None:
+            return self.limits
+        return self.time_scale.limits(self.limits, measured)
+
+    def run_checks(
+        self, problem: Problem, answer: str, limits: Limits, measuring: bool = False
+    ) -> CheckReport:  # pragma: no cover - abstract
+        """Run ``answer``'s tests under ``limits`` (``measuring``: every case, for its time)."""
         raise NotImplementedError
+
+    def check(self, problem: Problem, answer: str) -> CheckReport:
+        return self.run_checks(problem, answer, self.limits_for(problem))
 
     def score(self, problem: Problem, answer: str) -> bool:
         try:
-            return self.check(problem, answer).all_passed
+            report = self.check(problem, answer)
         except VerifierError:
             raise
         except Exception as e:
             raise VerifierError(f"code check of {problem.id} could not run: {e!r}") from e
+        if report.over_time:
+            limits = self.limits_for(problem)
+            raise VerifierTimeout(
+                f"{problem.id}: the program ran over its time limit ({limits.cpu_s:g} CPU s, "
+                f"{limits.wall_s:g} s wall) with no case wrong ({report.summary()})"
+            )
+        return report.all_passed
 
 
 def take(items: Iterable[_T], limit: int | None) -> list[_T]:

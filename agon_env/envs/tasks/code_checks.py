@@ -18,7 +18,10 @@ Two formats:
   some other way and still computes the right values -- which is solving the task.
 
 Results are a :class:`CheckReport` of per-case :class:`CaseResult` (passed / failed / timed_out /
-crashed / skipped) with a short detail such as a stderr tail. Comparison and parsing helpers are pure.
+crashed / skipped) with a short detail such as a stderr tail, and the CPU time of the slowest run
+(what :class:`~agon_env.envs.tasks.code.TimeScale` scales limits by). A report that failed for want
+of time alone is :attr:`CheckReport.over_time`: the tasks count it as a time-out, not a wrong
+answer. Comparison and parsing helpers are pure.
 """
 
 from __future__ import annotations
@@ -54,13 +57,29 @@ class CaseResult:
     detail: str = ""
 
 
+_BUDGET_SPENT = "not run: total time budget spent"
+
+
 @dataclass(frozen=True)
 class CheckReport:
     cases: tuple[CaseResult, ...]
+    cpu_s: float | None = None
+    """The CPU seconds of the slowest sandbox run (the unit a time limit bounds: one stdin/stdout
+    case, or the whole assert harness); None when a run has none (killed at a limit)."""
 
     @property
     def all_passed(self) -> bool:
         return len(self.cases) > 0 and all(c.status == "passed" for c in self.cases)
+
+    @property
+    def over_time(self) -> bool:
+        """Not passed for want of time alone: no case failed or crashed, and one ran over its
+        limit or was not run because the answer's time budget was spent. Such a verdict is the
+        machine's as much as the program's, so tasks count it as a time-out, not a wrong answer."""
+        statuses = [c.status for c in self.cases]
+        if "failed" in statuses or "crashed" in statuses:
+            return False
+        return "timed_out" in statuses or any(c.detail == _BUDGET_SPENT for c in self.cases)
 
     @property
     def n_passed(self) -> int:
@@ -183,6 +202,7 @@ def check_stdio(
     else:
         get = lambda i: run_python(program, cases[i].input, limits)  # noqa: E731
     results: list[CaseResult] = []
+    cpu: list[float | None] = []
     skip_reason = ""
     for i, case in enumerate(cases):
         if skip_reason:
@@ -190,13 +210,19 @@ def check_stdio(
                 futures[i].cancel()
             results.append(CaseResult("skipped", skip_reason))
             continue
-        result = judge_io(get(i), case, rel_tol, abs_tol)
+        run = get(i)
+        cpu.append(run.cpu_s)
+        result = judge_io(run, case, rel_tol, abs_tol)
         results.append(result)
         if fail_fast and result.status != "passed":
             skip_reason = f"not run: case {i} {result.status}"
         elif time.monotonic() > deadline:
-            skip_reason = "not run: total time budget spent"
-    return CheckReport(tuple(results))
+            skip_reason = _BUDGET_SPENT
+    return CheckReport(tuple(results), _slowest(cpu))
+
+
+def _slowest(cpu: Sequence[float | None]) -> float | None:
+    return None if not cpu or any(c is None for c in cpu) else max(c for c in cpu if c is not None)
 
 
 # The judge script that runs the assert tests in the sandbox (see its docstring).
@@ -220,11 +246,13 @@ def parse_harness_report(run: RunResult, nonce: str, n_tests: int) -> CheckRepor
         except ValueError:
             continue
         if parts[0] == "setup":
+            if parts[2:] == ["timed_out"]:  # loading the program ran out of CPU time
+                return CheckReport((CaseResult("timed_out", str(parts[1])),) * n_tests, run.cpu_s)
             crash = CaseResult("crashed", "program or setup raised: " + _tail(str(parts[1])))
-            return CheckReport((crash,) * n_tests)
+            return CheckReport((crash,) * n_tests, run.cpu_s)
         if parts[0] == "start":
             started = int(parts[1])
-        elif parts[0] == "case" and parts[2] in ("passed", "failed", "crashed"):
+        elif parts[0] == "case" and parts[2] in ("passed", "failed", "crashed", "timed_out"):
             status[int(parts[1])] = CaseResult(parts[2], _tail(str(parts[3])))
     if run.status == "timeout":
         fate = CaseResult("timed_out", f"over the time limit after {run.wall_s:.1f} s")
@@ -232,10 +260,10 @@ def parse_harness_report(run: RunResult, nonce: str, n_tests: int) -> CheckRepor
         ended = f"the run ended without reporting ({run.status}, exit {run.returncode})"
         fate = CaseResult("crashed", f"{ended}: {_tail(run.stderr_tail)}")
     if started is None:  # died or hung before the first case: in the program or setup code
-        return CheckReport((fate,) * n_tests)
+        return CheckReport((fate,) * n_tests, run.cpu_s)
     skipped = CaseResult("skipped", "not run: the run ended before this case")
     results = [status.get(i, fate if i == started else skipped) for i in range(n_tests)]
-    return CheckReport(tuple(results))
+    return CheckReport(tuple(results), run.cpu_s)
 
 
 def check_asserts(

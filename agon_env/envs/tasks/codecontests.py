@@ -2,8 +2,9 @@
 
 The answer runs on each ``{input, output}`` test and its output is compared token by token.
 Problems whose statement grants an "absolute or relative error" are compared with that float
-tolerance. Each case is bounded by ``limits.wall_s`` and the whole answer by ``total_wall_s``
-plus one case; the first failing case ends the check (``fail_fast``).
+tolerance. Each case is bounded by its (scaled, :mod:`~agon_env.envs.tasks.code`) ``wall_s`` and
+the whole answer by :meth:`CodeContestsTask.budget_s` plus one case; the first failing case ends
+the check (``fail_fast``).
 
 The hub's rows have official splits (:data:`CC_HUB_SPLITS`); a local file (the offline sample,
 all from the hub's train split) records none and is carved by
@@ -13,11 +14,13 @@ in one split.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split, content_split
-from agon_env.envs.tasks.code import CodeTask, take
+from agon_env.envs.tasks.code import TIME_SCALE, CodeTask, TimeScale, take
 from agon_env.envs.tasks.code_checks import (
     CheckReport,
     IOCase,
@@ -28,10 +31,13 @@ from agon_env.envs.tasks.code_checks import (
 from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.sandbox import Limits, SandboxPool
 
-# The CPU limit under which the sample's ref_all_pass was recorded: a few reference solutions need
-# ~7 s of CPython time on their heaviest case, so a tighter limit would fail correct answers.
+# The CPU limit under which the sample's ref_all_pass was recorded, and the limit of a problem whose
+# reference cannot be measured; others get a multiple of their reference's time (code.TimeScale).
 # fail_fast and total_wall_s keep a wrong answer's cost to one timed-out case.
 STDIO_LIMITS = Limits(cpu_s=10, wall_s=20.0)
+MEASURE_TOTAL_S = 300.0
+"""Wall seconds a reference's measurement may take over all its cases (then it is unmeasured and
+the problem keeps the fixed limits)."""
 
 _CC_PROMPT = """{description}
 
@@ -122,26 +128,51 @@ class CodeContestsTask(CodeTask):
         limits: Limits | None = None,
         total_wall_s: float = 60.0,
         workers: int = 2,
+        time_scale: TimeScale | None = TIME_SCALE,
     ) -> None:
-        super().__init__(problems, limits)
         self.total_wall_s = total_wall_s
         self.workers = workers
         self._pool: SandboxPool | None = None
+        super().__init__(problems, limits, time_scale)
 
     def check(self, problem: Problem, answer: str, fail_fast: bool = True) -> CheckReport:
+        return self.run_checks(problem, answer, self.limits_for(problem), fail_fast=fail_fast)
+
+    def run_checks(
+        self,
+        problem: Problem,
+        answer: str,
+        limits: Limits,
+        measuring: bool = False,
+        fail_fast: bool = True,
+    ) -> CheckReport:
         if self._pool is None:
             self._pool = SandboxPool(self.workers)
         tol = problem.answer["tolerance"] or 0.0
         return check_stdio(
             strip_code_fence(answer),
             problem.answer["tests"],
-            self.limits,
+            limits,
             rel_tol=tol,
             abs_tol=tol,
-            fail_fast=fail_fast,
-            total_wall_s=self.total_wall_s,
+            fail_fast=fail_fast and not measuring,
+            total_wall_s=MEASURE_TOTAL_S
+            if measuring
+            else self.budget_s(len(problem.answer["tests"]), limits),
             pool=self._pool,
         )
+
+    def budget_s(self, cases: int, limits: Limits) -> float:
+        """The whole answer's wall budget: ``total_wall_s``, raised so that a program within every
+        case's (scaled) limit is never cut off by it (``workers`` cases run at a time)."""
+        return max(self.total_wall_s, math.ceil(cases / self.workers) * limits.wall_s)
+
+    def hang_guard_s(self) -> float:
+        """Above a reference measurement and a check at the largest scaled limit."""
+        scale = self.time_scale or TimeScale(floor_cpu_s=math.ceil(self.limits.cpu_s))
+        widest = replace(self.limits, wall_s=max(scale.bound_s(), self.limits.wall_s))
+        cases = max((len(p.answer["tests"]) for p in self.problems), default=1)
+        return MEASURE_TOTAL_S + scale.measure.wall_s + self.budget_s(cases, widest) + widest.wall_s + 30.0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

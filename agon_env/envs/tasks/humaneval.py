@@ -79,9 +79,11 @@ class HumanEvalTask(CodeTask):
     name = "humaneval"
     prompt_family = "code-function"
 
-    def check(self, problem: Problem, answer: str) -> CheckReport:
+    def run_checks(
+        self, problem: Problem, answer: str, limits: Limits, measuring: bool = False
+    ) -> CheckReport:
         program = problem.answer["prompt"] + "\n" + strip_code_fence(answer)
-        return check_asserts(program, problem.answer["tests"], limits=self.limits)
+        return check_asserts(program, problem.answer["tests"], limits=limits)
 
 
 def humaneval(

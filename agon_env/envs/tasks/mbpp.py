@@ -101,9 +101,11 @@ class MBPPTask(CodeTask):
     name = "mbpp"
     prompt_family = "code-function"
 
-    def check(self, problem: Problem, answer: str) -> CheckReport:
+    def run_checks(
+        self, problem: Problem, answer: str, limits: Limits, measuring: bool = False
+    ) -> CheckReport:
         bundle = problem.answer
-        return check_asserts(strip_code_fence(answer), bundle["tests"], bundle["setup"], self.limits)
+        return check_asserts(strip_code_fence(answer), bundle["tests"], bundle["setup"], limits)
 
 
 def mbpp(
