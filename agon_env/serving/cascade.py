@@ -179,7 +179,9 @@ class Cascade:
     def env(self, questions: Sequence[Problem], mode: str = "challenge") -> Any:
         """The run's env over ``questions``: the run's keywords and reading channel."""
         task = QuestionTask(questions, self.prompt_family, self.reference)
-        return make(self.run.env_id, task=task, mode=mode, exchange=self.run.exchange, **self.run.reader_options())
+        return make(
+            self.run.env_id, task=task, mode=mode, exchange=self.run.exchange, **self.run.reader_options()
+        )
 
     def window(self) -> int | None:
         """The model's context window in tokens (``None`` when its config names none)."""
@@ -218,20 +220,31 @@ class Cascade:
         early.sampling = dataclasses.replace(sampling, stop=stop)
         return early
 
-    def _play(self, questions: Sequence[str], mode: str, seats: Mapping[str, Any], ids: Sequence[str],
-              references: Sequence[Any]) -> tuple[list[Episode], dict[str, float]]:
+    def _play(
+        self,
+        questions: Sequence[str],
+        mode: str,
+        seats: Mapping[str, Any],
+        ids: Sequence[str],
+        references: Sequence[Any],
+    ) -> tuple[list[Episode], dict[str, float]]:
         problems = [Problem(i, q, r) for i, q, r in zip(ids, questions, references, strict=True)]
         timed = {seat: _Timed(agent) for seat, agent in seats.items()}
 
         def seed_of(index: int, seat: str, turn: int) -> int:
             return derive_seed(self.seed, "answer", questions[index], timed[seat].name, turn)
 
-        starts = [Start(i, AGENT_A, derive_seed(self.seed, "answer-episode", i)) for i in range(len(problems))]
+        starts = [
+            Start(i, AGENT_A, derive_seed(self.seed, "answer-episode", i)) for i in range(len(problems))
+        ]
         played = play_episodes(self.env(problems, mode), timed, starts, seed_of)
         return played.episodes, {seat: t.seconds for seat, t in timed.items()}
 
     def answer_many(
-        self, questions: Sequence[str], ids: Sequence[str] | None = None, references: Sequence[Any] | None = None
+        self,
+        questions: Sequence[str],
+        ids: Sequence[str] | None = None,
+        references: Sequence[Any] | None = None,
     ) -> list[CascadeAnswer]:
         """Each question drafted and then challenged; each stage is one batched call for all."""
         if not questions:
@@ -269,8 +282,9 @@ class Cascade:
         if adapter not in self.agents:
             raise CascadeError(f"no adapter {adapter!r} in this run; adapters: {sorted(self.agents)}")
         ids = [str(i) for i in range(len(questions))]
-        episodes, seconds = self._play(questions, "solo", {AGENT_A: self.agents[adapter]}, ids,
-                                       [None] * len(questions))
+        episodes, seconds = self._play(
+            questions, "solo", {AGENT_A: self.agents[adapter]}, ids, [None] * len(questions)
+        )
         return [_stage(e.draft, adapter, seconds[AGENT_A]) for e in episodes]
 
 
@@ -280,7 +294,9 @@ class _Timed:
     def __init__(self, agent: Any) -> None:
         self.agent, self.name, self.seconds = agent, agent.name, 0.0
 
-    def act(self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None) -> list[Any]:
+    def act(
+        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Any]:
         t0 = time.perf_counter()
         out = self.agent.act(observations, seeds=seeds)
         self.seconds += time.perf_counter() - t0

@@ -6,14 +6,13 @@ import dataclasses
 import json
 
 import pytest
+from serving_run import write_tiny_run
 
 import agon_env
 from agon_env.agents.scripted import ScriptedAgent
 from agon_env.episodes import Start, play_episodes
 from agon_env.serving.cascade import Cascade, CascadeError, QuestionError, recorded_direction
 from agon_env.vocabulary import AGENT_A, AGENT_B
-
-from serving_run import write_tiny_run
 
 DRAFTS = {
     "plain": "Two and three. <summary>2 + 3 = 5, checked twice.</summary> <answer>5</answer>",
@@ -63,7 +62,11 @@ def test_an_answer_has_both_stages_with_tokens_and_times(cascade):
 
 def test_a_reference_answer_is_scored_by_the_runs_task(cascade):
     right = dataclasses.replace(
-        cascade, agents={**cascade.agents, cascade.direction[1]: ScriptedAgent("c", ["<summary>5</summary><answer>5</answer>"])}
+        cascade,
+        agents={
+            **cascade.agents,
+            cascade.direction[1]: ScriptedAgent("c", ["<summary>5</summary><answer>5</answer>"]),
+        },
     )
     assert right.answer("What is 2 + 3?", reference="5").correct is True
     assert right.answer("What is 2 + 3?", reference="6").correct is False
@@ -73,11 +76,15 @@ def test_early_stop_shows_the_challenger_the_same_text(cascade):
     """The lever: the draft stops at </summary>; the challenger reads exactly the same."""
     full = "Work: 2+3. <summary>2 + 3 = 5.</summary> <answer>5</answer>"
     drafter = ScriptedAgent(cascade.direction[0], lambda obs: full)
-    late = dataclasses.replace(cascade, early_stop=False, agents={**cascade.agents, cascade.direction[0]: drafter})
+    late = dataclasses.replace(
+        cascade, early_stop=False, agents={**cascade.agents, cascade.direction[0]: drafter}
+    )
     early = dataclasses.replace(late, early_stop=True)
     # Cut as the backend would cut it: at the stop string.
     cut = full[: full.index("</summary>") + len("</summary>")]
-    early = dataclasses.replace(early, agents={**early.agents, cascade.direction[0]: ScriptedAgent("d", lambda o: cut)})
+    early = dataclasses.replace(
+        early, agents={**early.agents, cascade.direction[0]: ScriptedAgent("d", lambda o: cut)}
+    )
     assert early.answer("What is 2 + 3?").challenger_text == late.answer("What is 2 + 3?").challenger_text
 
 
@@ -98,7 +105,10 @@ def test_the_direction_comes_from_the_eval_report_or_is_given(tmp_path, tiny_run
     with pytest.raises(CascadeError, match="DRAFTER>CHALLENGER"):
         Cascade.from_run(bare, direction="agent_a>agent_c")
     assert Cascade.from_run(bare, direction="agent_a>agent_b").direction == ("agent_a", "agent_b")
-    assert Cascade.from_run(bare, eval_report=tiny_run / "eval" / "eval.json").direction == ("agent_b", "agent_a")
+    assert Cascade.from_run(bare, eval_report=tiny_run / "eval" / "eval.json").direction == (
+        "agent_b",
+        "agent_a",
+    )
 
 
 def test_questions_it_cannot_take_are_refused_in_one_line(cascade):
@@ -107,5 +117,5 @@ def test_questions_it_cannot_take_are_refused_in_one_line(cascade):
     with pytest.raises(QuestionError, match="max_text_length"):
         cascade.check("x" * 70_000)
     with pytest.raises(QuestionError, match="window of 2048 tokens"):
-        cascade.check("What is " + "1 + " * 700 + "1?")
+        cascade.check("What is " + "1 + " * 2000 + "1?")
     cascade.check("What is 2 + 3?")
