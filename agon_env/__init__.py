@@ -9,7 +9,6 @@ trained pair as a callable cascade (:mod:`agon_env.serving`, imported on first u
 
 from typing import Any
 
-
 from agon_env import envs as envs
 from agon_env.envs import registrations as _registrations  # noqa: F401  (registers the built-in ids)
 from agon_env.envs.solo import SoloEnv, solo

@@ -17,7 +17,9 @@ from agon_env.vocabulary import AGENT_A, AGENT_B
 DRAFTS = {
     "plain": "Two and three. <summary>2 + 3 = 5, checked twice.</summary> <answer>5</answer>",
     # A thinking model's summary written while thinking is a thought: the reader never sees it.
-    "thinking": "<think>maybe <summary>secret</summary></think> Sum. <summary>adds to 5</summary><answer>5</answer>",
+    "thinking": (
+        "<think>maybe <summary>secret</summary></think> Sum. <summary>adds to 5</summary><answer>5</answer>"
+    ),
     "no summary": "I think it is 5. <answer>5</answer>",
 }
 
