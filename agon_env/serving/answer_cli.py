@@ -40,8 +40,9 @@ class PairArgs(CommandArgs):
     """The ``eval.json`` that records the chosen direction (None: ``RUN/eval/eval.json``)."""
     device: str | None = None
     """``cpu`` or ``cuda`` (None: the device the run trained on)."""
-    engine: str = "hf"
-    """``hf`` (transformers, in-process) or ``vllm`` (one vLLM engine, both adapters as LoRA modules)."""
+    engine: str = "auto"
+    """``hf`` (transformers, in-process), ``vllm`` (one vLLM engine, both adapters as LoRA modules)
+    or ``auto`` (vLLM when it is installed and the model is a folder or Hub id, else hf)."""
     early_stop: bool = True
     """Stop each draft at ``</summary>`` when the run's channel shows only the summary
     (``--no-early-stop``: draft to the end, as training did; the challenger reads the same text)."""

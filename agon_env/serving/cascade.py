@@ -123,6 +123,10 @@ class Cascade:
     """Stop the draft at ``</summary>`` where the channel reads nothing after it."""
     seed: int = 0
     label: str = ""
+    engine: str = "hf"
+    """What generates: ``hf`` (transformers in-process) or ``vllm`` (one engine, both adapters)."""
+    engine_window: int | None = None
+    """The engine's own context limit where it sets one below the model's (vLLM's ``max_model_len``)."""
     timings: list[dict[str, float]] = field(default_factory=list, repr=False)
 
     # -- building ------------------------------------------------------------------
@@ -135,7 +139,7 @@ class Cascade:
         direction: str | Sequence[str] | None = None,
         eval_report: str | Path | None = None,
         device: str | None = None,
-        engine: str = "hf",
+        engine: str = "auto",
         early_stop: bool = True,
         seed: int = 0,
     ) -> Cascade:
@@ -143,7 +147,8 @@ class Cascade:
 
         ``direction``: ``"agent_b>agent_a"`` (or a pair) overrides the recorded choice;
         ``eval_report``: an ``eval.json`` to read the choice from (default ``RUN/eval/eval.json``).
-        ``engine``: ``hf`` (in-process) or ``vllm`` (:mod:`agon_env.agents.vllm_backend`)."""
+        ``engine``: ``hf`` (in-process), ``vllm`` (:mod:`agon_env.agents.vllm_backend`: one engine, both
+        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`)."""
         run_dir = Path(run_dir)
         run = load_resolved(run_dir)
         channel = CHANNELS[run.exchange]
@@ -152,22 +157,33 @@ class Cascade:
                 f"{run_dir}: its exchange channel {run.exchange!r} hands drafts over as a KV cache; "
                 "the cascade serves text channels (agon eval --methods latent-cascade evaluates it)"
             )
+        engine = pick_engine(engine, run.config.model.name)
         task = make(run.env_id, **run.task_kwargs).unwrapped.task
         settings = settings_for(run, task)
         loader = PolicyLoader(device=device or run.device)
         policies = loader.run_policies(run_dir, settings)
         pair = _direction(run_dir, list(policies.adapters), direction, eval_report)
         agents = dict(policies.adapters)
+        base = loader.shared_base(run.config.model.name)
+        window = None
         if engine == "vllm":
             from agon_env.agents.vllm_backend import VLLMBackend
 
-            backend = VLLMBackend(loader.shared_base(run.config.model.name), max_model_len=2048)
+            window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
+            backend = VLLMBackend(base, max_model_len=window)
             for agent in agents.values():
                 agent.backend = backend
-        elif engine != "hf":
-            raise CascadeError(f"unknown engine {engine!r}; choose hf or vllm")
         return cls(
-            run, agents, pair, settings.family, task, early_stop=early_stop, seed=seed, label=run_dir.name
+            run,
+            agents,
+            pair,
+            settings.family,
+            task,
+            early_stop=early_stop,
+            seed=seed,
+            label=run_dir.name,
+            engine=engine,
+            engine_window=window,
         )
 
     # -- what it reads ---------------------------------------------------------------
@@ -184,8 +200,9 @@ class Cascade:
         )
 
     def window(self) -> int | None:
-        """The model's context window in tokens (``None`` when its config names none)."""
-        return getattr(self.base.base_model.config, "max_position_embeddings", None)
+        """The context window in tokens: the model's, or the engine's where smaller (``None``: none)."""
+        limits = [w for w in (_model_window(self.base), self.engine_window) if w]
+        return min(limits, default=None)
 
     def check(self, question: str, adapter: str | None = None) -> None:
         """Refuse, in one line (:class:`QuestionError`), a question the env or the model cannot take:
@@ -286,6 +303,27 @@ class Cascade:
             questions, "solo", {AGENT_A: self.agents[adapter]}, ids, [None] * len(questions)
         )
         return [_stage(e.draft, adapter, seconds[AGENT_A]) for e in episodes]
+
+
+ENGINES = ("auto", "hf", "vllm")
+VLLM_MAX_MODEL_LEN = 4096
+"""The vLLM engine's context limit (KV memory is sized for it; the arith and math prompts take < 1k)."""
+
+
+def pick_engine(engine: str, model: str) -> str:
+    """``auto``: vLLM when it imports here and the model is a folder or Hub id it can load, else HF."""
+    if engine not in ENGINES:
+        raise CascadeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine
+    from agon_env.agents.models import resolve_source
+    from agon_env.agents.vllm_backend import vllm_available
+
+    return "vllm" if resolve_source(model) != "tiny" and vllm_available() else "hf"
+
+
+def _model_window(base: Any) -> int | None:
+    return getattr(base.base_model.config, "max_position_embeddings", None)
 
 
 class _Timed:

@@ -172,6 +172,7 @@ def build_app(
         return JSONResponse(
             {
                 "status": "ok",
+                "engine": cascade.engine,
                 "batches": len(sizes),
                 "requests": sum(sizes),
                 "largest_batch": max(sizes, default=0),
