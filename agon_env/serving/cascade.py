@@ -158,11 +158,13 @@ class Cascade:
                 "the cascade serves text channels (agon eval --methods latent-cascade evaluates it)"
             )
         engine = pick_engine(engine, run.config.model.name)
+        # Before any model is loaded: a missing direction is refused in a moment, not after a minute.
+        pair = _direction(run_dir, _adapter_names(run_dir, run), direction, eval_report)
         task = make(run.env_id, **run.task_kwargs).unwrapped.task
         settings = settings_for(run, task)
         loader = PolicyLoader(device=device or run.device)
         policies = loader.run_policies(run_dir, settings)
-        pair = _direction(run_dir, list(policies.adapters), direction, eval_report)
+        _direction(run_dir, list(policies.adapters), pair, None)  # the loaded adapters hold both
         agents = dict(policies.adapters)
         base = loader.shared_base(run.config.model.name)
         window = None
@@ -371,6 +373,17 @@ def recorded_direction(run_dir: str | Path, eval_report: str | Path | None = Non
         mine = runs  # a report of this one run, moved or read from elsewhere
     chosen = [(r.get("selection") or {}).get("chosen") for r in mine]
     return next((c for c in chosen if c), None)
+
+
+def _adapter_names(run_dir: Path, run: ResolvedRun) -> list[str]:
+    """The run's adapters: its ``adapters/`` folders, else (a run stopped early) its resolved list."""
+    folder = RunFolder(run_dir).adapters
+    found = (
+        sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if folder.is_dir()
+        else []
+    )
+    return found or list(run.adapters)
 
 
 def _direction(
