@@ -188,6 +188,15 @@ class Cascade:
             engine_window=window,
         )
 
+    def close(self) -> None:
+        """Stop the generation engine where it runs in processes of its own (vLLM's engine core)."""
+        for backend in {
+            id(a.backend): a.backend for a in self.agents.values() if hasattr(a, "backend")
+        }.values():
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+
     # -- what it reads ---------------------------------------------------------------
 
     @property
@@ -396,7 +405,7 @@ def _direction(
             where = eval_report or RunFolder(run_dir).eval_report
             raise CascadeError(
                 f"{run_dir}: no cascade direction recorded ({where} has none); run `agon eval {run_dir}` "
-                "to choose it on validation, or give one (--direction agent_a>agent_b)"
+                "to choose it on validation, or give one (--direction 'agent_a>agent_b')"
             )
         method = method_of(chosen, adapters)
         pair = tuple(method.policies) if method is not None else ()

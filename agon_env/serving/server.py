@@ -230,6 +230,7 @@ def build_app(
             yield
         finally:
             await batcher.stop()
+            cascade.close()  # vLLM's engine core is a process of its own: stopped with the server
 
     app = Starlette(
         routes=[

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -30,27 +32,40 @@ def start_server(run: Path, *extra: str, env: dict | None = None, python: str = 
     port = free_port()
     cmd = [python, "-m", "agon_env.cli", "serve", str(run), "--port", str(port), "--log-level", "warning"]
     environ = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **(env or {})}
-    proc = subprocess.Popen([*cmd, *extra], env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Its own session: stop_server ends the whole group (a vLLM engine runs in child processes).
+    proc = subprocess.Popen(
+        [*cmd, *extra], env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 600
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"agon serve exited {proc.returncode}: {proc.stdout.read().decode()[-3000:]}")
+            stop_server(proc)
+            raise RuntimeError(f"agon serve exited {proc.returncode}: {proc.stdout.read().decode()[-8000:]}")
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.5)
-    proc.kill()
+    stop_server(proc)
     raise RuntimeError("agon serve did not come up")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """SIGTERM (uvicorn shuts down, the engine with it), then SIGKILL whatever is left of the group."""
+    proc.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=60)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
 def server(tiny_run):
     proc, url = start_server(tiny_run, env={"AGON_API_KEY": KEY})
     yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    stop_server(proc)
 
 
 def client(url: str, key: str = KEY) -> openai.OpenAI:

@@ -11,7 +11,7 @@ import os
 
 import pytest
 from serving_run import write_tiny_run
-from test_server import KEY, ask, client, start_server
+from test_server import KEY, ask, client, start_server, stop_server
 
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
@@ -28,8 +28,7 @@ def vllm_server(tmp_path_factory, vllm_interpreter):
     env = {"AGON_API_KEY": KEY, "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", cache)}
     proc, url = start_server(run, "--engine", "vllm", env=env, python=vllm_interpreter)
     yield url
-    proc.terminate()
-    proc.wait(timeout=60)
+    stop_server(proc)
 
 
 def test_the_cascade_is_served_by_one_vllm_engine(vllm_server):
