@@ -228,13 +228,20 @@ class Cascade:
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
         agent = self.agents[adapter or self.direction[0]]
-        tokens = len(self.base.tokenizer(agent.render(observation), add_special_tokens=False)["input_ids"])
+        tokens = len(self._counter()(agent.render(observation), add_special_tokens=False)["input_ids"])
         window, budget = self.window(), agent.sampling.max_new_tokens
         if window is not None and tokens + budget > window:
             raise QuestionError(
                 f"the prompt is {tokens} tokens; with max_new_tokens={budget} that is over the model's "
                 f"window of {window} tokens"
             )
+
+    def _counter(self) -> Any:
+        """A tokenizer of its own for :meth:`check`: a server checks requests while a batch generates,
+        and a fast tokenizer used from two threads at once can fail ("Already borrowed")."""
+        if "_tokenizer" not in self.__dict__:
+            self.__dict__["_tokenizer"] = copy.deepcopy(self.base.tokenizer)
+        return self.__dict__["_tokenizer"]
 
     # -- answering ------------------------------------------------------------------
 
