@@ -37,6 +37,12 @@ COMMANDS = {
         "agon_env.study.cli:main",
         "an ablation across arms and seeds: register, run (resumable), report, verify",
     ),
+    "answer": ("agon_env.serving.answer_cli:main", "the trained pair answers: draft, then challenge"),
+    "serve": ("agon_env.serving.serve_cli:main", "serve a run's pair behind an OpenAI-compatible API"),
+    "export": (
+        "agon_env.serving.export:main",
+        "write a run's adapters for plain peft / vLLM, with a model card",
+    ),
 }
 """Subcommand -> (``module:function`` taking the remaining arguments, one-line help)."""
 

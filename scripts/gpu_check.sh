@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The paper path on one GPU in under 10 minutes: configs/paper-qwen3-0.6b-deepmath.yaml with
-# vLLM rollouts (model, steps, batch and budget shrunk), then agon eval; one JSON line at the end.
+# vLLM rollouts (model, steps, batch and budget shrunk), then agon eval; one JSON line at the end;
+# then benchmarks/cascade_bench.py (the cascade's latency against one adapter alone): its own JSON line.
 #
 #   bash scripts/gpu_check.sh                          # tiny-qwen3, built in-process (offline)
 #   bash scripts/gpu_check.sh --model /models/Qwen3-0.6B --max-new-tokens 2048
@@ -17,4 +18,12 @@ python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 
 python3 -c "import vllm" 2>/dev/null || fail "vllm is not importable: pip install -e '.[vllm]'"
 python3 -c "import agon_env" 2>/dev/null || fail "agon_env is not installed: pip install -e '.[llm]'"
 
-exec timeout 590 python3 scripts/gpu_check.py "$@"
+timeout 590 python3 scripts/gpu_check.py "$@"
+rc=$?
+# The cascade's cost against one adapter alone, and the early-stop lever, on the GPU (docs/serving.md;
+# the CPU figures are docs/benchmarks.md's). tiny-qwen3 unless CASCADE_MODEL names a folder; ~2 min.
+timeout 240 python3 benchmarks/cascade_bench.py --model "${CASCADE_MODEL:-tiny-qwen3}" --device cuda \
+  --questions 32 --singles 4 --reps 3 --max-new-tokens 256
+bench=$?
+[ "$rc" -eq 0 ] && rc=$bench
+exit "$rc"

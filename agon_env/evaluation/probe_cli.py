@@ -104,12 +104,11 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
 
 def probe(cfg: ProbeConfig) -> dict[str, Any]:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
-    import agon_env
     from agon_env.envs.exchange import CHANNELS, DEFAULT
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.options import ENV_KWARGS
-    from agon_env.registry import import_modules
+    from agon_env.registry import import_modules, make
 
     for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
         if value < 1:
@@ -128,8 +127,8 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)
     outcomes = run_probe(
-        agon_env.make(env_id, task=task, **env_kwargs, mode="solo"),
-        agon_env.make(env_id, task=task, **env_kwargs, mode="challenge"),
+        make(env_id, task=task, **env_kwargs, mode="solo"),
+        make(env_id, task=task, **env_kwargs, mode="challenge"),
         agent,
         agent,
         indices,

