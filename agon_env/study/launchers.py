@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import queue
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,9 +19,16 @@ from pathlib import Path
 
 from agon_env.study.units import Unit, child_env, command
 
+_SAY = threading.Lock()
+
 
 def say(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    # One write per line, under a lock: print() writes the text and its newline separately, so two
+    # workers' lines could interleave into one ("a: started[..] b: started").
+    line = f"[{time.strftime('%H:%M:%S')}] {msg}\n"
+    with _SAY:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def run_one(spec: Path, log: Path, device: str | None) -> tuple[int, float]:

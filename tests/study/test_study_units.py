@@ -184,3 +184,29 @@ def test_a_registered_study_refuses_other_prompts(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(registration, "prompts_fingerprint", lambda: "0" * 16)
     with pytest.raises(ConfigError, match="prompts differ from those registered"):
         registration.check(plan, tmp_path)
+
+
+def test_workers_lines_never_run_into_each_other(capsys: pytest.CaptureFixture[str]) -> None:
+    # print() writes a line's text and its newline apart, so two workers saying "started" at
+    # once could print "[t] a: started[t] b: started" (CI saw it): each line is one write.
+    import threading
+
+    from agon_env.study.launchers import say
+
+    def speak(who: int) -> None:
+        for i in range(300):
+            say(f"unit{who}-{i}: started")
+
+    threads = [threading.Thread(target=speak, args=(w,)) for w in range(8)]
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(0.005)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 8 * 300
+    whole = [line.startswith("[") and line.count("] ") == 1 and line.endswith(": started") for line in lines]
+    assert all(whole)
