@@ -11,6 +11,11 @@ second turn did with the draft it read (right drafts kept, wrong drafts fixed) a
 the final turn kept the answer format.
 
     python benchmarks/paired_evals.py X/eval.json Y/eval.json [--methods standalone chosen]
+    python benchmarks/paired_evals.py X/eval.json STUDY/results.json --y-unit agon-latent:0
+
+Either side may be one unit (``ARM:SEED``) of a study's results file (``agon study``'s, or one of
+the recorded ``docs/results/*.json``) instead of an eval report: its outcome lists are read as
+episodes of the file's test problems; it records no answer format, so that count is left out.
 
 Intervals: :func:`agon_env.stats.paired_bootstrap` over seeds and problems. Prints one JSON
 object as its last line.
@@ -27,6 +32,45 @@ from agon_env.evaluation.evaluate import stored_episodes
 from agon_env.stats import paired_bootstrap
 
 STANDALONE = ("standalone:agent_a", "standalone:agent_b")
+
+
+def unit_report(doc: dict[str, Any], unit: str, label: str) -> dict[str, Any]:
+    """Unit ``ARM:SEED`` of a study results file in an eval report's shape (its first run):
+    each method's outcome list (evaluation seeds' blocks of the file's test problems) as episodes,
+    a two-turn method's draft outcomes as ``first_correct``, the cascade chosen on validation."""
+    arm, _, seed = unit.rpartition(":")
+    arms = doc["outcomes"]["arms"]
+    if arm not in arms or seed not in arms[arm]:
+        have = ", ".join(f"{a}:{s}" for a, seeds in arms.items() for s in seeds)
+        raise SystemExit(f"{label} has no unit {unit!r}; it has {have}")
+    r = arms[arm][seed]
+    ids, seeds = doc["problems"]["test"]["ids"], doc["plan"]["eval_seeds"]
+    methods = {}
+    for m, outcomes in r["outcomes"].items():
+        first = r["first_outcomes"].get(m)
+        if len(outcomes) != len(ids) * len(seeds):
+            raise SystemExit(f"{label} {unit} {m}: {len(outcomes)} outcomes for {len(ids)} problems")
+        methods[m] = {"episodes": [
+            {"problem_id": ids[i % len(ids)], "correct": bool(c), "first_correct": None if first is None
+             else bool(first[i]), "turns": [{}] if first is None else [{}, {}]}
+            for i, c in enumerate(outcomes)
+        ]}  # fmt: skip
+    run = {"label": f"{arm}-seed{seed} of {label}", "methods": methods}
+    if r.get("chosen_cascade"):
+        run["selection"] = {"chosen": r["chosen_cascade"]}
+    return {"seeds": seeds, "runs": [run]}
+
+
+def read(path: Path, unit: str | None) -> dict[str, Any]:
+    """An eval report, or ``unit`` of a study results file."""
+    doc = json.loads(path.read_text())
+    if "runs" in doc:
+        if unit:
+            raise SystemExit(f"{path} is an eval report, not a study results file: drop its --*-unit")
+        return doc
+    if not unit:
+        raise SystemExit(f"{path} is a study results file: name a unit (--x-unit/--y-unit ARM:SEED)")
+    return unit_report(doc, unit, str(path))
 
 
 def results(run: dict[str, Any], method: str) -> list[dict[str, Any]]:
@@ -63,11 +107,13 @@ def second_turn(run: dict[str, Any], method: str) -> dict[str, Any] | None:
         return None
     right = [e for e in eps if e["first_correct"]]
     wrong = [e for e in eps if not e["first_correct"]]
-    return {
+    out = {
         "kept": [sum(e["correct"] for e in right), len(right)],
         "fixed": [sum(e["correct"] for e in wrong), len(wrong)],
-        "final_format": [sum(e["turns"][-1]["format_ok"] for e in eps), len(eps)],
     }
+    if all("format_ok" in e["turns"][-1] for e in eps):  # a results file records no format
+        out["final_format"] = [sum(e["turns"][-1]["format_ok"] for e in eps), len(eps)]
+    return out
 
 
 def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[str, Any]:
@@ -95,11 +141,13 @@ def compare(x: dict[str, Any], y: dict[str, Any], methods: list[str]) -> dict[st
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("x", type=Path, help="an eval.json (the difference is x - y)")
-    ap.add_argument("y", type=Path, help="another eval.json of the same problems and seeds")
+    ap.add_argument("x", type=Path, help="an eval.json or a study results file (the difference is x - y)")
+    ap.add_argument("y", type=Path, help="another, of the same problems and seeds")
+    ap.add_argument("--x-unit", default=None, help="ARM:SEED, when x is a study results file")
+    ap.add_argument("--y-unit", default=None, help="ARM:SEED, when y is a study results file")
     ap.add_argument("--methods", nargs="+", default=["standalone", "chosen"])
     args = ap.parse_args()
-    res = compare(json.loads(args.x.read_text()), json.loads(args.y.read_text()), args.methods)
+    res = compare(read(args.x, args.x_unit), read(args.y, args.y_unit), args.methods)
     print(f"x = {res['x']}\ny = {res['y']}\n{res['problems']} (seed, problem) pairs")
     for m, r in res["methods"].items():
         d = r["difference"]

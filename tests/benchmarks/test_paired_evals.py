@@ -68,3 +68,41 @@ def test_standalone_of_a_one_adapter_run() -> None:
     res = paired_evals.compare(x, y, ["standalone"])
     assert res["methods"]["standalone"]["y_pass@1"] == pytest.approx(1 / 4)
     assert res["methods"]["standalone"]["difference"]["mean"] == pytest.approx(3 / 8 - 1 / 4)
+
+
+def results_file(a: list[int], b: list[int], casc: list[tuple[int, int]]) -> dict[str, Any]:
+    # the same cells as report(): a study results file lists each seed's block of its test problems
+    return {
+        "plan": {"eval_seeds": [0, 1]},
+        "problems": {"test": {"ids": ["p0", "p1"]}},
+        "outcomes": {"arms": {"agon": {"0": {
+            "outcomes": {"standalone:agent_a": a, "standalone:agent_b": b,
+                         "cascade:agent_a>agent_b": [c for _, c in casc]},
+            "first_outcomes": {"cascade:agent_a>agent_b": [f for f, _ in casc]},
+            "chosen_cascade": "cascade:agent_a>agent_b",
+        }}}},
+    }  # fmt: skip
+
+
+def test_a_unit_of_a_study_results_file_pairs_with_an_eval_report() -> None:
+    x = report("x", [1, 1, 0, 0], [1, 0, 0, 0], [(1, 1), (0, 1), (1, 0), (0, 0)])
+    y = paired_evals.unit_report(results_file([0, 1, 0, 0], [0, 0, 0, 0], [(1, 1), (0, 0), (0, 0), (0, 0)]),
+                                 "agon:0", "r.json")  # fmt: skip
+    res = paired_evals.compare(x, y, ["standalone", "chosen"])
+    assert res["methods"]["standalone"]["difference"]["mean"] == pytest.approx(3 / 8 - 1 / 8)
+    c = res["methods"]["chosen"]
+    assert c["y_method"] == "cascade:agent_a>agent_b" and c["difference"]["mean"] == pytest.approx(1 / 4)
+    # the file's draft outcomes give kept and fixed; it records no answer format
+    assert c["y_second_turn"] == {"kept": [1, 1], "fixed": [0, 3]}
+    casc = [(1, 1), (0, 1), (1, 0), (0, 0)]
+    same = paired_evals.unit_report(results_file([1, 1, 0, 0], [1, 0, 0, 0], casc), "agon:0", "r.json")
+    assert paired_evals.compare(x, same, ["chosen"])["methods"]["chosen"]["difference"]["mean"] == 0
+
+
+def test_a_results_file_needs_a_unit_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(__import__("json").dumps(results_file([0] * 4, [0] * 4, [(0, 0)] * 4)))
+    with pytest.raises(SystemExit, match="name a unit"):
+        paired_evals.read(path, None)
+    with pytest.raises(SystemExit, match="has no unit 'grpo:0'; it has agon:0"):
+        paired_evals.read(path, "grpo:0")
