@@ -11,6 +11,7 @@ number, ``answer`` (optional) is a reference the run's task scores the final ans
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ def answered_ids(path: Path) -> set[str]:
     text = path.read_text(encoding="utf-8")
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
-        path.write_text(text, encoding="utf-8")
+        os.truncate(path, len(text.encode("utf-8")))  # in place: a kill now loses no whole line
     done = set()
     for n, line in enumerate(text.splitlines(), 1):
         try:
@@ -122,6 +123,8 @@ def answer_file(cascade: Any, source: Path, out: Path, batch_size: int, quiet: b
     """Answer ``source``'s questions not yet in ``out``, appending each batch; returns how many."""
     from tqdm import tqdm
 
+    if batch_size < 1:
+        raise AnswerFileError(f"--batch-size {batch_size}: a batch holds at least one question")
     rows = read_questions(source)
     done = answered_ids(out)
     todo = [r for r in rows if r["id"] not in done]
@@ -130,7 +133,7 @@ def answer_file(cascade: Any, source: Path, out: Path, batch_size: int, quiet: b
     out.parent.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=len(rows), initial=len(rows) - len(todo), unit="q", disable=quiet, file=sys.stderr)
     with out.open("a", encoding="utf-8") as sink:
-        for start in range(0, len(todo), max(1, batch_size)):
+        for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
             answers = cascade.answer_many(
                 [r["question"] for r in batch],

@@ -217,8 +217,11 @@ class Cascade:
 
     def check(self, question: str, adapter: str | None = None) -> None:
         """Refuse, in one line (:class:`QuestionError`), a question the env or the model cannot take:
-        empty, too long for the env's ``max_text_length``, or whose drafting prompt and
-        ``max_new_tokens`` overflow the model's window."""
+        empty, too long for the env's ``max_text_length``, or whose prompt and ``max_new_tokens``
+        overflow the model's window -- the drafting prompt, and for the cascade the challenger's
+        too, with the longest summary the draft's budget allows (the challenger's prompt is the
+        longer one: it adds its own examples and the draft; a batch the engine refuses fails every
+        request in it)."""
         if not isinstance(question, str) or not question.strip():
             raise QuestionError("the question is empty")
         env = self.env([Problem("q", question, None)], mode="solo" if adapter else "challenge")
@@ -228,11 +231,22 @@ class Cascade:
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
         agent = self.agents[adapter or self.direction[0]]
+        self._fits(agent, observation, "the prompt")
+        if adapter is None:
+            budget = agent.sampling.max_new_tokens
+            env.step(f"<summary>{' word' * budget}</summary>")  # about one token a word: the whole budget
+            self._fits(
+                self.agents[self.direction[1]],
+                env.observe(env.agent_selection),
+                f"the challenger's prompt, with a draft summary of {budget} tokens,",
+            )
+
+    def _fits(self, agent: Any, observation: Any, what: str) -> None:
         tokens = len(self._counter()(agent.render(observation), add_special_tokens=False)["input_ids"])
         window, budget = self.window(), agent.sampling.max_new_tokens
         if window is not None and tokens + budget > window:
             raise QuestionError(
-                f"the prompt is {tokens} tokens; with max_new_tokens={budget} that is over the model's "
+                f"{what} is {tokens} tokens; with max_new_tokens={budget} that is over the model's "
                 f"window of {window} tokens"
             )
 

@@ -74,6 +74,8 @@ def _rate(r: Mapping[str, Any]) -> str:
 
 def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | None]:
     """The card's result lines (held-out check, eval methods) and the cascade direction chosen."""
+    from agon_env.evaluation.report import method_interval
+
     lines: list[str] = []
     folder = RunFolder(run_dir)
     if folder.heldout.is_file():
@@ -96,20 +98,26 @@ def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | N
     if report_path.is_file():
         report = json.loads(report_path.read_text())
         runs = report.get("runs", [])
-        mine = [r for r in runs if Path(str(r.get("label", ""))).resolve() == run_dir.resolve()] or runs[:1]
+        mine = [r for r in runs if Path(str(r.get("label", ""))).resolve() == run_dir.resolve()]
+        if not mine and len(runs) == 1:
+            mine = runs  # a report of this one run, moved or read from elsewhere (as agon serve reads it)
         if mine:
             r = mine[0]
             direction = (r.get("selection") or {}).get("chosen")
+            data = report.get("data", {})
+            many = len(report.get("seeds", [])) > 1  # then agon eval's interval is problem-clustered
             lines += [
-                f"`agon eval` (`{report_path.name}`, {report.get('data', {}).get('env', '')} test split; "
-                "pass@1 with its interval):",
+                f"`agon eval` (`{report_path.name}`, {data.get('env', '')} "
+                f"{data.get('split', 'test')} split; pass@1 with its interval, as `agon eval` reports it):",
                 "",
                 "| method | pass@1 [interval] (right/trials) |",
                 "|---|---|",
             ]
             for method_id, m in r.get("methods", {}).items():
                 chosen = " (direction chosen on validation)" if method_id == direction else ""
-                lines.append(f"| {method_id}{chosen} | {_rate(m['pass@1'])} |")
+                ci = method_interval(m, many)
+                shown = {**m["pass@1"], "low": ci["low"], "high": ci["high"]}
+                lines.append(f"| {method_id}{chosen} | {_rate(shown)} |")
             lines.append("")
     return lines, direction
 
@@ -200,11 +208,9 @@ def export(
     run_dir, out = Path(run_dir), Path(out)
     run = load_resolved(run_dir)
     folder = RunFolder(run_dir).adapters
-    names = (
-        sorted(p.name for p in folder.iterdir() if (p / ADAPTER_FILES[0]).is_file())
-        if folder.is_dir()
-        else []
-    )
+    # A dot-folder is a save cut off mid-way (adapters.SharedBase.save), not an adapter.
+    found = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
+    names = sorted(p.name for p in found if (p / ADAPTER_FILES[0]).is_file())
     if not names:
         raise ExportError(f"{run_dir} has no {ADAPTERS}/<name>/ (written when a run ends); nothing to export")
     if out.exists() and any(out.iterdir()):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hmac
 import json
 import time
 import uuid
@@ -114,17 +115,30 @@ class Batcher:
             for model, question, future in batch:
                 groups.setdefault(model, []).append((question, future))
             for model, items in groups.items():
-                questions = [q for q, _ in items]
-                try:
-                    results = await loop.run_in_executor(self.executor, self._generate, model, questions)
-                except Exception as exc:  # reported to every request of the group, the server goes on
-                    for _, future in items:
-                        if not future.done():
-                            future.set_exception(exc)
-                    continue
-                for (_, future), result in zip(items, results, strict=True):
-                    if not future.done():
-                        future.set_result(result)
+                await self._run(model, items, alone_on_failure=len(items) > 1)
+
+    async def _run(
+        self, model: str, items: list[tuple[str, asyncio.Future[Any]]], alone_on_failure: bool
+    ) -> None:
+        """Answer ``items`` in one batched call. When the call fails, each is asked again alone, so
+        only the request that broke it gets the error; nothing raised here ends the loop."""
+        loop = asyncio.get_running_loop()
+        try:
+            results = await loop.run_in_executor(self.executor, self._generate, model, [q for q, _ in items])
+            if len(results) != len(items):
+                raise RuntimeError(f"{len(results)} answers for {len(items)} questions")
+        except Exception as exc:  # the server goes on
+            if alone_on_failure:
+                for item in items:
+                    await self._run(model, [item], alone_on_failure=False)
+                return
+            for _, future in items:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), result in zip(items, results, strict=True):
+            if not future.done():  # a client that went away cancelled its future
+                future.set_result(result)
 
     def _generate(self, model: str, questions: Sequence[str]) -> list[Any]:
         if model == CASCADE_MODEL:
@@ -140,9 +154,9 @@ def _question(messages: Any) -> str | None:
         if isinstance(m, dict) and m.get("role") == "user":
             content = m.get("content")
             if isinstance(content, list):
-                parts = [
-                    p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"
-                ]
+                parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+                if not all(isinstance(part, str) for part in parts):
+                    return None  # a text part whose text is no string: a 400, like no text at all
                 content = "\n".join(parts)
             return content if isinstance(content, str) else None
     return None
@@ -182,7 +196,7 @@ def build_app(
     async def chat(request: Request) -> JSONResponse:
         try:
             body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
             return error(400, "the request body is not valid JSON")
         if not isinstance(body, dict):
             return error(400, "the request body must be a JSON object")
@@ -255,7 +269,8 @@ class _KeyCheck:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/v1"):
             headers = dict(scope.get("headers") or [])
-            if headers.get(b"authorization", b"").decode("latin-1") != self.expected:
+            given = headers.get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected.encode("latin-1")):  # no timing hint
                 await error(401, "missing or wrong API key", code="invalid_api_key")(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -44,4 +44,8 @@ def test_mistakes_are_one_line(tiny_run, tmp_path, capsys):
     assert 'line 1: not a JSON object with a "question"' in capsys.readouterr().err
     assert agon("answer", tmp_path / "nope", "hi") == 2
     assert "no such run folder" in capsys.readouterr().err
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"question": "What is 2 + 3?"}\n')
+    assert agon("answer", tiny_run, "--file", good, "--out", tmp_path / "o.jsonl", "--batch-size", "0") == 2
+    assert "--batch-size 0: a batch holds at least one question" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()

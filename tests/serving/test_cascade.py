@@ -10,6 +10,7 @@ from serving_run import write_tiny_run
 
 import agon_env
 from agon_env.agents.scripted import ScriptedAgent
+from agon_env.envs.tasks.base import Problem
 from agon_env.episodes import Start, play_episodes
 from agon_env.serving.cascade import Cascade, CascadeError, QuestionError, recorded_direction
 from agon_env.vocabulary import AGENT_A, AGENT_B
@@ -121,3 +122,17 @@ def test_questions_it_cannot_take_are_refused_in_one_line(cascade):
     with pytest.raises(QuestionError, match="window of 2048 tokens"):
         cascade.check("What is " + "1 + " * 2000 + "1?")
     cascade.check("What is 2 + 3?")
+
+
+def test_a_question_whose_challenger_prompt_overflows_is_refused_before_any_batch(cascade):
+    # The challenger reads the question, its own examples and the draft: a window the draft fits in
+    # can be too small for the challenge, which an engine would refuse for the whole batch.
+    question = "What is 2 + 3?"
+    drafter = cascade.agents[cascade.direction[0]]
+    env = cascade.env([Problem("q", question, None)], mode="solo")
+    env.reset(seed=0, options={"problem_index": 0})
+    draft_tokens = len(cascade._counter()(drafter.render(env.observe(AGENT_A)))["input_ids"])
+    narrow = dataclasses.replace(cascade, engine_window=draft_tokens + drafter.sampling.max_new_tokens + 1)
+    narrow.check(question, cascade.direction[0])  # the drafter alone fits
+    with pytest.raises(QuestionError, match=r"the challenger's prompt, with a draft summary of .* window of"):
+        narrow.check(question)

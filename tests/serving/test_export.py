@@ -108,3 +108,15 @@ def test_a_smollm2_run_names_its_real_base(tmp_path):
     folder, hub = base_names("smollm2-135m")
     assert hub == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert json.loads((Path(folder) / "config.json").read_text())["architectures"]
+
+
+def test_a_save_cut_off_mid_way_is_no_adapter(tiny_run, tmp_path):
+    # SharedBase.save writes beside the adapter and renames; a kill can leave .agent_a.old behind
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    shutil.copytree(run / "adapters" / "agent_a", run / "adapters" / ".agent_a.old")
+    assert agon("export", run, "--out", tmp_path / "e") == 0
+    assert sorted(p.name for p in (tmp_path / "e").iterdir() if p.is_dir()) == ["agent_a", "agent_b"]
+    assert ".agent_a" not in (tmp_path / "e" / "README.md").read_text()

@@ -1,0 +1,45 @@
+"""`server.Batcher` without a model: concurrent requests share a call; one bad one fails alone."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from agon_env.serving.server import CASCADE_MODEL, Batcher
+
+
+class Pair:
+    """Stands in for a Cascade: answers every question in upper case; "boom" breaks a whole call."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def answer_many(self, questions: list[str]) -> list[str]:
+        self.calls.append(list(questions))
+        if "boom" in questions:
+            raise RuntimeError("the engine refused the batch")
+        return [q.upper() for q in questions]
+
+
+def test_a_failing_request_fails_alone_and_the_rest_of_its_batch_is_answered() -> None:
+    async def main() -> tuple[list[object], Pair]:
+        pair = Pair()
+        batcher = Batcher(pair, window_s=0.2, max_batch=8)  # type: ignore[arg-type]
+        await batcher.start()
+        try:
+            asked = ["a", "b", "boom", "c"]
+            asks = (batcher.submit(CASCADE_MODEL, q) for q in asked)
+            got = await asyncio.gather(*asks, return_exceptions=True)
+            after = await batcher.submit(CASCADE_MODEL, "d")  # the loop still serves
+        finally:
+            await batcher.stop()
+        return [*got, after], pair
+
+    got, pair = asyncio.run(main())
+    assert got[:2] == ["A", "B"] and got[3:] == ["C", "D"]
+    assert isinstance(got[2], RuntimeError) and "refused" in str(got[2])
+    # one batched call for the four, then each alone to find the one that broke it, then "d"
+    assert pair.calls == [["a", "b", "boom", "c"], ["a"], ["b"], ["boom"], ["c"], ["d"]]
