@@ -407,11 +407,18 @@ def read_yaml(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def preset_config(name: str) -> TrainConfig:
-    """A preset: a ``.yaml`` path, else ``./configs/NAME.yaml``, applied to ``TrainConfig()``."""
+def preset_path(name: str) -> Path:
+    """Where preset ``name`` is read from: a ``.yaml`` path, else ``./configs/NAME.yaml`` (which
+    may not exist)."""
     path = Path(name)
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         path = Path("configs") / f"{name}.yaml"
+    return path
+
+
+def preset_config(name: str) -> TrainConfig:
+    """A preset: a ``.yaml`` path, else ``./configs/NAME.yaml``, applied to ``TrainConfig()``."""
+    path = preset_path(name)
     if not path.is_file():
         names = ", ".join(preset_names())
         known = (

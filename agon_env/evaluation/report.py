@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -364,6 +365,12 @@ def write_report(
 def write_text_atomic(path: Path, text: str) -> None:
     """All of ``text`` or nothing at ``path`` (written beside it, then renamed into place): a
     kill mid-write leaves the previous file, never half of the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    # A temporary name of its own per writer: two commands writing one file at once (two
+    # `agon study run` on one folder) must not replace each other's half-written temporary.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

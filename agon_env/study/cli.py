@@ -239,7 +239,7 @@ def _report(
     from agon_env.study import tables
     from agon_env.study.analysis import summary_from_outcomes
     from agon_env.study.plan import load, split
-    from agon_env.study.registration import read
+    from agon_env.study.registration import REGISTRATION, read
     from agon_env.study.results import RESULTS, build
     from agon_env.study.verify import read as read_results
 
@@ -261,6 +261,12 @@ def _report(
         if not (study / "plan.yaml").is_file():
             raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
         plan = load(study / "plan.yaml")
+        reg = read(study)
+        if reg is not None and reg["plan_sha256"] != plan.sha256():
+            raise ConfigError(
+                f"{study / 'plan.yaml'} differs from the plan registered in {study / REGISTRATION}; "
+                "a report reads the plan its units ran under"
+            )
         unknown = [a for pair in added for a in pair if a not in plan.arms]
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")

@@ -32,10 +32,17 @@ import yaml
 
 from agon_env.config import ConfigError, TrainConfig, compose, convert, plain, read_yaml
 
-UNIT = {"progress": False, "time_budget_min": 0, "heldout_problems": 0, "report_to": ["none"]}
-"""What every unit's run is told on top of the plan: no wall-clock budget (every arm runs all its
-steps), no end-of-run held-out check (the study's evaluation is the larger one), no live
-progress bar or tracker (a unit's log is a file)."""
+UNIT = {
+    "progress": False,
+    "time_budget_min": 0,
+    "stop_if_not_learning": False,
+    "heldout_problems": 0,
+    "report_to": ["none"],
+}
+"""What every unit's run is told on top of the plan: no wall-clock budget and no stop when it does
+not learn (every arm runs all its steps, so a resumed unit ends where an uninterrupted one does),
+no end-of-run held-out check (the study's evaluation is the larger one), no live progress bar or
+tracker (a unit's log is a file)."""
 
 MINUS = (" − ", " - ")
 """How a comparison is written: ``first - second`` (spaces around, so arm names keep hyphens)."""
@@ -224,9 +231,22 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
                     f"{which}: {first} - {second} names {missing[0]!r}, "
                     f"not an arm of the plan ({', '.join(plan.arms)})"
                 )
+    rule = plan.decision
+    if not 0 < rule.confidence < 1:
+        raise ConfigError(f"decision.confidence: {rule.confidence:g} is no coverage; give one in (0, 1), "
+                          "e.g. 0.95")  # fmt: skip
+    if rule.equivalence_margin is not None and not 0 < rule.equivalence_margin < 1:
+        raise ConfigError(f"decision.equivalence_margin: {rule.equivalence_margin:g} is no margin in pass@1; "
+                          "give one in (0, 1), e.g. 0.03 for ±3 pp")  # fmt: skip
     cal = plan.calibration
     if cal is not None and not cal.candidates:
         raise ConfigError("calibration.candidates: give at least one value of calibration.keyword")
+    if cal is not None:  # a mistyped keyword is one line now, not a failed calibration unit later
+        from agon_env.registry import spec
+
+        env_id = next(iter(configs.values())).env.id
+        if not spec(env_id).takes(cal.keyword):
+            raise ConfigError(f"calibration.keyword {cal.keyword!r}: {env_id} takes no such keyword")
     from agon_env.evaluation.methods import check_names
 
     check_names([*plan.evaluation.methods, *plan.evaluation.base_methods])

@@ -1,8 +1,9 @@
 """Pre-registration: a plan frozen in its study folder before any unit runs.
 
-``registration.json`` holds the plan's content hash and the plan itself, the prompts'
-fingerprint, the package version, the git commit (when the code runs from a checkout) and the
-time. ``agon study run`` refuses a plan whose hash differs; the report marks every comparison
+``registration.json`` holds the plan's content hash and the plan itself, its preset's content
+hash, the prompts' fingerprint, the package version, the git commit (when the code runs from a
+checkout) and the time. ``agon study run`` refuses a plan whose hash differs or an edited
+preset; the report marks every comparison
 the registration does not hold as exploratory, and every unit's results carry the time they
 were written, so "registered before results" is checkable from the files alone.
 """
@@ -54,12 +55,24 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def preset_sha256(plan: StudyPlan) -> str | None:
+    """The content hash of the plan's ``config:`` preset: the plan holds its name alone, so an edit
+    to the file would otherwise change every unit still to run without changing the plan."""
+    from agon_env.config import preset_path
+
+    if not plan.config:
+        return None
+    path = preset_path(plan.config)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
 def record(plan: StudyPlan) -> dict[str, Any]:
     """What a registration freezes."""
     from agon_env import __version__
 
     return {
         "plan_sha256": plan.sha256(),
+        "preset_sha256": preset_sha256(plan),
         "plan": plan.as_dict(),
         "prompts": prompts_fingerprint(),
         "package_version": __version__,
@@ -100,6 +113,11 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
     a changed plan, or prompts other than the registered ones, is refused (naming what changed)."""
     reg = read(out)
     if reg is not None and reg["plan_sha256"] == plan.sha256():
+        if reg.get("preset_sha256", preset_sha256(plan)) != preset_sha256(plan):
+            raise ConfigError(
+                f"the preset {plan.config} differs from the one registered in {out / REGISTRATION} "
+                "(its content changed since): restore it, or register anew in a new --out"
+            )
         now_prompts = prompts_fingerprint()
         if reg["prompts"] != now_prompts:
             raise ConfigError(f"the prompts differ from those registered in {out / REGISTRATION} "

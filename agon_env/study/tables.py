@@ -107,13 +107,18 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     plan = doc["plan"]
     if "comparisons" not in plan and pair not in doc.get("added_comparisons", []):
         return verdict(diff, first)
-    rule = plan.get("decision", {})
-    said = verdict(diff, first, rule.get("every_seed", True), rule.get("equivalence_margin"))
     registration = doc.get("registration")
+    # The registered rule decides; a plan changed after its registration decides nothing.
+    rule = (registration or {}).get("plan", plan).get("decision", {})
+    said = verdict(diff, first, rule.get("every_seed", True), rule.get("equivalence_margin"))
     registered = (
         None if registration is None else [list(split(c)) for c in registration["plan"]["comparisons"]]
     )
-    if pair not in plan.get("comparisons", []):
+    hashes = (doc.get("hashes", {}).get("plan_sha256"), (registration or {}).get("plan_sha256"))
+    changed = None not in hashes and hashes[0] != hashes[1]
+    if changed:
+        why = "the plan differs from its registration"
+    elif pair not in plan.get("comparisons", []):
         why = (
             "added after the plan" if pair in doc.get("added_comparisons", []) else "exploratory in the plan"
         )

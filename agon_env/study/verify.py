@@ -49,7 +49,8 @@ def read(path: Path) -> dict[str, Any]:
 
 
 def problems(doc: dict[str, Any]) -> list[str]:
-    """What is wrong with the outcome lists themselves (lengths, values, completeness)."""
+    """What is wrong with the outcome lists themselves (lengths, values, completeness: every unit of
+    the plan's arms × seeds recorded or named missing)."""
     ids = doc["problems"]["test"]["ids"]
     wrong = []
     if len(doc["problems"]["test"]["prompt_sha256"]) != len(ids):
@@ -63,6 +64,14 @@ def problems(doc: dict[str, Any]) -> list[str]:
             for m, values in unit.get(kind, {}).items():
                 if len(values) != len(ids) or any(v not in (0, 1) for v in values):
                     wrong.append(f"outcomes.{name}.{kind}.{m}: {len(ids)} values of 0 or 1 expected")
+    plan = doc.get("plan", {})
+    if isinstance(plan.get("arms"), list) and isinstance(plan.get("seeds"), list):
+        # every planned unit is either in the outcomes or named missing: none quietly dropped
+        planned = {f"{arm}-seed{s}" for arm in plan["arms"] for s in plan["seeds"]}
+        accounted = (set(units) - {"base"}) | (set(o["missing"]) - {"base"})
+        if accounted != planned:
+            odd = sorted(planned ^ accounted)[:3]
+            wrong.append(f"outcomes: the plan's units, recorded or missing, differ ({', '.join(odd)})")
     if doc.get("complete") != (not o["missing"]):
         wrong.append(f"complete: recorded {doc.get('complete')!r} with missing units {o['missing']}")
     return wrong

@@ -116,3 +116,30 @@ def test_scoring_errors_and_verifier_timeouts_are_shown_apart(report):
     m["score_errors"], m["score_timeouts"] = 2, 3
     md = render_markdown(rep)
     assert "score() gave no verdict on 2 answers" in md and "verifier timed out on 3 answers" in md
+
+
+def test_writers_of_one_file_at_once_each_leave_a_whole_file(tmp_path) -> None:
+    # Two `agon study run` on one folder write its files at once: each writer's temporary is its
+    # own, so neither replaces the other's half-written one (a shared name made os.replace fail).
+    import threading
+
+    from agon_env.evaluation.report import write_text_atomic
+
+    path = tmp_path / "spec.json"
+    texts = [str(i) * 20_000 for i in range(8)]
+    errors: list[BaseException] = []
+
+    def write(text: str) -> None:
+        try:
+            for _ in range(50):
+                write_text_atomic(path, text)
+        except BaseException as exc:  # any failure is the finding
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in texts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and path.read_text() in texts
+    assert not list(tmp_path.glob(".*.tmp"))

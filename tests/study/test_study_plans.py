@@ -90,6 +90,12 @@ def _write(tmp_path: Path, **changes: object) -> Path:
         ({"comparisons": ["agon - coop"]}, "names 'coop', not an arm of the plan"),
         ({"evaluation": {"test_problems": "many"}}, "evaluation.test_problems: expected int"),
         ({"evaluation": {"methods": ["cascad"]}}, "unknown eval method 'cascad'"),
+        ({"decision": {"confidence": 95}}, "decision.confidence: 95 is no coverage"),
+        ({"decision": {"equivalence_margin": 3}}, "decision.equivalence_margin: 3 is no margin in pass@1"),
+        (
+            {"calibration": {"keyword": "difficulti", "candidates": [2]}},
+            "calibration.keyword 'difficulti': agon/arith-v0 takes no such keyword",
+        ),
     ],
 )
 def test_a_bad_plan_is_one_line_and_writes_nothing(
@@ -115,3 +121,11 @@ def test_a_plans_hash_ignores_layout_but_not_content() -> None:
     a = StudyPlan(arms={"agon": {"algo": "agon"}})
     assert a.sha256() == StudyPlan(arms={"agon": {"algo": "agon"}}).sha256()
     assert a.sha256() != StudyPlan(arms={"agon": {"algo": "agon"}}, seeds=[0]).sha256()
+
+
+def test_a_unit_runs_all_its_steps_whatever_the_plan_says() -> None:
+    # A unit stopped early would be evaluated as it was, and resumed past its stop after a kill.
+    told = {"stop_if_not_learning": True, "time_budget_min": 5}
+    plan = StudyPlan(arms={"agon": {"algo": "agon"}}, train=told)
+    unit = plan.unit_config("agon", 0)
+    assert unit.stop_if_not_learning is False and unit.time_budget_min == 0

@@ -116,3 +116,30 @@ def test_a_comparison_added_to_a_recorded_study_is_exploratory(capsys: pytest.Ca
     assert "exploratory (added after the plan): " in row
     # the recorded comparisons keep the pre-registered rule's verdicts
     assert "| agon − grpo, standalone | -5.1 |" in table and "| agon worse |" in table
+
+
+def test_a_unit_dropped_from_a_results_file_fails(tmp_path: Path) -> None:
+    # Deleting an unfavourable seed and recomputing the summary still leaves the plan's units short.
+    from agon_env.study.analysis import summary_from_outcomes
+
+    doc = json.loads((RESULTS / "exchange_cpu.json").read_text())
+    del doc["outcomes"]["arms"]["agon"]["2"]
+    doc["summary"] = summary_from_outcomes(doc)
+    dropped = tmp_path / "dropped.json"
+    dropped.write_text(json.dumps(doc))
+    with pytest.raises(VerifyError, match=r"the plan's units, recorded or missing, differ \(agon-seed2\)"):
+        verify(dropped)
+
+
+def test_a_results_file_whose_plan_is_not_the_registered_one_decides_nothing() -> None:
+    from agon_env.study.tables import verdict_cell
+
+    doc = json.loads((RESULTS / "study_2.json").read_text())
+    doc["plan"]["comparisons"] = [["agon", "grpo"]]
+    doc["hashes"] = {"plan_sha256": "a" * 64}
+    doc["registration"] = {"plan_sha256": "b" * 64, "plan": {"comparisons": ["agon - grpo"]}}
+    diff = doc["summary"]["paired"]["agon − grpo, standalone"]
+    cell = verdict_cell(doc, "agon − grpo, standalone", diff)
+    assert cell.startswith("exploratory (the plan differs from its registration): ")
+    doc["hashes"] = {"plan_sha256": "b" * 64}
+    assert not verdict_cell(doc, "agon − grpo, standalone", diff).startswith("exploratory")

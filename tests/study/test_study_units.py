@@ -210,3 +210,34 @@ def test_workers_lines_never_run_into_each_other(capsys: pytest.CaptureFixture[s
     assert len(lines) == 8 * 300
     whole = [line.startswith("[") and line.count("] ") == 1 and line.endswith(": started") for line in lines]
     assert all(whole)
+
+
+def test_a_registered_preset_edited_afterwards_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan names its preset; the registration freezes the preset's content too.
+    monkeypatch.chdir(tmp_path)
+    preset = tmp_path / "base.yaml"
+    preset.write_text("steps: 4\n")
+    plan = yaml.safe_load(SMOKE.read_text())
+    plan["config"] = str(preset)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    out = tmp_path / "study"
+    assert main(["register", str(path), "--out", str(out)]) == 0
+    assert registration.check(load(path), out) is not None
+    preset.write_text("steps: 40\n")
+    with pytest.raises(ConfigError, match=r"the preset .* differs from the one registered"):
+        registration.check(load(path), out)
+
+
+def test_a_report_refuses_a_plan_edited_after_its_registration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "study"
+    assert main(["register", str(SMOKE), "--out", str(out)]) == 0
+    (out / "plan.yaml").write_text(SMOKE.read_text().replace("seeds: [0, 1]", "seeds: [0]"))
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "differs from the plan registered in" in err and len(err.strip().splitlines()) == 1
