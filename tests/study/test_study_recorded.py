@@ -143,3 +143,18 @@ def test_a_results_file_whose_plan_is_not_the_registered_one_decides_nothing() -
     assert cell.startswith("exploratory (the plan differs from its registration): ")
     doc["hashes"] = {"plan_sha256": "b" * 64}
     assert not verdict_cell(doc, "agon − grpo, standalone", diff).startswith("exploratory")
+
+
+def test_an_unfinished_studys_verdicts_say_interim_and_labels_follow_the_rules_coverage() -> None:
+    from agon_env.study.analysis import summary_from_outcomes
+    from agon_env.study.tables import verdict_cell
+
+    doc = json.loads((RESULTS / "study_2.json").read_text())
+    doc["plan"] |= {"comparisons": [["agon", "grpo"]], "study": {"name": "t"}}  # as agon study writes
+    doc["complete"] = False  # e.g. a seed still running: the rule is for every planned seed
+    diff = doc["summary"]["paired"]["agon − grpo, standalone"]
+    assert "interim: agon worse" in verdict_cell(doc, "agon − grpo, standalone", diff)
+    doc["plan"]["decision"] = {"confidence": 0.9}
+    doc["summary"] = summary_from_outcomes(doc)
+    shown = tables.markdown(doc, "study-2", "r.json")
+    assert "90 % CI, seeds × problems (pp)" in shown and "95 %" not in shown
