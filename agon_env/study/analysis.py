@@ -22,6 +22,7 @@ from typing import Any
 
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER, LATENT_EMPTY
 from agon_env.stats import Difference, paired_bootstrap, verdict_of
+from agon_env.study.plan import unit_name
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
 LEGACY_CHANGED = "divergence/answer_disagreement"
@@ -208,16 +209,21 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
+def coverage(doc: dict[str, Any]) -> float:
+    """Every interval's coverage: the plan's decision rule's, else 95 %."""
+    return float(doc.get("plan", {}).get("decision", {}).get("confidence", 0.95))
+
+
 def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) -> dict[str, Any]:
     """Everything the tables show, from the outcome lists alone, on the seeds every arm finished
-    (``confidence``: the plan's decision rule's, else 95 %)."""
+    (``confidence``: :func:`coverage` unless given)."""
     if confidence is None:
-        confidence = float(doc.get("plan", {}).get("decision", {}).get("confidence", 0.95))
+        confidence = coverage(doc)
     from agon_env.stats import t_interval
 
     every, families = doc["outcomes"]["arms"], two_stage_methods(doc)
     used, arms = compared_seeds(every), compared(every)
-    left_out = sorted(f"{arm}-seed{s}" for arm, seeds in every.items() for s in seeds if s not in used)
+    left_out = sorted(unit_name(arm, s) for arm, seeds in every.items() for s in seeds if s not in used)
     rows: dict[str, Any] = {}
     for arm, seeds in arms.items():
         methods = [*sorted({m for run in seeds.values() for m in run["outcomes"]}), "standalone", "two-stage"]

@@ -146,6 +146,11 @@ class StudyPlan:
         return [split(c) for c in getattr(self, which)]
 
 
+def unit_name(arm: str, seed: int | str) -> str:
+    """The name of unit ``arm`` × ``seed``: its run folder, eval folder, log and results key."""
+    return f"{arm}-seed{seed}"
+
+
 def split(comparison: str) -> tuple[str, str]:
     """``"agon - grpo"`` -> ``("agon", "grpo")``."""
     for sep in MINUS:

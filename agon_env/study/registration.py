@@ -113,7 +113,8 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
     a changed plan, or prompts other than the registered ones, is refused (naming what changed)."""
     reg = read(out)
     if reg is not None and reg["plan_sha256"] == plan.sha256():
-        if reg.get("preset_sha256", preset_sha256(plan)) != preset_sha256(plan):
+        preset = preset_sha256(plan)
+        if reg.get("preset_sha256", preset) != preset:  # registrations before it hold none
             raise ConfigError(
                 f"the preset {plan.config} differs from the one registered in {out / REGISTRATION} "
                 "(its content changed since): restore it, or register anew in a new --out"

@@ -22,7 +22,7 @@ from typing import Any
 from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
 from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.study.analysis import LEGACY_CHANGED, PER_STEP, TRAINING_RATES, summary_from_outcomes
-from agon_env.study.plan import StudyPlan, two_stage
+from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.units import UNIT_RECORD
 from agon_env.upgrade import method_id
 
@@ -136,7 +136,7 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
     missing = []
     for seed in plan.seeds:  # seed-major, as the units run: each finished seed compares every arm
         for arm in plan.arms:
-            name = f"{arm}-seed{seed}"
+            name = unit_name(arm, seed)
             path = out / "eval" / name / EVAL_REPORT
             if not path.is_file():
                 missing.append(name)

@@ -31,7 +31,7 @@ from typing import Any
 
 from agon_env.config import to_dict
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, read_metrics
-from agon_env.study.plan import StudyPlan, two_stage
+from agon_env.study.plan import StudyPlan, two_stage, unit_name
 
 UNIT_RECORD = "unit.json"
 """Written into a unit's eval folder after its ``eval.json``: when its results were written."""
@@ -159,7 +159,7 @@ def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
 
 def arm_unit(plan: StudyPlan, out: Path, arm: str, seed: int, task: dict[str, Any]) -> Unit:
     """Train ``arm`` with ``seed`` from its resolved config file, then evaluate that run alone."""
-    name = f"{arm}-seed{seed}"
+    name = unit_name(arm, seed)
     run_dir, eval_dir = out / "runs" / name, out / "eval" / name
     cfg = plan.unit_config(arm, seed, task, out_dir=str(run_dir))
     config_file = out / "units" / f"{name}.yaml"

@@ -14,6 +14,7 @@ from typing import Any
 
 from agon_env.errors import UserError
 from agon_env.study.analysis import summary_from_outcomes
+from agon_env.study.plan import unit_name
 from agon_env.study.results import current_methods
 
 
@@ -56,7 +57,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
     if len(doc["problems"]["test"]["prompt_sha256"]) != len(ids):
         wrong.append("problems.test: as many prompt hashes as ids")
     o = doc["outcomes"]
-    units = {f"{arm}-seed{s}": r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
+    units = {unit_name(arm, s): r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
     if o.get("base"):
         units["base"] = o["base"]
     for name, unit in units.items():
@@ -67,7 +68,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
     plan = doc.get("plan", {})
     if isinstance(plan.get("arms"), list) and isinstance(plan.get("seeds"), list):
         # every planned unit is either in the outcomes or named missing: none quietly dropped
-        planned = {f"{arm}-seed{s}" for arm in plan["arms"] for s in plan["seeds"]}
+        planned = {unit_name(arm, s) for arm in plan["arms"] for s in plan["seeds"]}
         accounted = (set(units) - {"base"}) | (set(o["missing"]) - {"base"})
         if accounted != planned:
             odd = sorted(planned ^ accounted)[:3]
