@@ -149,7 +149,11 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         for name in trainer.plugin.adapters:
             trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)
-        print_summary(run_dir, notes=[watch.warning] if watch.warning else [])
+        idle = watch.at_end(trainer.counters.get("updates", 0))
+        notes = [idle] if idle else [watch.warning] if watch.warning else []
+        print_summary(run_dir, notes=notes)
+        if idle and idle != watch.warning:
+            print(f"agon train: {idle}")
         if skipped:
             print(f"agon train: held-out check skipped: {skipped}")
         elif check is not None:

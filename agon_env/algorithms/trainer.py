@@ -47,7 +47,7 @@ from agon_env.algorithms.latent_logprobs import latent_figures
 from agon_env.algorithms.logprobs import completion_mask, pad_right
 from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_samples, summarize
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
-from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
+from agon_env.algorithms.rollout import RolloutBatch, ScoringWatch, TaskScoreError, rollout
 from agon_env.algorithms.rollout_correction import OnPolicyError
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
@@ -99,6 +99,11 @@ class Trainer:
     step: int = 0
     samples: list[dict[str, Any]] = field(default_factory=list)
     """The last step's prompts and completions (:func:`~agon_env.algorithms.metrics.rendered_samples`)."""
+    scoring: ScoringWatch = field(init=False)
+    """Stops the run once the task cannot judge its answers (built from the env's task)."""
+
+    def __post_init__(self) -> None:
+        self.scoring = ScoringWatch(self.env.task)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -225,7 +230,7 @@ class Trainer:
             step=self.step,
             episode_offset=first * cfg.grpo.num_generations,
         )
-        check_scoring(batch, self.step, self.ctx)
+        self.scoring.check(batch, self.step, self.ctx)
         return batch, {**self._divergence_kl(batch, seats), **latent_figures(batch.turns)}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
