@@ -127,3 +127,26 @@ def test_a_corrupt_checkpoint_names_the_file_and_what_to_do(tmp_path: Path, caps
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert f"{path} is not a readable checkpoint" in err and "Restore it from a copy" in err
+
+
+def test_most_answers_unjudged_over_several_steps_stops_the_run() -> None:
+    from types import SimpleNamespace
+
+    from agon_env.algorithms.distributed import DistContext
+    from agon_env.algorithms.rollout import HOPELESS_STEPS, ScoringWatch, TaskScoreError
+
+    def step(timeouts: int, of: int = 4) -> SimpleNamespace:
+        turns = [SimpleNamespace(answer="1", score_error=None, score_timeout=i < timeouts) for i in range(of)]
+        return SimpleNamespace(turns=turns)
+
+    task = SimpleNamespace(name="slow", score_timeout=3.0)
+    watch = ScoringWatch(task)
+    watch.check(step(3), 0, DistContext())
+    watch.check(step(1), 1, DistContext())  # a good step: the count starts again
+    for s in range(2, 2 + HOPELESS_STEPS - 1):
+        watch.check(step(3), s, DistContext())
+    with pytest.raises(TaskScoreError) as stopped:
+        watch.check(step(3), 2 + HOPELESS_STEPS - 1, DistContext())
+    said = str(stopped.value)
+    assert said.startswith("task 'slow': score() gave no verdict on 9 of 12 answers over steps 2-4")
+    assert "its score_timeout of 3 s" in said and "\n" not in said
