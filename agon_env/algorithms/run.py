@@ -146,6 +146,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         if logger is not None:
             logger.close()
     if ctx.is_main:
+        trainer.check_finite()
         for name in trainer.plugin.adapters:
             trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)

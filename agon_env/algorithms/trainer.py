@@ -51,7 +51,7 @@ from agon_env.algorithms.rollout import RolloutBatch, ScoringWatch, TaskScoreErr
 from agon_env.algorithms.rollout_correction import OnPolicyError
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
-from agon_env.algorithms.update import StreamBatch, Update, sampled_temperature
+from agon_env.algorithms.update import NonFiniteWeights, StreamBatch, Update, all_finite, sampled_temperature
 from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig
 from agon_env.episodes import TaskEnv
@@ -59,7 +59,7 @@ from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
+__all__ = ["NonFiniteWeights", "OnPolicyError", "TaskScoreError", "Trainer"]
 
 
 def peak_rss_mb() -> float:
@@ -154,7 +154,18 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
 
+    def check_finite(self) -> None:
+        """Refuse to write adapters holding inf or NaN (the update rolls such steps back, so this
+        is the last guard: a NaN adapter is never saved)."""
+        for name in self.plugin.adapters:
+            if not all_finite(list(self.base.parameters(name))):
+                raise NonFiniteWeights(
+                    f"step {self.step}: {name}'s weights are not finite; not saved (the last checkpoint "
+                    "stays): lower --optim.lr or check the model's dtype"
+                )
+
     def save(self, run_dir: Path) -> None:
+        self.check_finite()
         save_checkpoint(
             run_dir,
             step=self.step,
