@@ -258,4 +258,10 @@ def plot(run_dir: Path) -> Path | None:
         ax.grid(alpha=0.3)
         if keys:
             ax.legend(fontsize=8)
-    return save(fig, RunFolder(run_dir).curves)
+    path = RunFolder(run_dir).curves
+    try:
+        return save(fig, path)
+    except OSError as exc:  # matplotlib's write on a full disk names no file: name it
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise

@@ -55,6 +55,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("not_learning_steps", lambda v: v >= 0, "use 0 (never warn) or a step count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
+        need("heldout_problems", lambda v: v >= 0, "use 0 (no held-out check) or a problem count"),
         need("report_to", lambda v: untracked is None, str(untracked)),
         need(
             "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"

@@ -150,3 +150,41 @@ def test_most_answers_unjudged_over_several_steps_stops_the_run() -> None:
     said = str(stopped.value)
     assert said.startswith("task 'slow': score() gave no verdict on 9 of 12 answers over steps 2-4")
     assert "its score_timeout of 3 s" in said and "\n" not in said
+
+
+@pytest.mark.parametrize("size", [5_000, 50_000])
+def test_a_checkpoint_cut_short_is_called_truncated_not_a_permission_problem(
+    tmp_path: Path, size: int
+) -> None:
+    import torch
+
+    from agon_env.algorithms.checkpoint import read_checkpoint
+    from agon_env.run_folder import RunFolderError
+
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"step": 1, "adapters": {"a": torch.randn(200, 200)}}, path)
+    path.write_bytes(path.read_bytes()[:size])
+    with pytest.raises(RunFolderError) as refused:
+        read_checkpoint(path)
+    said = str(refused.value)
+    assert f"{path} is truncated or corrupt" in said and "permissions" not in said
+
+
+def test_a_full_disk_while_plotting_names_the_file(tmp_path: Path, capsys, monkeypatch) -> None:
+    from agon_env.algorithms import run_log
+
+    def full(fig, path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # as matplotlib's write says it: no file
+
+    monkeypatch.setattr(run_log, "save", full)
+    run = tmp_path / "run"
+    assert _train("--steps", "1", "--out-dir", str(run)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write {run / 'curves.png'} (No space left on device)" in err
+
+
+def test_a_negative_heldout_size_is_refused_up_front(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert _train("--model", "no/such-model", "--heldout-problems", "-3", "--out-dir", str(run)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "heldout_problems = -3: use 0 (no held-out check)" in err
