@@ -87,9 +87,12 @@ def save_checkpoint(
     schedulers: dict[str, Any],
     sampler: dict[str, Any],
     counters: dict[str, Any],
+    config: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``checkpoint.pt`` for a run that has completed ``step`` steps."""
+    """Write ``checkpoint.pt`` for a run that has completed ``step`` steps; ``config`` is the run's
+    config as it trained (``to_dict``), which ``--resume`` holds ``config.yaml`` to."""
     state = {
+        "config": config,
         "step": step,
         "identity": identity.__dict__,
         "adapters": {k: {n: t.detach().cpu().clone() for n, t in v.items()} for k, v in adapters.items()},

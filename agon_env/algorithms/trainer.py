@@ -53,7 +53,7 @@ from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.update import NonFiniteWeights, StreamBatch, Update, all_finite, sampled_temperature
 from agon_env.algorithms.validation import resolve
-from agon_env.config import TrainConfig
+from agon_env.config import TrainConfig, to_dict
 from agon_env.episodes import TaskEnv
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
@@ -99,6 +99,8 @@ class Trainer:
     step: int = 0
     samples: list[dict[str, Any]] = field(default_factory=list)
     """The last step's prompts and completions (:func:`~agon_env.algorithms.metrics.rendered_samples`)."""
+    trained_config: dict[str, Any] | None = None
+    """The config the restored checkpoint was trained with (None: fresh, or an older checkpoint)."""
     scoring: ScoringWatch = field(init=False)
     """Stops the run once the task cannot judge its answers (built from the env's task)."""
 
@@ -175,10 +177,12 @@ class Trainer:
             schedulers=self.schedulers,
             sampler=self.sampler.state_dict(),
             counters=dict(self.counters),
+            config=to_dict(self.cfg),
         )
 
     def restore(self, run_dir: Path) -> None:
         state = load_checkpoint(run_dir, self.identity)
+        self.trained_config = state.get("config")
         for name in self.plugin.adapters:
             self.base.load_adapter_state_dict(name, state["adapters"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])
