@@ -110,7 +110,7 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.options import ENV_KWARGS
-    from agon_env.registry import import_modules, make
+    from agon_env.registry import check_keywords, import_modules, make
     from agon_env.run_folder import RunFolderError, check_file_writable
 
     for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
@@ -127,6 +127,7 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
             f"exchange={channel.name} is not probed: the probe's reader is a text agent, with no draft "
             "cache to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
+    check_keywords(env_id, kwargs)  # dificulty=3: "did you mean 'difficulty'?", as make says it
     task = build_task(env_id, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)

@@ -24,3 +24,19 @@ def test_debug_shows_the_traceback_as_train_and_eval_do(capsys) -> None:
     assert "--problems 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--problems 0"):
         run_probe_cli(["--problems", "0", "--debug"])
+
+
+def test_a_misspelt_task_keyword_gets_a_did_you_mean(capsys) -> None:
+    argv = [
+        "--model",
+        "no/such-model",
+        "--env",
+        "agon/arith-v0",
+        "--env-kwargs",
+        "dificulty=3",
+        "--out",
+        "/tmp/x.json",
+    ]
+    assert run_probe_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert "unknown keyword 'dificulty' (did you mean 'difficulty'?)" in err and err.count("\n") == 1
