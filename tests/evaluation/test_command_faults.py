@@ -1,4 +1,4 @@
-"""``agon probe``'s faults: its output path checked before any probing, --debug as train and eval take it."""
+"""`agon probe` and `agon plot`: output paths checked before any work; --debug and keywords as in train."""
 
 from __future__ import annotations
 
@@ -40,3 +40,12 @@ def test_a_misspelt_task_keyword_gets_a_did_you_mean(capsys) -> None:
     assert run_probe_cli(argv) == 2
     err = capsys.readouterr().err
     assert "unknown keyword 'dificulty' (did you mean 'difficulty'?)" in err and err.count("\n") == 1
+
+
+def test_agon_plot_refuses_an_unwritable_out_before_reading_runs(tmp_path: Path, capsys) -> None:
+    from agon_env.evaluation.cli import plot_main
+
+    # The run does not exist either: the output is checked first.
+    assert plot_main([str(tmp_path / "no-run"), "--out", "/proc/agon-plots"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agon plot: --out /proc/agon-plots: cannot write in /proc") and err.count("\n") == 1
