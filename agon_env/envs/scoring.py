@@ -114,19 +114,26 @@ def score_workers() -> int:
 
 
 class _Batch:
-    """The calls of one batch so far: after ``wave`` hung calls and none answered, stop calling."""
+    """The calls of one batch so far: once none has answered and the hung ones and those still
+    running make a whole wave (``wave`` calls), stop calling. (Counting the running ones too: a
+    worker whose call hung first must not start another while its neighbour's hangs on.)"""
 
     def __init__(self, wave: int) -> None:
         self.wave = wave
-        self.hung = self.answered = 0
+        self.hung = self.answered = self.running = 0
         self.lock = threading.Lock()
 
-    def hopeless(self) -> bool:
+    def start(self) -> bool:
+        """Whether a call may start (and count it as running), or the batch is hopeless."""
         with self.lock:
-            return self.answered == 0 and self.hung >= self.wave
+            if self.answered == 0 and self.hung >= 1 and self.hung + self.running >= self.wave:
+                return False
+            self.running += 1
+            return True
 
     def record(self, verdict: Verdict) -> None:
         with self.lock:
+            self.running -= 1
             if verdict.hung:
                 self.hung += 1
             else:
@@ -168,7 +175,7 @@ def score_answer(task: Any, problem: Problem, answer: str) -> Verdict:
     if limit is None:
         return _judge(task, problem, answer)
     scope = _BATCH.get()
-    if scope is not None and scope.hopeless():
+    if scope is not None and not scope.start():
         return Verdict(False, timeout=True, hung=True, skipped=True)
     box: list[Verdict] = []
     worker = threading.Thread(
