@@ -93,7 +93,7 @@ def test_check_env_waits_out_a_hanging_scorer_once() -> None:
             calls.append(answer)
             return super().score(problem, answer)
 
-    with pytest.raises(AssertionError, match="gave no verdict within 0.3 s"):
+    with pytest.raises(AssertionError, match=r"gave no verdict within 0\.3 s"):
         returns_within(60, lambda: check_env(lambda: agon_env.make("agon/math-v0", task=Counted())))
     assert len(calls) == 1  # PettingZoo's api_test and seed_test used to wait out 4 more limits first
 
