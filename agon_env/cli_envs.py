@@ -36,7 +36,9 @@ def _print_envs(_args: EnvsArgs) -> None:
     table.add_column("offline")
     table.add_column("description")
     for s in agon_env.all_specs():
-        table.add_row(s.id, offline_status(s), s.description)
+        missing = s.missing_module()  # an entry point whose package is gone cannot be made at all
+        status = f"no: module {missing!r} is missing" if missing else offline_status(s)
+        table.add_row(s.id, status, s.description)
     Console().print(table)
 
 

@@ -333,9 +333,22 @@ def _unknown(key: str) -> ConfigError:
     return ConfigError(f"unknown config key {key!r}: {hint}")
 
 
+def _unknown_keys(cls: type, data: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every key of ``data`` the config tree has no field for (all of them, not the first)."""
+    hints, out = _hints(cls), []
+    for name, value in data.items():
+        if name not in hints:
+            out.append(f"{prefix}{name}")
+        elif dataclasses.is_dataclass(hints[name]) and isinstance(value, Mapping):
+            out += _unknown_keys(hints[name], value, f"{prefix}{name}.")
+    return out
+
+
 def _build(obj: Any, data: Mapping[str, Any], prefix: str) -> Any:
     hints = _hints(type(obj))
     changes: dict[str, Any] = {}
+    if not prefix and (unknown := _unknown_keys(type(obj), data)):  # a preset's typos, all at once
+        raise ConfigError("; ".join(str(_unknown(k)) for k in unknown))
     for name, value in data.items():
         key = f"{prefix}{name}"
         if name not in hints:

@@ -124,8 +124,12 @@ def check_env(
     max_problems: int = 200,
     **kwargs: Any,
 ) -> ConformanceReport:
-    """Run PettingZoo's ``api_test`` and ``seed_test`` and the contract checks on ``env``."""
+    """Run PettingZoo's ``api_test`` and ``seed_test`` and the contract checks on ``env``.
+
+    The scorer is probed first, one call at a time: a ``score`` that hangs stops the check at its
+    first call, one limit (PettingZoo's tests would each wait it out again)."""
     name, factory = _factory(env, **kwargs)
+    check_scores(factory())
     with warnings.catch_warnings():
         # api_test passes reset(options={"options": ...}) on purpose; the env's warning about the
         # unknown key would read as the user's fault.
@@ -134,5 +138,4 @@ def check_env(
         seed_test(factory, num_cycles=seed_cycles)
     checked = check_problems_fit(factory(), limit=max_problems)
     check_episode_contract(factory())
-    check_scores(factory())
     return ConformanceReport(name, checked, num_cycles, seed_cycles)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from agon_env.agents.protocol import Agent
+from agon_env.envs import scoring
 from agon_env.envs.tasks.base import Task
 from agon_env.envs.turns import TurnResult
 from agon_env.vocabulary import CHALLENGER, LATENT_TOKENS, is_handle
@@ -175,7 +176,18 @@ def play_episodes(
 
     ``agents`` maps env seats to agents (one-seat modes need only the drafter's).
     ``seed_of`` gives each turn its sampling seed; without it agents sample unseeded.
+    The envs of a stage are stepped concurrently, so their answers are scored at once, and the
+    call is one scoring batch (:mod:`agon_env.envs.scoring`): a scorer that hangs costs about
+    one limit, not one per answer.
     """
+    with scoring.batch():
+        return _play(env, agents, starts, seed_of)
+
+
+def _play(
+    env: TaskEnv, agents: Mapping[str, Agent], starts: Sequence[Start], seed_of: SeedFn | None
+) -> Played:
+    task = getattr(env, "task", None)
     envs = [spawn(env) for _ in starts]
     for e, s in zip(envs, starts, strict=True):
         e.reset(seed=s.seed, options={"drafter": s.drafter, "problem_index": int(s.problem_index)})
@@ -203,7 +215,8 @@ def play_episodes(
             t0 = time.perf_counter()
             for i, obs, action in zip(idx, observations, actions, strict=True):
                 seen[i].append((obs, action))
-                envs[i].step(action)
+            steps = [lambda e=envs[i], a=action: e.step(a) for i, action in zip(idx, actions, strict=True)]
+            scoring.step_concurrently(task, steps)
             played.stepping_s += time.perf_counter() - t0
     for i, (e, s) in enumerate(zip(envs, starts, strict=True)):
         results = tuple(e.results)

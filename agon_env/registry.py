@@ -34,7 +34,11 @@ Two ways to find an id without importing its module by hand, as Gymnasium and rL
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import numbers
+import os
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +63,10 @@ __all__ = [
 ]
 
 
+class EntryPointError(UserError, ImportError):
+    """A registered id whose entry point's module or attribute is missing."""
+
+
 @dataclass(frozen=True)
 class EnvSpec:
     """One registered id."""
@@ -81,10 +89,27 @@ class EnvSpec:
         module, _, attr = self.entry_point.partition(":")
         if not attr:
             raise ValueError(f"entry point {self.entry_point!r} of {self.id!r} must look like 'module:attr'")
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        try:
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise EntryPointError(
+                f"env id {self.id!r}: its entry point {self.entry_point!r} cannot be loaded ({exc}); "
+                "is the package that declares it installed and importable?"
+            ) from None
         return obj
+
+    def missing_module(self) -> str | None:
+        """The entry point's module when it cannot be found (without importing it), else None."""
+        if callable(self.entry_point):
+            return None
+        module = self.entry_point.partition(":")[0]
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):  # a parent package is missing
+            found = None
+        return None if found is not None else module
 
     def takes(self, keyword: str) -> bool:
         """Whether the entry point accepts ``keyword`` (e.g. ``split``: a task built per split)."""
@@ -214,6 +239,48 @@ def _check_keywords(id: str, entry: Any, given: Iterable[str], env_keywords: Ite
     )
 
 
+_PLAIN: dict[Any, Callable[[Any], bool]] = {
+    int: lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool),
+    str: lambda v: isinstance(v, (str, os.PathLike)),  # a path where a str path is taken
+    bool: lambda v: isinstance(v, (bool, numbers.Integral)) and v in (0, 1),
+}
+"""The plain annotations a keyword's value is checked against (anything richer is the task's)."""
+
+
+def _check_types(id: str, entry: Any, given: dict[str, Any]) -> None:
+    """Refuse a keyword whose value is not of its plain annotated type (``seed="a"`` for an
+    ``int``): the task would take it and fail later, or worse, not at all."""
+    try:
+        hints = typing.get_type_hints(entry.__init__ if inspect.isclass(entry) else entry)
+    except Exception:  # unresolvable annotations: the task checks its own
+        return
+    for key, value in given.items():
+        hint = hints.get(key)
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            continue
+        plain = [a for a in args if a is not type(None)] if args else [hint]
+        checks = [_PLAIN[a] for a in plain if a in _PLAIN]
+        if len(checks) == len(plain) and checks and not any(ok(value) for ok in checks):
+            names = " or ".join(getattr(a, "__name__", str(a)) for a in plain)
+            raise UnknownKeywordError(f"make({id!r}): {key}={value!r} must be {names}")
+
+
+def check_keywords(id: str, kwargs: dict[str, Any]) -> None:
+    """Refuse, as ``make(id, **kwargs)`` would, keywords the id's task (and its env) does not take
+    or whose values are not of their type: for callers that build the task themselves."""
+    s = spec(id)
+    entry = s.load()
+    if inspect.isclass(entry) and issubclass(entry, AECEnv):
+        _check_keywords(id, entry, {**s.kwargs, **kwargs})
+        return
+    env_keywords = task_env().keywords()
+    task_kwargs = {k: v for k, v in {**s.kwargs, **kwargs}.items() if k not in env_keywords}
+    _check_keywords(id, entry, task_kwargs, env_keywords)
+    _check_types(id, entry, task_kwargs)
+
+
 def spec(id: str) -> EnvSpec:
     """The spec of ``id`` (a plain id or ``module:id``, :func:`resolve_id`)."""
     if not isinstance(id, str):
@@ -224,7 +291,21 @@ def spec(id: str) -> EnvSpec:
     try:
         return _REGISTRY[name]
     except KeyError:
+        if name != id:  # module:id, and the module imported: it registers no such id
+            module = id.partition(":")[0]
+            mine = sorted(i for i in _REGISTRY if _registered_by(_REGISTRY[i], module))
+            theirs = f"it registers {', '.join(mine)}" if mine else "it registers no env id"
+            raise KeyError(
+                f"env id {id!r}: {module!r} was imported, but registers no {name!r} ({theirs}); "
+                + unknown_id_message("env id", name, sorted(_REGISTRY))
+            ) from None
         raise KeyError(unknown_id_message("env id", name, sorted(_REGISTRY))) from None
+
+
+def _registered_by(s: EnvSpec, module: str) -> bool:
+    """Whether ``s``'s entry point lives in ``module`` (or below it)."""
+    where = s.entry_point if isinstance(s.entry_point, str) else getattr(s.entry_point, "__module__", "")
+    return str(where).split(":")[0] == module or str(where).startswith(f"{module}.")
 
 
 def with_split(id: str, kwargs: dict[str, Any], split: str | None) -> dict[str, Any]:
@@ -275,6 +356,7 @@ def make(id: str, **overrides: Any) -> OrderEnforcingWrapper:
         env_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in wrapper.keywords()}
         if task is None:
             _check_keywords(id, entry, kwargs, wrapper.keywords())
+            _check_types(id, entry, kwargs)
             task = entry(**kwargs)
         elif kwargs:
             raise UnknownKeywordError(

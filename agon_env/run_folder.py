@@ -178,26 +178,37 @@ WRITE_FAULTS = frozenset(
 """The ``OSError`` numbers that mean "this folder cannot be written" (not a defect of the code)."""
 
 
-def check_writable(folder: str | Path, flag: str) -> None:
+def check_writable(folder: str | Path, flag: str, shown: str | Path | None = None) -> None:
     """Refuse, in one line, a ``folder`` that cannot be created or written, before any work is done.
 
     It need not exist: its nearest existing ancestor is where it would be created, so that must be
     a folder one can create a file in (tried, not guessed from permission bits, which root ignores
-    and which say nothing of a read-only mount or ``/proc``). ``flag`` names the option it came from.
+    and which say nothing of a read-only mount or ``/proc``). ``flag`` names the option it came from,
+    ``shown`` the path the user gave (a file in ``folder``; default ``folder``).
     """
     folder = Path(folder)
+    shown = folder if shown is None else shown
     nearest = folder
     while not nearest.exists() and nearest.parent != nearest:
         nearest = nearest.parent
     if not nearest.is_dir():
-        raise RunFolderError(f"{flag} {folder}: {nearest} is a file, not a folder; choose another path")
+        raise RunFolderError(f"{flag} {shown}: {nearest} is a file, not a folder; choose another path")
     try:
         with tempfile.TemporaryFile(dir=nearest):
             pass
     except OSError as exc:
         raise RunFolderError(
-            f"{flag} {folder}: cannot write in {nearest} ({exc.strerror or exc}); choose a writable folder"
+            f"{flag} {shown}: cannot write in {nearest} ({exc.strerror or exc}); choose a writable folder"
         ) from None
+
+
+def check_file_writable(path: str | Path, flag: str) -> None:
+    """Refuse, in one line, a file ``path`` that cannot be written, before the work it would hold:
+    a folder there, or a folder it cannot be created in (:func:`check_writable`)."""
+    path = Path(path)
+    if path.is_dir():
+        raise RunFolderError(f"{flag} {path}: is a folder, not a file; name the file to write")
+    check_writable(path.parent, flag, shown=path)
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:

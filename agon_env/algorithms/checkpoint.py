@@ -10,6 +10,7 @@ new one, never a torn file.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import random
@@ -86,9 +87,12 @@ def save_checkpoint(
     schedulers: dict[str, Any],
     sampler: dict[str, Any],
     counters: dict[str, Any],
+    config: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``checkpoint.pt`` for a run that has completed ``step`` steps."""
+    """Write ``checkpoint.pt`` for a run that has completed ``step`` steps; ``config`` is the run's
+    config as it trained (``to_dict``), which ``--resume`` holds ``config.yaml`` to."""
     state = {
+        "config": config,
         "step": step,
         "identity": identity.__dict__,
         "adapters": {k: {n: t.detach().cpu().clone() for n, t in v.items()} for k, v in adapters.items()},
@@ -122,8 +126,14 @@ def read_checkpoint(path: Path, needs: tuple[str, ...] = ("step",)) -> dict[str,
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise RunFolderError(
+                f"cannot read {path} ({exc.strerror or exc}); check the file's permissions"
+            ) from None
+        # torch's zip reader says EINVAL ("Invalid argument") of a file cut short: not permissions.
         raise RunFolderError(
-            f"cannot read {path} ({exc.strerror or exc}); check the file's permissions"
+            f"{path} is truncated or corrupt ({exc.strerror or exc}): it was cut short or overwritten "
+            "outside agon train. Restore it from a copy, or start the run again under a new --out-dir"
         ) from None
     except Exception as exc:  # torch's unpickler raises anything from RuntimeError to UnpicklingError
         raise RunFolderError(

@@ -55,7 +55,14 @@ def idle_reason(records: Sequence[Mapping[str, Any]], batch_problems: int) -> st
         )
     formats = [M.key(M.FORMAT, role) for role in roles]
     accs = [M.key(M.ACC, role) for role in roles]
-    if _all(records, formats, 0.0):
+    unjudged = round(sum((r.get(M.SCORE_ERRORS) or 0.0) + (r.get(M.SCORE_TIMEOUTS) or 0.0) for r in records))
+    judged_any = any(r.get(k) is not None for r in records for k in accs)
+    advice = _ADVICE["hard"]
+    if unjudged and not judged_any:
+        # Accuracy leaves out unjudged answers: none judged is the scorer's fault, not the model's.
+        what = f"the task's score() judged no answer ({unjudged} errors or time-outs)"
+        advice = _ADVICE["unjudged"]
+    elif _all(records, formats, 0.0):
         seats = sorted(
             {
                 k.split("/")[1]
@@ -66,18 +73,34 @@ def idle_reason(records: Sequence[Mapping[str, Any]], batch_problems: int) -> st
         )
         who = f"of {' or '.join(seats)} " if seats else ""
         what = f"no completion {who}wrote the answer format ({_ANSWER_FORMAT})"
+        advice = _ADVICE["format"]
     elif _all(records, accs, 0.0):
         what = "no completion was right"
     elif _all(records, accs, 1.0):
         what = "every completion was right"
+        advice = _ADVICE["easy"]
     else:
         what = "every completion of a problem earned the same reward"
+        advice = _ADVICE["same"]
+    if unjudged and judged_any:
+        what += f" ({unjudged} answers not judged: score errors or time-outs)"
     return (
         f"not learning: {what} in {steps}: 0 of {groups} groups had reward variance, so no adapter "
-        "was updated; try an easier task (--env.kwargs), more rollouts per problem "
-        "(--grpo.num-generations), a larger --sampling.max-new-tokens, or the worked examples "
-        "(--prompts.few-shot)"
+        f"was updated; {advice}"
     )
+
+
+_ADVICE = {
+    "hard": "try an easier task (--env.kwargs), more rollouts per problem (--grpo.num-generations), "
+    "a larger --sampling.max-new-tokens, or the worked examples (--prompts.few-shot)",
+    "format": "try the worked examples (--prompts.few-shot), a larger --sampling.max-new-tokens, or "
+    "more rollouts per problem (--grpo.num-generations)",
+    "easy": "the task is too easy for the model: try a harder task (--env.kwargs) or a higher "
+    "--sampling.temperature",
+    "same": "try more rollouts per problem (--grpo.num-generations) or a higher --sampling.temperature",
+    "unjudged": "fix the task's scorer (score_errors, score_timeouts in metrics.jsonl)",
+}
+"""What to try, by what the completions did (why no group had reward variance)."""
 
 
 class LearningWatch:
@@ -89,10 +112,25 @@ class LearningWatch:
         self.idle: list[Mapping[str, Any]] = []
         self.warning: str | None = None
         """The warning, once given (kept for the summary table)."""
+        self.steps = 0
+        self.updated_any = False
+
+    def at_end(self, updates: float) -> str | None:
+        """The run's closing note when it updated nothing at all (``updates``: the trainer's count
+        over the run, resumed parts too), whatever its length: the warning, or why now."""
+        if updates or self.updated_any or not self.steps:
+            return None
+        if self.warning is not None:
+            return self.warning
+        return idle_reason(self.idle, self.batch_problems).replace(
+            "not learning:", "no update in the whole run:", 1
+        )
 
     def update(self, metrics: Mapping[str, Any]) -> str | None:
         """The warning when this step makes ``after`` idle steps in a row (the first time only)."""
+        self.steps += 1
         if updated(metrics):
+            self.updated_any = True
             self.idle.clear()
             return None
         self.idle.append(metrics)

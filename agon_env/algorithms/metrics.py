@@ -48,7 +48,8 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
     for t in batch.turns:
         for q in ((t.seat, t.role), (t.role,)):
             acc[key(REWARD, *q)].append(t.reward)
-            acc[key(ACC, *q)].append(float(t.correct))
+            if t.score_error is None and not t.score_timeout:  # unjudged: counted apart, not wrong
+                acc[key(ACC, *q)].append(float(t.correct))
             acc[key(FORMAT, *q)].append(float(t.format_ok))
             acc[key(TRUNCATED, *q)].append(float(t.completion.finish_reason == "length"))
             if t.tokens is not None:

@@ -8,18 +8,25 @@ naming each field and both values; the keys of :data:`agon_env.config.HOW_IT_RUN
 run shows, its budget, its memory chunks) may change. More ``steps`` is an explicit
 operation, ``--extend``, whose new learning-rate schedule is stated when the run resumes.
 
-Every check here runs before any model loads. A folder killed before its first checkpoint
+``config.yaml`` is held to the run too: every checkpoint records the config it was trained
+with, and a resumed run whose ``config.yaml`` was edited by hand since (``steps``, ``optim.lr``)
+is refused like a changed flag, naming each field (:func:`check_held`, after the checkpoint
+loads). ``--extend`` rewrites both at once.
+
+The flag checks run before any model loads. A folder killed before its first checkpoint
 has nothing to resume: ``--resume`` starts it again from step 0 (the folder holds only what
 that start wrote, which it rewrites).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agon_env.algorithms.schedules import lr_lambda
-from agon_env.config import HOW_IT_RUNS, ConfigError, TrainConfig, differences
+from agon_env.config import HOW_IT_RUNS, ConfigError, TrainConfig, differences, from_dict
 from agon_env.run_folder import RunFolder, RunFolderError, load_run_config
 
 
@@ -74,6 +81,24 @@ def check_resume(cfg: TrainConfig) -> Resume:
         )
     restart = not folder.checkpoint.exists()
     return Resume(stored, restart=restart, extended_from=extended_from)
+
+
+def check_held(cfg: TrainConfig, trained: Mapping[str, Any] | None, extended: bool) -> None:
+    """Refuse a resume whose ``config.yaml`` differs from the config its checkpoint trained with
+    (``trained``; None: a checkpoint older than the record, not checked) on what the run *is*:
+    it was edited by hand, and the run would train on settings it never had, silently."""
+    if trained is None:
+        return
+    held = from_dict(trained)
+    allowed = HOW_IT_RUNS | ({"steps"} if extended else set())
+    changed = [(k, a, b) for k, a, b in differences(held, cfg) if k not in allowed]
+    if changed:
+        config = RunFolder(cfg.run_dir).config
+        said = "; ".join(f"{k} is {a!r} in its checkpoint but {b!r} now" for k, a, b in changed)
+        raise ConfigError(
+            f"--resume: {config} was edited by hand since the run's last checkpoint: {said}. Put it back "
+            "(more steps: --steps N --extend), or start a new run under another --out-dir"
+        )
 
 
 def schedule_change(cfg: TrainConfig, old_steps: int, step: int) -> str:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from agon_env.agents.protocol import Agent
 from agon_env.algorithms.distributed import DistContext, all_sum
+from agon_env.envs.scoring import limit_text
 from agon_env.episodes import Episode, Played, Start, TaskEnv, Turn, play_episodes
 from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
@@ -86,24 +88,57 @@ def rollout(
 
 
 class TaskScoreError(UserError, RuntimeError):
-    """Every answer of a step failed to score: the task is broken, not the policy."""
+    """The task's ``score`` judged too few answers to learn from: the task is broken, not the policy."""
 
 
-def check_scoring(batch: RolloutBatch, step: int, ctx: DistContext) -> None:
-    """Stop a run whose task's ``score`` raised on every answer of a step: it would train on noise.
+HOPELESS_STEPS = 3
+"""Steps in a row with most answers unjudged (errors or time-outs) after which a run stops."""
 
-    Timeouts do not count here: on a slow, shared machine a step of pathological answers can all
-    overrun the verifier, and they are counted (``score_timeouts``) without stopping the run.
+
+class ScoringWatch:
+    """Stops a run whose task cannot judge its answers: it would train on noise, or on nothing.
+
+    A step whose every answer raised stops with the first traceback; a step whose every answer
+    went unjudged (time-outs among them: a scorer that hangs), or :data:`HOPELESS_STEPS` steps in
+    a row with most unjudged, stop with one line naming the task, its limit and the counts. A
+    few time-outs (pathological answers on a slow machine) are counted and the run goes on.
     """
-    scored = [t for t in batch.turns if t.answer]
-    failed = [t for t in scored if t.score_error is not None]
-    n_failed, n_scored = all_sum([len(failed), len(scored)], ctx)
-    if n_scored and n_failed == n_scored:
-        errors = [t.score_error for t in failed if t.score_error is not None]
-        first = errors[0] if errors else "(on another rank)"
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+        self.recent: list[tuple[int, int]] = []
+        """``(unjudged, scored)`` of the last steps, each with most answers unjudged."""
+
+    def check(self, batch: RolloutBatch, step: int, ctx: DistContext) -> None:
+        scored = [t for t in batch.turns if t.answer]
+        failed = [t for t in scored if t.score_error is not None]
+        timeouts = [t for t in scored if t.score_timeout]
+        n_failed, n_timeouts, n_scored = (
+            int(v) for v in all_sum([len(failed), len(timeouts), len(scored)], ctx)
+        )
+        if n_scored and n_failed == n_scored:
+            errors = [t.score_error for t in failed if t.score_error is not None]
+            first = errors[0] if errors else "(on another rank)"
+            raise TaskScoreError(
+                f"step {step}: the task's score() raised on all {n_scored} answers; "
+                f"fix the task (first error below)\n{first}"
+            )
+        unjudged = n_failed + n_timeouts
+        self.recent = (
+            [*self.recent, (unjudged, n_scored)][-HOPELESS_STEPS:] if 2 * unjudged > n_scored else []
+        )
+        if n_scored and unjudged == n_scored:
+            where = f"all {n_scored} answers of step {step}"
+        elif len(self.recent) == HOPELESS_STEPS:
+            u, n = (sum(c) for c in zip(*self.recent, strict=True))
+            where = f"{u} of {n} answers over steps {step - HOPELESS_STEPS + 1}-{step}"
+        else:
+            return
+        name = getattr(self.task, "name", type(self.task).__name__)
         raise TaskScoreError(
-            f"step {step}: the task's score() raised on all {int(n_scored)} answers; "
-            f"fix the task (first error below)\n{first}"
+            f"task {name!r}: score() gave no verdict on {where} ({n_timeouts} timed out at "
+            f"{limit_text(self.task)}, {n_failed} raised this step): scoring is hopeless, so the run "
+            "stops; fix the scorer (or raise its score_timeout)"
         )
 
 

@@ -20,7 +20,7 @@ from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.checkpoint import prepare_run_dir
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.learning import LearningWatch
-from agon_env.algorithms.resume import check_resume, schedule_change
+from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import resolve
@@ -91,9 +91,12 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
     try:
         if not fresh:
             trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
-            if resume is not None and resume.extended_from is not None and ctx.is_main:
-                print(f"agon train: {schedule_change(cfg, resume.extended_from, trainer.step)}")
+            extended_from = resume.extended_from if resume is not None else None
+            check_held(cfg, trainer.trained_config, extended_from is not None)  # a hand-edited config.yaml
+            if extended_from is not None and ctx.is_main:
+                print(f"agon train: {schedule_change(cfg, extended_from, trainer.step)}")
                 write_resolved(run_dir, run)  # the folder's config now says the new total
+                trainer.save(run_dir)  # and so does its checkpoint (check_held reads it)
         elif ctx.is_main:
             write_resolved(run_dir, run)
         return _loop(cfg, ctx, trainer, run_dir, started)
@@ -146,10 +149,15 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         if logger is not None:
             logger.close()
     if ctx.is_main:
+        trainer.check_finite()
         for name in trainer.plugin.adapters:
             trainer.base.save(name, RunFolder(run_dir).adapter(name))
         plot(run_dir)
-        print_summary(run_dir, notes=[watch.warning] if watch.warning else [])
+        idle = watch.at_end(trainer.counters.get("updates", 0))
+        notes = [idle] if idle else [watch.warning] if watch.warning else []
+        print_summary(run_dir, notes=notes)
+        if idle and idle != watch.warning:
+            print(f"agon train: {idle}")
         if skipped:
             print(f"agon train: held-out check skipped: {skipped}")
         elif check is not None:

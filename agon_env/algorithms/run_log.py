@@ -47,11 +47,15 @@ class MetricsLogger:
         folder = RunFolder(run_dir)
         self.path = folder.metrics
         self.samples_path = folder.samples
+        kept: list[dict[str, Any]] = []
         if self.path.exists():  # read back by the one reader, so a killed run's torn line goes too
             kept = [r for r in read_metrics(run_dir) if r["step"] < start_step]
             _replace(self.path, [json.dumps(r) for r in kept])
         _truncate(self.samples_path, start_step)
         self.trackers = open_trackers(report_to, run_dir, config or {}, start_step)
+        if start_step:  # a resumed tracker run may lack steps a kill kept from it
+            for tracker in self.trackers:
+                tracker.catch_up(kept)
         self.bar: Any = None
         if progress:
             from tqdm.auto import tqdm
@@ -258,4 +262,10 @@ def plot(run_dir: Path) -> Path | None:
         ax.grid(alpha=0.3)
         if keys:
             ax.legend(fontsize=8)
-    return save(fig, RunFolder(run_dir).curves)
+    path = RunFolder(run_dir).curves
+    try:
+        return save(fig, path)
+    except OSError as exc:  # matplotlib's write on a full disk names no file: name it
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise

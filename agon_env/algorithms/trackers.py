@@ -10,12 +10,19 @@ under the same name, at the same step, and a table of that step's samples.
 name            where it goes
 ==============  ============================================================================
 ``tensorboard`` ``<run>/tb`` (the default): scalars, each sample as text, the config as text
-``wandb``       a Weights & Biases run named after the run folder, its files in ``<run>/wandb``
-                (project ``$WANDB_PROJECT``, else ``agon-env``; ``WANDB_MODE=offline`` keeps it local)
+``wandb``       a Weights & Biases run named after the run folder, its files in ``$WANDB_DIR``, else
+                ``<run>/wandb`` (project ``$WANDB_PROJECT``, else ``agon-env``; ``WANDB_MODE=offline``
+                keeps it local); its id is kept in ``<run>/wandb-run-id.txt``
 ``trackio``     a trackio run named after the run folder, in ``$TRACKIO_DIR`` (else the HF
                 cache; project ``$TRACKIO_PROJECT``, else ``agon-env``; ``trackio show`` reads it)
 ``none``        no tracker: the run folder only
 ==============  ============================================================================
+
+**Resume.** A resumed run (``--resume``, also after ``kill -9``) continues the *same* tracker
+run -- wandb's id, trackio's name -- and first hands each tracker the steps of ``metrics.jsonl``
+before the resume step that it does not hold (:meth:`Tracker.catch_up`): a step logged just
+before a kill may never have left the process (wandb and trackio send from a background
+thread), so without it a resumed run's tracker lost steps that ``metrics.jsonl`` keeps.
 
 wandb and trackio are optional (``pip install 'agon-env[track]'``) and imported only when
 named; :func:`refusal` is the config check that turns a missing one away in one line before
@@ -28,6 +35,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,6 +60,9 @@ class Tracker(Protocol):
 
     def warn(self, step: int, text: str) -> None:
         """A warning about the run (it is not learning), where the tracker shows text."""
+
+    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """On resume: ``metrics.jsonl``'s records before the resume step; log those it lacks."""
 
     def close(self) -> None: ...
 
@@ -105,12 +116,13 @@ def sample_rows(step: int, samples: Sequence[Mapping[str, Any]]) -> list[list[An
     return rows
 
 
-def finite_scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """The metrics a tracker plots: the numbers of ``metrics.jsonl`` that are not null there."""
+def finite_scalars(metrics: Mapping[str, Any], drop: Sequence[str] = ()) -> dict[str, float]:
+    """The metrics a tracker plots: the numbers of ``metrics.jsonl`` that are not null there
+    (less the keys ``drop``: a record's own ``step``)."""
     return {
         k: v
         for k, v in metrics.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and k not in drop
     }
 
 
@@ -137,22 +149,35 @@ class TensorBoard:
         self.writer.add_text("warnings", f"**step {step}**: {text}", step)
         self.writer.flush()
 
+    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Nothing: its events are flushed at every step and purged back to the resume step."""
+
     def close(self) -> None:
         self.writer.close()
 
 
 class Wandb:
-    """A wandb run named after the run folder, writing under it (``<run>/wandb``)."""
+    """A wandb run named after the run folder, writing under ``$WANDB_DIR`` or the run folder; a
+    resumed run continues the same wandb run (its id kept in the run folder)."""
+
+    ID_FILE = "wandb-run-id.txt"
 
     def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
         import wandb
 
         self.wandb = wandb
+        id_file = Path(run_dir) / self.ID_FILE
+        run_id = id_file.read_text().strip() if id_file.is_file() else None
+        if run_id is None:
+            run_id = secrets.token_hex(4)  # wandb's own ids: 8 characters of [a-z0-9]
+            id_file.write_text(run_id + "\n")
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT", PROJECT),
             name=Path(run_dir).name,
-            dir=str(run_dir),
+            dir=os.environ.get("WANDB_DIR") or str(run_dir),
             config=dict(config),
+            id=run_id,
+            resume="allow",
         )
 
     def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
@@ -163,6 +188,14 @@ class Wandb:
 
     def warn(self, step: int, text: str) -> None:
         self.run.summary["warning"] = f"step {step}: {text}"  # shown on the run's overview
+
+    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+        # The resumed run's step is where the server's history ends (0 offline: the offline run
+        # replays every earlier step, and a sync keeps the ones the server lacks).
+        held = int(getattr(self.run, "step", 0) or 0)
+        for record in records:
+            if record["step"] >= held:
+                self.run.log(finite_scalars(record, drop=("step",)), step=record["step"])
 
     def close(self) -> None:
         self.run.finish()
@@ -175,9 +208,10 @@ class Trackio:
         import trackio
 
         self.trackio = trackio
+        self.name = Path(run_dir).name
         trackio.init(
             project=os.environ.get("TRACKIO_PROJECT", PROJECT),
-            name=Path(run_dir).name,
+            name=self.name,
             config=dict(config),
             resume="allow" if start_step else "never",
             auto_log_cpu=False,
@@ -192,6 +226,15 @@ class Trackio:
 
     def warn(self, step: int, text: str) -> None:
         """trackio logs numbers and tables only: the warning stays on stderr and in the summary."""
+
+    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+        from trackio.sqlite_storage import SQLiteStorage
+
+        project = os.environ.get("TRACKIO_PROJECT", PROJECT)
+        held = {row.get("step") for row in SQLiteStorage.get_logs(project, self.name)}
+        for record in records:
+            if record["step"] not in held:
+                self.trackio.log(finite_scalars(record, drop=("step",)), step=record["step"])
 
     def close(self) -> None:
         self.trackio.finish()

@@ -47,19 +47,19 @@ from agon_env.algorithms.latent_logprobs import latent_figures
 from agon_env.algorithms.logprobs import completion_mask, pad_right
 from agon_env.algorithms.metrics import merge_samples, metric_samples, rendered_samples, summarize
 from agon_env.algorithms.registry import AlgorithmPlugin, get_algorithm
-from agon_env.algorithms.rollout import RolloutBatch, TaskScoreError, check_scoring, rollout
+from agon_env.algorithms.rollout import RolloutBatch, ScoringWatch, TaskScoreError, rollout
 from agon_env.algorithms.rollout_correction import OnPolicyError
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
-from agon_env.algorithms.update import StreamBatch, Update, sampled_temperature
+from agon_env.algorithms.update import NonFiniteWeights, StreamBatch, Update, all_finite, sampled_temperature
 from agon_env.algorithms.validation import resolve
-from agon_env.config import TrainConfig
+from agon_env.config import TrainConfig, to_dict
 from agon_env.episodes import TaskEnv
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
-__all__ = ["OnPolicyError", "TaskScoreError", "Trainer"]
+__all__ = ["NonFiniteWeights", "OnPolicyError", "TaskScoreError", "Trainer"]
 
 
 def peak_rss_mb() -> float:
@@ -99,6 +99,13 @@ class Trainer:
     step: int = 0
     samples: list[dict[str, Any]] = field(default_factory=list)
     """The last step's prompts and completions (:func:`~agon_env.algorithms.metrics.rendered_samples`)."""
+    trained_config: dict[str, Any] | None = None
+    """The config the restored checkpoint was trained with (None: fresh, or an older checkpoint)."""
+    scoring: ScoringWatch = field(init=False)
+    """Stops the run once the task cannot judge its answers (built from the env's task)."""
+
+    def __post_init__(self) -> None:
+        self.scoring = ScoringWatch(self.env.task)
 
     # -- construction ---------------------------------------------------------------------
 
@@ -149,7 +156,18 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------
 
+    def check_finite(self) -> None:
+        """Refuse to write adapters holding inf or NaN (the update rolls such steps back, so this
+        is the last guard: a NaN adapter is never saved)."""
+        for name in self.plugin.adapters:
+            if not all_finite(list(self.base.parameters(name))):
+                raise NonFiniteWeights(
+                    f"step {self.step}: {name}'s weights are not finite; not saved (the last checkpoint "
+                    "stays): lower --optim.lr or check the model's dtype"
+                )
+
     def save(self, run_dir: Path) -> None:
+        self.check_finite()
         save_checkpoint(
             run_dir,
             step=self.step,
@@ -159,10 +177,12 @@ class Trainer:
             schedulers=self.schedulers,
             sampler=self.sampler.state_dict(),
             counters=dict(self.counters),
+            config=to_dict(self.cfg),
         )
 
     def restore(self, run_dir: Path) -> None:
         state = load_checkpoint(run_dir, self.identity)
+        self.trained_config = state.get("config")
         for name in self.plugin.adapters:
             self.base.load_adapter_state_dict(name, state["adapters"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])
@@ -225,7 +245,7 @@ class Trainer:
             step=self.step,
             episode_offset=first * cfg.grpo.num_generations,
         )
-        check_scoring(batch, self.step, self.ctx)
+        self.scoring.check(batch, self.step, self.ctx)
         return batch, {**self._divergence_kl(batch, seats), **latent_figures(batch.turns)}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:

@@ -7,12 +7,18 @@ the summed loss of its streams, micro-batched, with the sampler-trainer mismatch
 and guarded (:mod:`.rollout_correction`) and a non-finite loss skipped. The log-probs are
 taken at the temperature each completion was sampled at, read off the completions.
 
+A finite loss can still step the weights to inf or NaN (a learning rate of 1e39 in fp32), and
+every later forward would then be NaN. So each optimiser step is checked: weights that went
+non-finite are rolled back with the optimiser's state, counted in ``nan_skipped``, and
+:data:`NONFINITE_REPEATS` such steps in a row stop the run (:class:`NonFiniteWeights`).
+
 The loss itself is :func:`~agon_env.algorithms.grpo.grpo_loss` (one screen); this module is
 how it is fed: which sequences, which weights, which π_old, in which chunks.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections import defaultdict
@@ -32,6 +38,20 @@ from agon_env.algorithms.rollout_correction import correct, guard
 from agon_env.algorithms.stream_prefix import stream_prefix
 from agon_env.config import GRPOConfig
 from agon_env.episodes import Turn
+from agon_env.errors import UserError
+
+NONFINITE_REPEATS = 2
+"""Optimiser steps in a row whose weights went non-finite (each rolled back) that stop the run."""
+
+
+class NonFiniteWeights(UserError, RuntimeError):
+    """An adapter's weights went non-finite again and again: the settings cannot train."""
+
+
+def all_finite(params: list[torch.Tensor]) -> bool:
+    """Whether every value of ``params`` is finite (one check on the device, one sync)."""
+    flags = [torch.isfinite(p).all() for p in params]
+    return bool(torch.stack(flags).all()) if flags else True
 
 
 def sampled_temperature(turns: list[Turn]) -> float:
@@ -76,6 +96,8 @@ class Update:
     ctx: DistContext = field(default_factory=DistContext)
     counters: dict[str, float] = field(default_factory=lambda: {"nan_skipped": 0, "updates": 0})
     """``nan_skipped`` and ``updates`` over the run (the trainer checkpoints them)."""
+    nonfinite_streak: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    """Per adapter: optimiser steps in a row whose weights went non-finite (rolled back)."""
 
     def stream(self, batch: RolloutBatch, role: str) -> tuple[StreamBatch | None, torch.Tensor]:
         """The kept groups of ``role``'s stream, weighted and ready for the loss (``None`` when
@@ -155,7 +177,13 @@ class Update:
                         warnings.warn(msg, RuntimeWarning, stacklevel=2)
                         opt.zero_grad(set_to_none=True)
                         continue
+                    before = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()))
                     opt.step()
+                    if not dist.all_max([float(not all_finite(params))], self.ctx)[0]:
+                        self.nonfinite_streak[adapter] = 0
+                    else:
+                        self._roll_back(adapter, params, opt, before, step)
+                        continue
                     self.counters["updates"] += 1
                     stats[M.LOSS].append(total)
                     stats[M.GRAD_NORM].append(float(norm))
@@ -163,6 +191,31 @@ class Update:
             self.base.model.eval()
         out = {f"{k}/{adapter}": sum(v) / len(v) for k, v in stats.items() if v}
         return {**out, **{M.key(M.ONPOLICY, k, adapter): v for k, v in onpolicy.items()}}
+
+    def _roll_back(
+        self,
+        adapter: str,
+        params: list[torch.Tensor],
+        opt: torch.optim.Optimizer,
+        before: tuple[list[torch.Tensor], dict[str, Any]],
+        step: int,
+    ) -> None:
+        """Undo a step that made ``adapter``'s weights non-finite; stop when it keeps happening."""
+        with torch.no_grad():
+            for p, saved in zip(params, before[0], strict=True):
+                p.copy_(saved)
+        opt.load_state_dict(before[1])
+        self.counters["nan_skipped"] += 1
+        self.nonfinite_streak[adapter] += 1
+        lr = opt.param_groups[0]["lr"]
+        if self.nonfinite_streak[adapter] >= NONFINITE_REPEATS:
+            raise NonFiniteWeights(
+                f"step {step}: {adapter}'s weights went non-finite on {self.nonfinite_streak[adapter]} "
+                f"updates in a row (each rolled back; nothing non-finite was saved): lower --optim.lr "
+                f"({lr:g} now) or check the model's dtype"
+            )
+        msg = f"step {step}: {adapter}: the update made its weights non-finite (lr {lr:g}); rolled back"
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
     def _accumulate(
         self,

@@ -9,10 +9,11 @@ reads): :func:`ready` is the one check a config gets before it trains.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agon_env.config import ConfigError, TrainConfig, compose, import_modules
+from agon_env.config import ConfigError, TrainConfig, compose, import_modules, leaf_keys
 from agon_env.options import ENV_KWARGS
 from agon_env.resolved import ResolvedRun, settle
 
@@ -44,6 +45,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     channel = CHANNELS.get(c.env.exchange)
     untracked = refusal(c.report_to)  # a tracker that is unknown or not installed
     return [
+        *_finite(c),
         algo,
         need("steps", lambda v: v >= 1, at_least_1),
         need("batch_problems", lambda v: v >= 1, at_least_1),
@@ -53,6 +55,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("not_learning_steps", lambda v: v >= 0, "use 0 (never warn) or a step count"),
         need("divergence_kl_rollouts", lambda v: v >= 0, "use 0 (KL metric off) or a positive count"),
         need("samples_per_role", lambda v: v >= 0, "use 0 (no samples.jsonl) or a positive count"),
+        need("heldout_problems", lambda v: v >= 0, "use 0 (no held-out check) or a problem count"),
         need("report_to", lambda v: untracked is None, str(untracked)),
         need(
             "grpo.micro_batch_tokens", lambda v: v is None or v >= 1, "use null (rows only) or a token count"
@@ -129,6 +132,20 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             "gradient checkpointing",
         ),
     ]
+
+
+def _finite(c: TrainConfig) -> list[tuple[bool, str]]:
+    """Every float option finite: no setting means anything at inf or nan (``--lr inf`` trained
+    adapters whose every weight was NaN), and a range check such as ``v > 0`` lets inf through."""
+    out = []
+    for key in leaf_keys():
+        value = functools.reduce(getattr, key.split("."), c)
+        numbers = value.items() if isinstance(value, Mapping) else [("", value)]
+        for name, v in numbers:
+            if isinstance(v, float) and not math.isfinite(v):
+                where = f"{key}.{name}" if name else key
+                out.append((False, f"{where} = {v!r}: use a finite number"))
+    return out
 
 
 def validate(cfg: TrainConfig) -> TrainConfig:

@@ -32,12 +32,27 @@ costs a thread start, not a process start. What this does *not* cover:
   thread, the waiting one too: no limit inside the process can help there.
 * a scorer that needs the main thread (``signal.alarm`` for its own timeout) cannot run in a
   worker: set ``score_timeout = None`` on the task to call it in the caller's thread, unlimited.
+
+**A batch of answers.** One hung call costs its whole limit, so calls one after another would
+cost a step of 16 answers 16 limits (32 minutes at the default). :func:`step_concurrently`
+steps a batch of envs (one stage of :func:`agon_env.episodes.play_episodes`) on up to
+:func:`score_workers` threads -- the CPUs this process may use, so CPU-bound verifiers do not
+outrun the machine and time out on each other -- and a :func:`batch` scope ends the waiting:
+once every call of the batch so far has hung, :func:`score_workers` of them (a whole first
+wave), the rest are not started and count as hung. A step whose scorer hangs for good thus
+costs about one limit, and :mod:`agon_env.algorithms.rollout` then stops the run. Calls that
+share one verifier process (math-verify's, under a lock) wait for it inside their limit.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import os
 import threading
 import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +74,8 @@ class Verdict:
     """The verifier ran out of time (``error`` stays None: a timeout is its own count)."""
     hung: bool = False
     """The timeout was the env's wall-clock limit (``score`` did not return), not the verifier's own."""
+    skipped: bool = False
+    """Not called at all: every earlier call of its batch had hung (:func:`batch`); also ``hung``."""
 
 
 def as_verdict(value: Any) -> bool | None:
@@ -88,21 +105,88 @@ def score_limit(task: Any) -> float | None:
     return None if limit is None else float(limit)
 
 
+def score_workers() -> int:
+    """How many answers are scored at once: the CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class _Batch:
+    """The calls of one batch so far: once none has answered and the hung ones and those still
+    running make a whole wave (``wave`` calls), stop calling. (Counting the running ones too: a
+    worker whose call hung first must not start another while its neighbour's hangs on.)"""
+
+    def __init__(self, wave: int) -> None:
+        self.wave = wave
+        self.hung = self.answered = self.running = 0
+        self.lock = threading.Lock()
+
+    def start(self) -> bool:
+        """Whether a call may start (and count it as running), or the batch is hopeless."""
+        with self.lock:
+            if self.answered == 0 and self.hung >= 1 and self.hung + self.running >= self.wave:
+                return False
+            self.running += 1
+            return True
+
+    def record(self, verdict: Verdict) -> None:
+        with self.lock:
+            self.running -= 1
+            if verdict.hung:
+                self.hung += 1
+            else:
+                self.answered += 1
+
+
+_BATCH: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar("agon_score_batch", default=None)
+
+
+@contextlib.contextmanager
+def batch(wave: int | None = None) -> Iterator[None]:
+    """Score the calls inside as one batch (a training step, an evaluation): once ``wave``
+    (:func:`score_workers`) calls have hung and none has returned, the rest are skipped."""
+    token = _BATCH.set(_Batch(wave or score_workers()))
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
+
+
+def step_concurrently(task: Any, steps: Sequence[Callable[[], None]]) -> None:
+    """Run ``steps`` (each one env's ``step``, each scoring one answer of ``task``) on up to
+    :func:`score_workers` threads, in this :func:`batch`; in the caller's thread, one after
+    another, when the task has no limit (its scorer may need the main thread)."""
+    if len(steps) < 2 or task is None or score_limit(task) is None or score_workers() < 2:
+        for step in steps:
+            step()
+        return
+    with ThreadPoolExecutor(min(len(steps), score_workers()), thread_name_prefix="agon-step") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, step) for step in steps]
+        for future in futures:
+            future.result()  # the first env error is raised, as a loop would raise it
+
+
 def score_answer(task: Any, problem: Problem, answer: str) -> Verdict:
     """``task.score(problem, answer)`` as a :class:`Verdict`, within the task's wall-clock limit
     (:func:`score_limit`, the module docstring); never raises, never hangs but as said there."""
     limit = score_limit(task)
     if limit is None:
         return _judge(task, problem, answer)
+    scope = _BATCH.get()
+    if scope is not None and not scope.start():
+        return Verdict(False, timeout=True, hung=True, skipped=True)
     box: list[Verdict] = []
     worker = threading.Thread(
         target=lambda: box.append(_judge(task, problem, answer)), daemon=True, name="agon-score"
     )
     worker.start()
     worker.join(limit)
-    if not box:  # abandoned: a thread cannot be stopped (the module docstring)
-        return Verdict(False, timeout=True, hung=True)
-    return box[0]
+    verdict = box[0] if box else Verdict(False, timeout=True, hung=True)  # abandoned: cannot be stopped
+    if scope is not None:
+        scope.record(verdict)
+    return verdict
 
 
 def _judge(task: Any, problem: Problem, answer: str) -> Verdict:
@@ -123,16 +207,32 @@ _WARNED: set[tuple[str, str]] = set()
 """``(task name, kind)`` already reported: once per task and kind per process."""
 
 
-def warn_once(task_name: str, verdict: Verdict) -> None:
+def limit_text(task: Any) -> str:
+    """The task's own limit in words: ``"its score_timeout of 3 s"`` (or the default's)."""
+    limit = score_limit(task)
+    if limit is None:
+        return "no limit (score_timeout = None)"
+    own = getattr(task, "score_timeout", None) is not None
+    return f"its score_timeout of {limit:g} s" + ("" if own else " (the default: the task sets none)")
+
+
+def warn_once(task: Any, verdict: Verdict) -> None:
     """Show the first error and the first timeout of each task as a warning."""
-    kind = "hung" if verdict.hung else "timeout" if verdict.timeout else "error" if verdict.error else None
+    task_name = getattr(task, "name", type(task).__name__)
+    kinds = (("skipped", verdict.skipped), ("hung", verdict.hung), ("timeout", verdict.timeout))
+    kind = next((k for k, on in kinds if on), "error" if verdict.error else None)
     if kind is None or (task_name, kind) in _WARNED:
         return
     _WARNED.add((task_name, kind))
-    if verdict.hung:
+    if verdict.skipped:
         text = (
-            f"task {task_name!r}: score() did not return within its wall-clock limit (the task's "
-            f"score_timeout, default {SCORE_TIMEOUT_S:g} s); the call is abandoned in a background "
+            f"task {task_name!r}: score() hung on every call of this batch so far ({limit_text(task)}); "
+            "its remaining answers are not scored: each scores 0 and counts in score_timeouts."
+        )
+    elif verdict.hung:
+        text = (
+            f"task {task_name!r}: score() did not return within its wall-clock limit "
+            f"({limit_text(task)}); the call is abandoned in a background "
             "thread, the turn scores 0 and counts in score_timeouts."
         )
     elif verdict.timeout:
@@ -151,5 +251,5 @@ def judge(task: Any, problem: Problem, parsed: Parsed, length: int) -> tuple[Out
     its reward is computed from. Every turn of the env and every completion
     :mod:`agon_env.integrations.trl` scores come through here."""
     verdict = score_answer(task, problem, parsed.answer) if parsed.answer else Verdict(False)
-    warn_once(getattr(task, "name", type(task).__name__), verdict)
+    warn_once(task, verdict)
     return Outcome(correct=verdict.correct, format_ok=parsed.format_ok, length=length), verdict

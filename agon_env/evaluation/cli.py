@@ -252,6 +252,8 @@ def plot_main(argv: Sequence[str]) -> int:
 
 def run_plot(args: PlotArgs) -> None:
     from agon_env.evaluation.plots import plot_all
+    from agon_env.run_folder import check_writable
 
+    check_writable(args.out, "--out")  # before any run is read or figure drawn
     for p in plot_all(args.runs, args.out, args.eval, args.smooth):
         print(p)

@@ -60,6 +60,8 @@ class ProbeConfig:
     """Where the JSON result goes."""
     imports: list[str] = field(default_factory=list)
     """Modules that register user tasks (importable from the current folder or PYTHONPATH)."""
+    debug: bool = False
+    """Show tracebacks instead of one-line errors (also ``AGON_DEBUG=1``), as train and eval do."""
 
 
 def _agent(cfg: ProbeConfig, task: Any) -> Any:
@@ -108,11 +110,13 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.options import ENV_KWARGS
-    from agon_env.registry import import_modules, make
+    from agon_env.registry import check_keywords, import_modules, make
+    from agon_env.run_folder import RunFolderError, check_file_writable
 
     for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
         if value < 1:
             raise ValueError(f"{flag} {value}: the probe needs at least 1")
+    check_file_writable(cfg.out, "--out")  # before any model loads or any sample is drawn
     import_modules(cfg.imports)
     start = time.perf_counter()
     env_id, kwargs = probe_env(cfg)
@@ -123,6 +127,7 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
             f"exchange={channel.name} is not probed: the probe's reader is a text agent, with no draft "
             "cache to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
+    check_keywords(env_id, kwargs)  # dificulty=3: "did you mean 'difficulty'?", as make says it
     task = build_task(env_id, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)
@@ -144,8 +149,11 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
         "outcomes": outcomes_to_dicts(outcomes),
         "seconds": time.perf_counter() - start,
     }
-    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
+    try:
+        Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(cfg.out).write_text(json.dumps(result, indent=1) + "\n")
+    except OSError as exc:  # the disk filled or turned read-only while probing
+        raise RunFolderError(f"--out: cannot write {cfg.out} ({exc.strerror or exc})") from None
     return result
 
 
@@ -191,7 +199,7 @@ def run_probe_cli(argv: list[str]) -> int:
     try:
         result = probe(cfg)
     except USER_ERRORS as exc:
-        return user_error("agon probe", exc)
+        return user_error("agon probe", exc, cfg.debug)
     print_probe(result)
     print(f"agon probe: wrote {cfg.out}", file=sys.stderr)
     return 0

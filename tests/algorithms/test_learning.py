@@ -78,3 +78,47 @@ def test_agon_train_says_it_is_not_learning_and_stops(tmp_path: Path) -> None:
     assert json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])["groups_dropped"] == 1.0
     events = b"".join(p.read_bytes() for p in (run / "tb").iterdir())
     assert b"not learning: no completion" in events  # TensorBoard's text tab
+
+
+def test_the_advice_fits_the_cause() -> None:
+    from agon_env.algorithms.learning import idle_reason
+
+    right = idle_reason([_step(1.0, fmt=1.0, acc=1.0)] * 2, batch_problems=2)
+    assert "every completion was right" in right and "easier" not in right and "harder task" in right
+    unjudged = {**_step(1.0, fmt=1.0), "score_timeouts": 4.0}
+    for k in ("acc/drafter", "acc/challenger"):
+        del unjudged[k]  # accuracy leaves unjudged answers out: none was judged
+    said = idle_reason([unjudged] * 2, batch_problems=2)
+    assert "judged no answer (8 errors or time-outs)" in said and "easier" not in said
+    assert "fix the task's scorer" in said
+
+
+def test_a_short_run_that_updates_nothing_says_so_at_its_end(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    r = agon("train", *TINY, "--steps", "2", "--out-dir", str(run))  # not_learning_steps: 5
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "agon train: no update in the whole run: no completion of agent_a or agent_b wrote" in r.stdout
+    assert "try the worked examples" in r.stdout
+
+
+def test_unjudged_answers_are_left_out_of_accuracy() -> None:
+    import agon_env
+    from agon_env.agents import ScriptedAgent
+    from agon_env.algorithms.metrics import rollout_metrics
+    from agon_env.algorithms.rollout import rollout
+    from agon_env.envs.tasks.base import ListTask, Problem
+
+    class HalfRaises(ListTask):
+        name = "half-raises"
+
+        def score(self, problem: Problem, answer: str) -> bool:
+            if answer == "boom":
+                raise ValueError("cannot judge")
+            return answer == problem.answer
+
+    task = HalfRaises([Problem("p0", "What is 1 + 1?", "2")])
+    env = agon_env.make("agon/math-v0", task=task, mode="solo")
+    texts = [f"x <summary>s</summary><answer>{a}</answer>" for a in ("2", "boom")]
+    with pytest.warns(UserWarning, match="cannot judge"):
+        m = rollout_metrics(rollout(env, {"agent_a": ScriptedAgent("a", texts)}, [0], 2, drafter="agent_a"))
+    assert m["score_errors"] == 1 and m["acc/drafter"] == 1.0  # 1 right of 1 judged, not 1 of 2

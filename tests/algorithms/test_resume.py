@@ -38,13 +38,23 @@ def _started(run: Path, steps: int = 2) -> Path:
     return run
 
 
-def test_resume_with_no_other_flag_continues_the_folders_run(tmp_path):
-    run = _started(tmp_path / "run", steps=2)
-    # The folder's model is tiny and its steps 2: resuming must not bring the defaults back
+def test_resume_with_no_other_flag_continues_the_folders_run(tmp_path, monkeypatch):
+    from agon_env.algorithms.trainer import Trainer
+
+    real, calls = Trainer.train_step, []
+
+    def killed_at_the_third(self):  # the run is configured for 3 steps and killed after 2
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self)
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(Trainer, "train_step", killed_at_the_third)
+    assert main([*TINY, "--steps", "3", "--out-dir", str(run)]) == 130
+    monkeypatch.setattr(Trainer, "train_step", real)
+    # The folder's model is tiny and its steps 3: resuming must not bring the defaults back
     # (a706827: "model is 'tiny' ... but 'smollm2-135m' now").
-    config = yaml.safe_load((run / "config.yaml").read_text())
-    config["steps"] = 3  # as if the run had been configured for 3 and killed after 2
-    (run / "config.yaml").write_text(yaml.safe_dump(config))
     assert main(["--out-dir", str(run), "--resume"]) == 0
     assert [r["step"] for r in read_metrics(run)] == [0, 1, 2]
     assert torch.load(run / "checkpoint.pt", weights_only=False)["step"] == 3
@@ -71,6 +81,42 @@ def test_a_flag_that_changes_what_the_run_is_is_refused_in_one_line(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and said in err, err
     assert (run / "metrics.jsonl").read_text() == before  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("edit", "flags", "said"),
+    [
+        ({"steps": 4}, [], "steps is 2 in its checkpoint but 4 now"),
+        (
+            {"optim": {"lr": 0.5}},
+            ["--steps", "3", "--extend"],
+            "optim.lr is 0.0002 in its checkpoint but 0.5 now",
+        ),
+    ],
+)
+def test_a_hand_edit_of_config_yaml_is_refused_like_a_changed_flag(tmp_path, capsys, edit, flags, said):
+    run = _started(tmp_path / "run")
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    for key, value in edit.items():
+        config[key] = {**config[key], **value} if isinstance(value, dict) else value
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    before = (run / "metrics.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["--out-dir", str(run), "--resume", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{run / 'config.yaml'} was edited by hand" in err and said in err, err
+    assert (run / "metrics.jsonl").read_text() == before  # nothing ran
+
+
+def test_extend_then_a_kill_then_resume_is_no_hand_edit(tmp_path, monkeypatch):
+    from agon_env.algorithms.trainer import Trainer
+
+    run = _started(tmp_path / "run", steps=2)
+    monkeypatch.setattr(Trainer, "train_step", lambda self: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert main(["--out-dir", str(run), "--resume", "--steps", "3", "--extend"]) == 130
+    monkeypatch.undo()
+    assert main(["--out-dir", str(run), "--resume"]) == 0  # config.yaml and checkpoint both say 3
+    assert [r["step"] for r in read_metrics(run)] == [0, 1, 2]
 
 
 def test_how_a_run_is_carried_out_may_change_on_resume(tmp_path):

@@ -85,6 +85,19 @@ def test_check_env_returns_and_names_the_timeout() -> None:
     assert "gave no verdict within 0.3 s" in message and "score_timeout" in message
 
 
+def test_check_env_waits_out_a_hanging_scorer_once() -> None:
+    calls: list[str] = []
+
+    class Counted(Hangs):
+        def score(self, problem: Problem, answer: str) -> bool:
+            calls.append(answer)
+            return super().score(problem, answer)
+
+    with pytest.raises(AssertionError, match=r"gave no verdict within 0\.3 s"):
+        returns_within(60, lambda: check_env(lambda: agon_env.make("agon/math-v0", task=Counted())))
+    assert len(calls) == 1  # PettingZoo's api_test and seed_test used to wait out 4 more limits first
+
+
 def test_evaluation_returns_and_counts_the_timeouts() -> None:
     from agon_env.agents.protocol import Completion
     from agon_env.evaluation.evaluate import Evaluator

@@ -9,7 +9,7 @@ import agon_env
 from agon_env.agents import ScriptedAgent
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.metrics import rollout_metrics
-from agon_env.algorithms.rollout import TaskScoreError, check_scoring, rollout
+from agon_env.algorithms.rollout import ScoringWatch, TaskScoreError, rollout
 from agon_env.envs.scoring import as_verdict
 from agon_env.envs.tasks import code_checks
 from agon_env.envs.tasks.base import ListTask, Problem
@@ -81,7 +81,8 @@ def test_a_score_error_with_a_percent_sign_scores_0_and_is_shown():
 
 def test_a_raising_math_verifier_reaches_score_error_and_score_errors(fake_math_verify):
     fake_math_verify("raises")
-    batch = _solo_batch(_math("math-verifier-raises"), SYMBOLIC)
+    task = _math("math-verifier-raises")
+    batch = _solo_batch(task, SYMBOLIC)
     for turn in batch.turns:
         assert not turn.correct and not turn.score_timeout
         assert "VerifierError" in turn.score_error and "fake verifier failure at 100%" in turn.score_error
@@ -89,7 +90,7 @@ def test_a_raising_math_verifier_reaches_score_error_and_score_errors(fake_math_
     assert m[SCORE_ERRORS] == 2 and m[SCORE_TIMEOUTS] == 0
     assert batch.episodes[0].to_dict()["turns"][0]["score_error"] is True
     with pytest.raises(TaskScoreError, match="fake verifier failure"):  # every answer failed: stop
-        check_scoring(batch, 0, DistContext())
+        ScoringWatch(task).check(batch, 0, DistContext())
 
 
 def test_a_math_verifier_timeout_is_counted_apart_from_errors_and_wrong_answers(fake_math_verify):
