@@ -5,9 +5,9 @@ One env keyword, ``exchange``, picks a row of :data:`CHANNELS`:
 ============  ==============================================================================
 channel       what the challenger's observation carries of the draft
 ============  ==============================================================================
-``summary``   the draft's summary with every answer block removed, capped (the paper; default)
+``summary``   the draft's summary up to its first answer tag, capped (the paper; default)
 ``redacted``  the same with every statement of the draft's result blanked (``[withheld]``)
-``trace``     the whole completion (reasoning and summary) with every answer block removed
+``trace``     the whole completion (reasoning and summary) up to its first answer tag
 ``none``      nothing: the bare problem, rewarded against its unseen paired draft (hidden)
 ``latent``    no draft text: an opaque handle naming the draft (``vocabulary.draft_handle``); the
               agents layer resolves it to the draft's KV cache (:mod:`agon_env.agents.latent`)
