@@ -31,45 +31,41 @@ span, so its stored caches cost a fraction of the memory (SmolLM2-135M: 46 080 b
 token in fp32; 11 vs 20 MB a step at CPU scale); and, measured on one seed after issue 25's
 comparison (exploratory, docs/benchmarks.md), a challenger conditioned on the whole
 completion's cache almost stopped writing the answer format (1 of 120 cascade answers in
-format against 107), its cascade scoring 5 % against 25 %. A draft without a summary gives an
-empty ``summary`` span: the challenger then reads no cache at all, as the text channel shows
-``NO_SUMMARY``, and the turn counts as ``draft_unusable``.
+format against 107), its cascade scoring 5 % against 25 %.
+
+Whether a draft gave the challenger anything is one rule for every channel
+(:func:`agon_env.blocks.given`): a draft without a summary, or with an empty, whitespace-only
+or answer-only one, or one written after its answer block, gives an empty span: the challenger
+then reads no cache at all, as a text channel shows ``NO_SUMMARY`` for the same draft, and the
+turn counts as ``draft_unusable``. A span covers its block with its tags (``<summary>`` …
+``</summary>``); :func:`span_tokens` states how it meets token boundaries.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_SUMMARY = re.compile(r"<summary>.*?</summary>", re.IGNORECASE | re.DOTALL)
-_ANSWER = re.compile(r"<answer>", re.IGNORECASE)
-
-
-def _summary_chars(text: str) -> tuple[int, int]:
-    blocks = list(_SUMMARY.finditer(text))
-    return (blocks[-1].start(), blocks[-1].end()) if blocks else (0, 0)
-
-
-def _completion_chars(text: str) -> tuple[int, int]:
-    return 0, len(text)
+from agon_env.blocks import given
 
 
 @dataclass(frozen=True)
 class Span:
     """Which characters of a draft's completion a span covers, and how they are encoded."""
 
-    chars: Callable[[str], tuple[int, int]]
-    """``completion text -> [start, end)`` in characters (before the answer cut)."""
+    part: str
+    """What of the draft it covers (:data:`agon_env.blocks.PARTS`): the characters
+    :func:`agon_env.blocks.given` says its ``block`` is (tags included, cut before the first
+    answer tag), by the rule every text channel reads too."""
     own_pass: bool
     """Encoded in a forward pass of its own (positions from 0), not in the draft's context."""
 
 
 SPANS: dict[str, Span] = {
-    "summary": Span(_summary_chars, own_pass=True),
-    "summary-in-context": Span(_summary_chars, own_pass=False),
-    "completion": Span(_completion_chars, own_pass=False),
+    "summary": Span("summary", own_pass=True),
+    "summary-in-context": Span("summary", own_pass=False),
+    "completion": Span("completion", own_pass=False),
 }
 """The latent spans by name (``--latent.span``)."""
 
@@ -95,15 +91,18 @@ def _tokens_before(tokenizer: Any, ids: Sequence[int], char: int) -> int:
 
 
 def span_tokens(tokenizer: Any, completion_ids: Sequence[int], span: str, max_tokens: int) -> tuple[int, int]:
-    """``[start, end)`` over ``completion_ids`` of ``span``, cut before the first ``<answer>``
-    tag and to its last ``max_tokens`` tokens; ``(n, n)`` when it is empty."""
+    """``[start, end)`` over ``completion_ids`` of ``span``, cut before the first answer tag and
+    to its last ``max_tokens`` tokens; ``(n, n)`` when the draft gave the challenger nothing
+    (:func:`agon_env.blocks.given`: the same drafts a text channel shows ``NO_SUMMARY`` for).
+
+    Token boundaries: a token that straddles the block's first character is included (a merged
+    ``.<summary>`` brings its ``.``), one that straddles its last character is not (the span
+    ends with the last token wholly inside it), so the span never reaches into an answer tag."""
     text = tokenizer.decode(list(completion_ids), skip_special_tokens=False)
-    lo, hi = span_of(span).chars(text)
-    answer = _ANSWER.search(text)
-    if answer is not None:
-        hi = min(hi, answer.start())
-    if hi <= lo:
+    read = given(text, span_of(span).part)
+    if not read.usable:
         return len(completion_ids), len(completion_ids)
+    lo, hi = read.block
     # Tokens that start at or after ``lo``, up to the last one that ends by ``hi``.
     start = _tokens_before(tokenizer, completion_ids, lo)
     end = max(start, _tokens_before(tokenizer, completion_ids, hi))

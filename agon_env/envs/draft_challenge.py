@@ -66,7 +66,7 @@ from gymnasium.spaces import Dict, Discrete
 from pettingzoo import AECEnv
 
 from agon_env.envs.exchange import CHANNELS, MAX_SUMMARY_CHARS, NO_SUMMARY, Channel
-from agon_env.envs.format import Parsed, parse_completion
+from agon_env.envs.format import Parsed
 from agon_env.envs.rewards import (
     Outcome,
     drafter_reward,
@@ -77,7 +77,7 @@ from agon_env.envs.scoring import Verdict, judge, score_limit
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
-from agon_env.envs.turns import TurnRecord, TurnResult, action_text
+from agon_env.envs.turns import TurnRecord, TurnResult, read_action
 from agon_env.errors import UserError
 from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
@@ -332,12 +332,13 @@ class DraftChallengeEnv(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        text, tokens, outside = action_text(action, self._act_space)
-        if outside is not None:
+        read = read_action(action, self._act_space)
+        text, tokens, parsed = read.text, read.tokens, read.parsed
+        if read.outside is not None:
             warnings.warn(
-                f"{agent}'s completion is outside the action space ({outside}): scored as empty", stacklevel=2
+                f"{agent}'s completion is outside the action space ({read.outside}): scored as empty",
+                stacklevel=2,
             )
-        parsed = parse_completion("" if outside else text)
         outcome, verdict = self._outcome(parsed, text, tokens)
         shown = self._draft_shown(self.stage)
         self.turns.append(

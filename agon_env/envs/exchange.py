@@ -5,9 +5,9 @@ One env keyword, ``exchange``, picks a row of :data:`CHANNELS`:
 ============  ==============================================================================
 channel       what the challenger's observation carries of the draft
 ============  ==============================================================================
-``summary``   the draft's summary with every answer block removed, capped (the paper; default)
+``summary``   the draft's summary up to its first answer tag, capped (the paper; default)
 ``redacted``  the same with every statement of the draft's result blanked (``[withheld]``)
-``trace``     the whole completion (reasoning and summary) with every answer block removed
+``trace``     the whole completion (reasoning and summary) up to its first answer tag
 ``none``      nothing: the bare problem, rewarded against its unseen paired draft (hidden)
 ``latent``    no draft text: an opaque handle naming the draft (``vocabulary.draft_handle``); the
               agents layer resolves it to the draft's KV cache (:mod:`agon_env.agents.latent`)
@@ -17,10 +17,13 @@ What else differs between channels is a property of the row, read where it matte
 the shown draft is text the model reads, whether it carries the reasoning, and whether it
 travels as the drafter's KV cache (which the agents must record, which only some generation
 backends can inject, and which gradient checkpointing would drop). No code outside this
-table and the latent modules names a channel. The challenger never reads the draft's
-``<answer>`` block in any channel. When a text channel
-has nothing to show (no usable summary, an empty trace) it shows :data:`NO_SUMMARY`, and
-the challenger still plays the challenger.
+table and the latent modules names a channel. Every channel reads a draft by one rule,
+:func:`agon_env.blocks.given` (its ``part``: the summary, or the whole completion for ``trace``
+and the latent ``completion`` span): what comes before the draft's first answer tag, so the
+challenger never reads an ``<answer>`` block in any channel. When that is nothing (no summary,
+an empty, whitespace-only or answer-only one, a summary written after the answer) a text
+channel shows :data:`NO_SUMMARY`, the latent channel reads no cache, and the turn counts as
+``draft_unusable`` in either; the challenger still plays the challenger.
 
 :func:`~agon_env.vocabulary.challenger_text` words the text channels' user turn and
 :func:`~agon_env.vocabulary.latent_text` the latent one; the env puts it in the observation's
@@ -37,7 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agon_env.envs.format import Parsed, strip_answer_blocks
+from agon_env.blocks import given
+from agon_env.envs.format import Parsed
 from agon_env.envs.tasks.verify import redact_answer
 from agon_env.vocabulary import VLLM_REFUSAL, challenger_text, draft_handle, latent_text, trace_text
 
@@ -49,9 +53,11 @@ SUMMARY_CLOSE = "</summary>"
 """The tag after which a ``summary_only`` channel reads nothing more of a draft."""
 
 
-def shown_draft(summary: str | None) -> str:
-    """What the challenger is shown of a draft: its summary without answer blocks, capped."""
-    return strip_answer_blocks(summary or "").strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
+def shown_draft(text: str, part: str = "summary") -> str:
+    """What a text channel shows of the draft completion ``text``: what :func:`~agon_env.blocks.given`
+    gives of its ``part``, capped; :data:`NO_SUMMARY` when that is nothing."""
+    lo, hi = given(text, part).content
+    return text[lo:hi][:MAX_SUMMARY_CHARS] or NO_SUMMARY
 
 
 Shown = Callable[[str, str, Parsed], str]
@@ -59,16 +65,16 @@ Shown = Callable[[str, str, Parsed], str]
 
 
 def _summary(problem: str, text: str, parsed: Parsed) -> str:
-    return shown_draft(parsed.summary)
+    return shown_draft(text)
 
 
 def _redacted(problem: str, text: str, parsed: Parsed) -> str:
-    shown = shown_draft(parsed.summary)
+    shown = shown_draft(text)
     return shown if shown == NO_SUMMARY else redact_answer(shown, parsed.answer)
 
 
 def _trace(problem: str, text: str, parsed: Parsed) -> str:
-    return strip_answer_blocks(text).strip()[:MAX_SUMMARY_CHARS] or NO_SUMMARY
+    return shown_draft(text, "completion")
 
 
 def _none(problem: str, text: str, parsed: Parsed) -> str:

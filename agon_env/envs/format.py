@@ -14,6 +14,9 @@ Thinking models (Qwen3 with ``enable_thinking``, R1-style) reason inside
 thinking are ignored, ``<summary>``/``<answer>`` count only after the last ``</think>``, and
 a completion cut off while still thinking has no answer. The thoughts count in the trace
 length (they are tokens the model generated) but are never shown to the rival.
+
+The tags and blocks are located in :mod:`agon_env.blocks` (the latent channel, which imports no
+env, reads drafts by the same rule).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TAG = re.compile(r"</?(summary|answer)>", re.IGNORECASE)
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-# A bounded scan: a 1 MB completion is parsed in linear time with one regex pass.
+from agon_env.blocks import TAG, blocks, split_thoughts
+
+__all__ = ["Parsed", "parse_completion", "split_thoughts", "strip_answer_blocks"]
 
 
 @dataclass(frozen=True)
@@ -41,49 +44,6 @@ class Parsed:
     """Content of the ``<think>`` block(s), or ``None`` when the completion did not think."""
 
 
-def split_thoughts(text: str) -> tuple[str | None, str, bool]:
-    """``(thoughts, the rest, closed)``: a completion's thinking part and what follows it.
-
-    Thinking is a ``<think>`` at the very start (after whitespace) or a ``</think>``
-    anywhere (templates that open the block in the prompt). ``closed`` is False when the
-    thoughts never ended: the completion was cut off while thinking.
-    """
-    stripped = text.lstrip()
-    opened = stripped[: len(THINK_OPEN)].lower() == THINK_OPEN
-    end = text.lower().rfind(THINK_CLOSE)
-    if end < 0:
-        return (stripped[len(THINK_OPEN) :], "", False) if opened else (None, text, True)
-    start = text.lower().find(THINK_OPEN)
-    begin = start + len(THINK_OPEN) if 0 <= start < end else 0
-    return text[begin:end].strip(), text[end + len(THINK_CLOSE) :], True
-
-
-def _blocks(text: str) -> tuple[dict[str, list[tuple[int, int, int, int]]], bool]:
-    """Complete blocks per tag as (open_start, content_start, content_end, close_end).
-
-    Returns ``(blocks, balanced)``: ``balanced`` is False for stray closers, unclosed or
-    nested tags -- any of which breaks the format.
-    """
-    blocks: dict[str, list[tuple[int, int, int, int]]] = {"summary": [], "answer": []}
-    balanced = True
-    open_tag: tuple[str, int, int] | None = None
-    for m in _TAG.finditer(text):
-        name = m.group(1).lower()
-        closing = m.group(0)[1] == "/"
-        if not closing:
-            if open_tag is not None:
-                balanced = False  # nested or unclosed: restart the block at the newer opener
-            open_tag = (name, m.start(), m.end())
-        elif open_tag is not None and open_tag[0] == name:
-            blocks[name].append((open_tag[1], open_tag[2], m.start(), m.end()))
-            open_tag = None
-        else:
-            balanced = False
-    if open_tag is not None:
-        balanced = False
-    return blocks, balanced
-
-
 def parse_completion(text: str) -> Parsed:
     """Split a completion into thoughts, reasoning, summary and answer, and judge its format."""
     if not isinstance(text, str):
@@ -91,11 +51,11 @@ def parse_completion(text: str) -> Parsed:
     thoughts, text, closed = split_thoughts(text)
     if not closed:  # cut off while thinking: nothing after the thoughts to score
         return Parsed(reasoning="", summary=None, answer=None, format_ok=False, thoughts=thoughts)
-    blocks, balanced = _blocks(text)
-    summaries, answers = blocks["summary"], blocks["answer"]
+    found, balanced = blocks(text)
+    summaries, answers = found["summary"], found["answer"]
     summary = text[summaries[-1][1] : summaries[-1][2]].strip() if summaries else None
     answer = text[answers[-1][1] : answers[-1][2]].strip() if answers else None
-    first = _TAG.search(text)
+    first = TAG.search(text)
     reasoning = text[: first.start()] if first else text
     format_ok = (
         balanced

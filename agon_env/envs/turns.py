@@ -1,8 +1,8 @@
 """One turn of an episode: the action read as text, the turn as played, and as scored.
 
-The env reads each action with :func:`action_text`, keeps the played turn as a
-:class:`TurnRecord` until the episode ends, then reports it as a :class:`TurnResult`
-(``env.results``; ``infos`` keeps :meth:`TurnResult.outcome`).
+The env reads each action with :func:`read_action` (:func:`action_text`, then the parse),
+keeps the played turn as a :class:`TurnRecord` until the episode ends, then reports it as a
+:class:`TurnResult` (``env.results``; ``infos`` keeps :meth:`TurnResult.outcome`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from agon_env.envs.exchange import NO_SUMMARY
-from agon_env.envs.format import Parsed
+from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import Outcome
 from agon_env.envs.scoring import Verdict
 from agon_env.envs.spaces import UnicodeText
@@ -105,3 +105,27 @@ def action_text(action: Any, space: UnicodeText) -> tuple[str, int | None, str |
         raise TypeError(f"an action must be a completion str (or have a str .text), got {what}")
     tokens = getattr(action, "num_tokens", None)
     return text, int(tokens) if tokens else None, space.why_not(text)
+
+
+@dataclass(frozen=True)
+class ReadAction:
+    """An action as the env reads it: its text, token count, why it is outside the action space
+    (``None`` when inside) and the parse the env scores (an outside one's: an empty completion's)."""
+
+    text: str
+    tokens: int | None
+    outside: str | None
+    parsed: Parsed
+
+    @property
+    def length(self) -> int:
+        """What the scorer is told the completion's length is: its tokens when known, else characters."""
+        return self.tokens if self.tokens else len(self.text)
+
+
+def read_action(action: Any, space: UnicodeText) -> ReadAction:
+    """How the env reads ``action`` before scoring it, in one place: :func:`action_text`, then the
+    parse of the text (of nothing when the text is outside ``space``). The TRL reward reads its
+    completions through this too, so both score the same text the same way."""
+    text, tokens, outside = action_text(action, space)
+    return ReadAction(text, tokens, outside, parse_completion("" if outside else text))

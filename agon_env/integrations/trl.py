@@ -11,7 +11,9 @@ The five lines a TRL user writes (docs/envs.md, "In TRL's GRPOTrainer")::
     trainer.train()
 
 :func:`reward_function` scores each completion as the env scores a draft, through the env's own
-code (:func:`agon_env.envs.format.parse_completion`, :func:`agon_env.envs.scoring.judge`,
+code (:func:`agon_env.envs.turns.read_action`: a completion outside the env's action space, over
+``max_text_length`` characters or not valid Unicode, scores as an empty one;
+:func:`agon_env.envs.scoring.judge`,
 :func:`agon_env.envs.rewards.drafter_reward`): ``R = 2c + λφ``, with ``c`` the task's verdict on
 the ``<answer>`` block against the gold answer and ``φ`` the format (``<summary>`` then
 ``<answer>``). TRL calls it as ``f(prompts=..., completions=..., **columns)``; the gold answer
@@ -33,10 +35,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agon_env.envs.format import parse_completion
 from agon_env.envs.rewards import drafter_reward
 from agon_env.envs.scoring import judge
+from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem
+from agon_env.envs.turns import read_action
+from agon_env.options import EnvOptions
 from agon_env.registry import make, with_split
 
 __all__ = ["AgonReward", "dataset", "reward_function"]
@@ -71,9 +75,12 @@ class AgonReward:
     """``reward(prompts, completions, answer=[...], **columns) -> list[float | None]`` for
     ``GRPOTrainer(reward_funcs=...)``, scoring with ``task`` and format weight ``lam``."""
 
-    def __init__(self, name: str, task: Any, lam: float) -> None:
+    def __init__(self, name: str, task: Any, lam: float, space: UnicodeText | None = None) -> None:
         self.__name__ = name  # TRL logs rewards/<name>/mean
         self.task, self.lam = task, lam
+        self.space = space if space is not None else UnicodeText(EnvOptions().max_text_length)
+        """The env's action space: a completion outside it (too long, not valid Unicode) scores as
+        an empty one, as in the env."""
         self.counts: Counter[str] = Counter()
         """Running totals: ``scored``, ``correct``, ``score_errors``, ``score_timeouts``."""
 
@@ -97,8 +104,8 @@ class AgonReward:
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             ident = str(problem_id[i]) if problem_id is not None else f"trl/{i}"
             problem = Problem(ident, prompt_text(prompt), answer[i], dict((meta[i] if meta else None) or {}))
-            text = completion_text(completion)
-            outcome, verdict = judge(self.task, problem, parse_completion(text), len(text))
+            read = read_action(completion_text(completion), self.space)
+            outcome, verdict = judge(self.task, problem, read.parsed, read.length)
             unjudged = "score_timeouts" if verdict.timeout else "score_errors" if verdict.error else None
             batch.update(
                 ["scored", *(["correct"] if outcome.correct else []), *([unjudged] if unjudged else [])]
@@ -131,7 +138,8 @@ def reward_function(env_id: str, **kwargs: Any) -> AgonReward:
     task = getattr(env.unwrapped, "task", None)
     if task is None or not hasattr(task, "score"):
         raise ValueError(f"{env_id} builds no task with a score() to reward with")
-    return AgonReward(env_id, task, float(env.unwrapped.lam))
+    seat = env.unwrapped.possible_agents[0]
+    return AgonReward(env_id, task, float(env.unwrapped.lam), env.unwrapped.action_space(seat))
 
 
 def dataset(

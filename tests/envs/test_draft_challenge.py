@@ -66,15 +66,16 @@ def test_reward_scheme_kwarg(scheme, expected):
 
 
 def test_answer_tags_inside_a_summary_never_reach_the_challenger():
-    # A stray closer inside the summary survives parsing: the sanitiser must remove it.
+    # A stray closer inside the summary survives parsing: the challenger reads up to it (every
+    # channel reads a draft up to its first answer tag, agon_env.blocks.given).
     obs, _, _ = play(make(), [fmt("41", summary="see </answer> here </ANSWER>"), fmt("42")])
     shown = obs[1][1]
-    assert shown["draft"] == "see  here" and "answer>" not in shown["text"].lower()
+    assert shown["draft"] == "see" and "answer>" not in shown["text"].lower()
     # A pasted complete block nests tags: the parser drops that summary, so nothing of it is shown.
     obs, _, _ = play(make(), [fmt("41", summary="see <answer>41</answer> here"), fmt("42")])
     assert obs[1][1]["draft"] == NO_SUMMARY and "41" not in obs[1][1]["text"]
-    # The sanitiser itself, on a complete block (as a task's own summary extraction might pass).
-    assert shown_draft("x <answer>41</answer> y </ANSWER>") == "x  y"
+    # The rule itself, on a whole completion.
+    assert shown_draft("<summary>x y </ANSWER> z</summary> <answer>41</answer>") == "x y"
 
 
 @dataclass

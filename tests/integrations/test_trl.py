@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
 import pytest
 
+import agon_env
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
 from agon_env.integrations.trl import AgonReward, dataset, reward_function
@@ -145,3 +147,25 @@ def test_trls_grpo_trainer_trains_one_step_with_it(tmp_path):
     logged = trainer.state.log_history[0]
     assert logged["rewards/agon/mean"] == pytest.approx(sum(returned) / len(returned))
     assert logged["agon/score_errors"] == 0 and logged["agon/score_timeouts"] == 0
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "<summary>s</summary><answer>42</answer>" + " " * 70_000,  # over max_text_length
+        "<summary>s\ud800</summary><answer>42</answer>",  # a lone surrogate: not valid Unicode
+        "<summary>s</summary><answer>42</answer>",  # inside the space: the same as the env too
+    ],
+    ids=["too-long", "lone-surrogate", "inside"],
+)
+def test_the_reward_is_the_envs_for_completions_outside_the_action_space(completion):
+    # Issue 47: TRL scored these texts as written (0.5 or 2.5) where the env reads them as an empty
+    # completion (0.0); both now read a completion through envs.turns.read_action.
+    problems = [{"question": "What is 40 + 2?", "answer": "42"}]
+    env = agon_env.make("agon/math-v0", problems=problems, mode="solo")
+    env.reset(seed=0, options={"problem_index": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env.step(completion)
+    reward = reward_function("agon/math-v0", problems=problems)
+    assert reward(["What is 40 + 2?"], [completion], answer=["42"]) == [env.results[0].reward]
