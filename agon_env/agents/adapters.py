@@ -271,6 +271,12 @@ class SharedBase:
             config = copy.deepcopy(self._peft.peft_config[name])
             if self.source:
                 config.base_model_name_or_path = self.source
+            # peft keeps target_modules (and other module lists) as sets and writes them in set
+            # order, which follows PYTHONHASHSEED: sorted, the same adapter writes the same bytes
+            # in every process.
+            for key, value in vars(config).items():
+                if isinstance(value, (set, frozenset)):
+                    setattr(config, key, sorted(value))
             config.save_pretrained(str(tmp))
             state = {k: v.contiguous() for k, v in self.adapter_state_dict(name).items()}
             save_file(state, str(tmp / ADAPTER_WEIGHTS))

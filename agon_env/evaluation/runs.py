@@ -184,7 +184,10 @@ class PolicyLoader:
             policies.adapters[name] = self._agent(name, base, unique, settings)
             policies.identities[name] = _identity(
                 model,
-                f"{run_dir.resolve()}:{name}:{_fingerprint(source)}",
+                # The adapter's weights and name, never the folder it was read from: the same
+                # adapters sample the same completions wherever they lie (a resumed, a Ray and
+                # an uninterrupted unit; a copied or renamed run).
+                f"adapter:{name}:{_fingerprint(source)}",
                 settings.sampling(name),
                 _reads(settings),
             )

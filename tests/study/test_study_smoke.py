@@ -40,6 +40,23 @@ def outcomes(out: Path) -> dict:
     return {name: (r["outcomes"], r["first_outcomes"]) for name, r in units.items()}
 
 
+def sampled(out: Path) -> dict:
+    """What every unit's evaluation sampled: per method, pass@1 per seed and the completions'
+    lengths. The tiny model's outcomes are all 0, so equal outcome lists alone say little; equal
+    lengths mean the same completions were sampled (issue 47: the run folder's path seeded them)."""
+    keep = ("per_seed", "mean_length", "mean_final_length", "format_rate")
+    found = {}
+    for path in sorted((out / "eval").glob("*/eval.json")):
+        for run in json.loads(path.read_text())["runs"]:
+            found[path.parent.name] = {m: {k: r.get(k) for k in keep} for m, r in run["methods"].items()}
+    return found
+
+
+def adapters(out: Path, unit: str) -> dict[str, bytes]:
+    folder = out / "runs" / unit / "adapters"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def losses(out: Path, unit: str) -> list[float]:
     rows = [json.loads(line) for line in (out / "runs" / unit / "metrics.jsonl").read_text().splitlines()]
     return [r.get("loss") for r in rows]
@@ -121,6 +138,8 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "resuming from its last checkpoint" in (out / "logs" / f"{killed_in}.log").read_text()
     assert outcomes(out) == outcomes(reference)
+    assert sampled(out) == sampled(reference) and sampled(out)
+    assert adapters(out, killed_in) == adapters(reference, killed_in)
     assert losses(out, killed_in) == losses(reference, killed_in)
 
 
@@ -137,3 +156,5 @@ def test_the_ray_launcher_runs_units_as_ray_tasks(reference: Path, tmp_path: Pat
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "grpo-seed0: done in" in done.stdout and "(ray)" in done.stdout
     assert outcomes(out)["grpo-seed0"] == outcomes(reference)["grpo-seed0"]
+    assert sampled(out)["grpo-seed0"] == sampled(reference)["grpo-seed0"]
+    assert adapters(out, "grpo-seed0") == adapters(reference, "grpo-seed0")
