@@ -14,20 +14,22 @@ program runs in the sandbox and ``tests`` hidden asserts call its function (the 
 the first of them). Expected values come from the spec's reference solution, run on the host
 when the problem is generated (it is the project's own code, never the model's).
 
-**Splits by function, not by prompt.** A function (a spec with its parameter) belongs to the
-split :func:`~agon_env.envs.tasks.base.content_split` gives its statement, and a split only draws
-functions of its own, so train, validation and test share no function -- not only no prompt (the
-example inputs alone would make every prompt new).
+**Splits by template, not by function or prompt.** A template is a spec -- a function's name and
+code -- with all its constants (``add_k`` with k = 1 … 20). Each level's templates are dealt to
+train, validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names),
+and a split only draws its own, so a held-out score is on functions never trained on, not on a
+training function with another constant (issue 47: splitting by function left 19 of level 1's
+21 test functions with a training template). A problem draws a template first, then a constant.
 
 **Difficulty knobs.** ``difficulty`` picks the specs' level: 1, a single expression over one
 builtin (``s[::-1]``, ``min(xs)``, ``s * 3``); 2, a condition or a comprehension (``largest
 even``, ``words longer than 3 letters``); 3, two steps (``second largest distinct``, ``rotate
 left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky passes) and
 ``example=False`` hides the example call. Each level includes the levels below it. Level 1 (the
-default) is where ``agon probe`` finds SmolLM2-135M in the 20–60 % band the issue asks for:
-12/40 = 30 % [17, 47] on validation (docs/benchmarks.md, sized after seeing a first probe:
-exploratory). Functions per level (train / validation / test; ``python -m
-agon_env.envs.tasks.pyfunc`` recounts them): 1: 86 / 13 / 21, 2: 116 / 17 / 27, 3: 140 / 19 / 30.
+default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
+(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates per level (train / validation / test;
+``python -m agon_env.envs.tasks.pyfunc`` recounts them and their functions): 1: 18 / 6 / 6,
+2: 28 / 9 / 9, 3: 37 / 12 / 12.
 """
 
 from __future__ import annotations
