@@ -1,4 +1,4 @@
-"""agon/pyfunc-v0: generated small functions, splits disjoint by function, references pass in the sandbox."""
+"""agon/pyfunc-v0: generated small functions, splits disjoint by template, references pass in the sandbox."""
 
 from __future__ import annotations
 
@@ -22,6 +22,45 @@ def test_splits_share_no_function_and_no_prompt():
             for b in SPLITS:
                 if a < b:
                     assert not statements[a] & statements[b] and not prompts[a] & prompts[b]
+
+
+def _template(code: str, k: object) -> str:
+    """A reference's code with its constant taken out: what is left is the template."""
+    return code if k is None else code.replace(repr(k), "K")
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_no_held_out_template_appears_in_training(level):
+    # Issue 47: the splits were by (template, constant), so 19 of level 1's 21 test functions were
+    # training templates with another constant (add_k 7 in test, 1-6, 8, 9 in train). A held-out
+    # function's name and its code with the constant taken out never occur in training now.
+    from agon_env.envs.tasks.pyfunc import PyFuncTask
+
+    seen = {}
+    for split in SPLITS:
+        task = PyFuncTask(level, size=400, split=split)
+        names = {p.meta["function"] for p in task.problems}
+        codes = {_template(p.answer["reference"], p.meta["k"]) for p in task.problems}
+        seen[split] = (names, codes)
+    for held_out in ("validation", "test"):
+        names, codes = seen[held_out]
+        assert len(names) >= 6, (held_out, sorted(names))  # a useful number of unseen templates
+        assert not names & seen["train"][0], sorted(names & seen["train"][0])
+        assert not codes & seen["train"][1]
+    assert not seen["validation"][0] & seen["test"][0]
+
+
+def test_no_template_fills_a_split():
+    # A template is drawn first, then its constant: add_k's 20 constants no longer make it most of
+    # its split's problems (267 of 300 level-1 test problems were one of two templates' constants).
+    from collections import Counter
+
+    from agon_env.envs.tasks.pyfunc import PyFuncTask, templates
+
+    task = PyFuncTask(1, size=600, split="test")
+    drawn = Counter(p.meta["function"] for p in task.problems)
+    assert set(drawn) == {s.name for s in templates(1, "test")}
+    assert max(drawn.values()) < 2 * 600 / len(drawn)
 
 
 def test_problems_are_reproducible_and_show_the_first_test():

@@ -14,20 +14,22 @@ program runs in the sandbox and ``tests`` hidden asserts call its function (the 
 the first of them). Expected values come from the spec's reference solution, run on the host
 when the problem is generated (it is the project's own code, never the model's).
 
-**Splits by function, not by prompt.** A function (a spec with its parameter) belongs to the
-split :func:`~agon_env.envs.tasks.base.content_split` gives its statement, and a split only draws
-functions of its own, so train, validation and test share no function -- not only no prompt (the
-example inputs alone would make every prompt new).
+**Splits by template, not by function or prompt.** A template is a spec -- a function's name and
+code -- with all its constants (``add_k`` with k = 1 … 20). Each level's templates are dealt to
+train, validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names),
+and a split only draws its own, so a held-out score is on functions never trained on, not on a
+training function with another constant (issue 47: splitting by function left 19 of level 1's
+21 test functions with a training template). A problem draws a template first, then a constant.
 
 **Difficulty knobs.** ``difficulty`` picks the specs' level: 1, a single expression over one
 builtin (``s[::-1]``, ``min(xs)``, ``s * 3``); 2, a condition or a comprehension (``largest
 even``, ``words longer than 3 letters``); 3, two steps (``second largest distinct``, ``rotate
 left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky passes) and
 ``example=False`` hides the example call. Each level includes the levels below it. Level 1 (the
-default) is where ``agon probe`` finds SmolLM2-135M in the 20–60 % band the issue asks for:
-12/40 = 30 % [17, 47] on validation (docs/benchmarks.md, sized after seeing a first probe:
-exploratory). Functions per level (train / validation / test; ``python -m
-agon_env.envs.tasks.pyfunc`` recounts them): 1: 86 / 13 / 21, 2: 116 / 17 / 27, 3: 140 / 19 / 30.
+default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
+(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates per level (train / validation / test;
+``python -m agon_env.envs.tasks.pyfunc`` recounts them and their functions): 1: 18 / 6 / 6,
+2: 28 / 9 / 9, 3: 37 / 12 / 12.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from agon_env.envs.tasks.base import SPLITS, Problem, check_split, content_split
+from agon_env.envs.tasks.base import SPLITS, Problem, check_split
 from agon_env.envs.tasks.code import CodeTask
 from agon_env.envs.tasks.code_checks import CheckReport, check_asserts, strip_code_fence
 from agon_env.envs.tasks.pyfunc_specs import LEVELS, SPECS, Args, Spec
@@ -72,17 +74,34 @@ def _compiled(reference: str, name: str) -> Callable[..., Any]:
     return namespace[name]
 
 
+SPLIT_CYCLE = ("train", "train", "train", "validation", "test")
+"""How a level's templates are dealt to the splits (60 / 20 / 20 %), in the order of a stable
+hash of their names: mechanical, so no one picks which templates are held out, and balanced, so
+every split of every level has templates (a hash bucket per template left level 1 with one
+validation template)."""
+
+
+@cache
+def template_splits() -> dict[str, str]:
+    """Template (spec) name -> its split: each level's specs, ordered by a stable hash of their
+    names, dealt round :data:`SPLIT_CYCLE`. A template and all its constants are in one split."""
+    out: dict[str, str] = {}
+    for level in LEVELS:
+        names = sorted((s.name for s in SPECS if s.level == level), key=lambda n: derive_seed(0, "pyfunc", n))
+        out.update((n, SPLIT_CYCLE[i % len(SPLIT_CYCLE)]) for i, n in enumerate(names))
+    return out
+
+
+@cache
+def templates(difficulty: int, split: str) -> tuple[Spec, ...]:
+    """The templates (specs) of levels 1 to ``difficulty`` in ``split``."""
+    return tuple(s for s in SPECS if s.level <= difficulty and template_splits()[s.name] == split)
+
+
 @cache
 def functions(difficulty: int, split: str) -> tuple[Function, ...]:
-    """The functions of levels 1 to ``difficulty`` in ``split`` (by :func:`content_split` of their
-    statement)."""
-    return tuple(
-        f
-        for s in SPECS
-        if s.level <= difficulty
-        for f in (Function(s, k) for k in s.ks)
-        if content_split(f.statement) == split
-    )
+    """The functions (a template with one of its constants) of levels 1 to ``difficulty`` in ``split``."""
+    return tuple(Function(s, k) for s in templates(difficulty, split) for k in s.ks)
 
 
 def _call(name: str, args: Args) -> str:
@@ -141,13 +160,17 @@ class PyFuncTask(CodeTask):
             raise ValueError(f"difficulty must be one of {LEVELS}, got {difficulty!r}")
         if size < 1 or not 1 <= tests <= 10:
             raise ValueError(f"size must be positive and tests in 1..10, got size={size}, tests={tests}")
-        pool = functions(difficulty, split)
+        pool = templates(difficulty, split)
         if not pool:
-            raise ValueError(f"level {difficulty} has no function in split {split!r}")
+            raise ValueError(f"level {difficulty} has no template in split {split!r}")
         problems = []
         for i in range(size):
+            # A template first, then its constant: a template with 20 constants (add_k) is drawn
+            # as often as one with none, so no template fills a split's problems.
             rng = random.Random(derive_seed(seed, "pyfunc", split, difficulty, tests, i))
-            problems.append(make_problem(rng.choice(pool), rng, tests, example, f"{split}-{i}"))
+            spec = rng.choice(pool)
+            function = Function(spec, rng.choice(spec.ks))
+            problems.append(make_problem(function, rng, tests, example, f"{split}-{i}"))
         super().__init__(problems, limits)
         self.difficulty, self.split, self.tests, self.example = difficulty, split, tests, example
         self.name = f"pyfunc-d{difficulty}"
@@ -170,11 +193,11 @@ def pyfunc(
     return PyFuncTask(difficulty, size, seed, split, tests, example)
 
 
-def counts() -> dict[int, dict[str, int]]:
-    """Functions per level and split."""
-    return {lv: {s: len(functions(lv, s)) for s in SPLITS} for lv in LEVELS}
+def counts() -> dict[int, dict[str, tuple[int, int]]]:
+    """(templates, functions) per level and split."""
+    return {lv: {s: (len(templates(lv, s)), len(functions(lv, s))) for s in SPLITS} for lv in LEVELS}
 
 
 if __name__ == "__main__":
     for lv, row in counts().items():
-        print(lv, *row.values())
+        print(lv, *(f"{s}: {t} templates / {f} functions" for s, (t, f) in row.items()))

@@ -232,6 +232,17 @@ SPECS: tuple[Spec, ...] = (
         lambda rng, k: (_word(rng) + (k if rng.random() < 0.5 else ""),),
         tuple("aeknt"),
     ),
+    Spec(1, "largest", "xs", "returns the largest number in the non-empty list xs", "return max(xs)", _XS),
+    Spec(1, "sum_list", "xs", "returns the sum of the numbers in the list xs", "return sum(xs)", _XS),
+    Spec(1, "first_item", "xs", "returns the first element of the non-empty list xs", "return xs[0]", _XS),
+    Spec(
+        1,
+        "absolute",
+        "n",
+        "returns the absolute value of the integer n",
+        "return abs(n)",
+        lambda rng, k: (rng.randint(-50, 50),),
+    ),
     # level 2: a condition or a comprehension
     Spec(
         2,
