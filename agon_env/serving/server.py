@@ -151,7 +151,8 @@ class Batcher:
             )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         key = tuple(sorted((sampling or {}).items()))
-        job = Job(model, question, key, self.cascade.seed if seed is None else seed, future, on_draft)
+        root = getattr(self.cascade, "seed", 0) if seed is None else seed
+        job = Job(model, question, key, root, future, on_draft)
         self.pending += 1
         try:
             await self.queue.put(job)
