@@ -65,7 +65,8 @@ def test_temperature_seed_and_n_change_the_answer_as_asked(api):
     three = chat(api, n=3, temperature=1.5, seed=7, max_tokens=12).json()
     assert [c["index"] for c in three["choices"]] == [0, 1, 2]
     assert three["usage"]["completion_tokens"] == sum(
-        s["challenge"]["completion_tokens"] + s["draft"]["completion_tokens"] for s in three["agon"]["choices"]
+        s["challenge"]["completion_tokens"] + s["draft"]["completion_tokens"]
+        for s in three["agon"]["choices"]
     )
     assert len({c["message"]["content"] for c in three["choices"]}) > 1
     assert text(temperature=1.5, top_p=1e-9, seed=1) == text(temperature=1.5, top_p=1e-9, seed=2)  # top_p
@@ -164,7 +165,9 @@ def test_metrics_are_prometheus_text(api):
     text = api.get("/metrics").text
     assert 'agon_requests_total{model="cascade",status="200"}' in text
     assert 'agon_requests_total{model="unknown",status="400"}' in text
-    assert "# TYPE agon_request_seconds histogram" in text and 'agon_request_seconds_bucket{le="+Inf"}' in text
+    assert (
+        "# TYPE agon_request_seconds histogram" in text and 'agon_request_seconds_bucket{le="+Inf"}' in text
+    )
     assert "agon_queue_depth 0" in text and 'agon_tokens_total{kind="completion"}' in text
     errors = next(line for line in text.splitlines() if line.startswith("agon_request_errors_total "))
     assert int(errors.split()[1]) >= 1
