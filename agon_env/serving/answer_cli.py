@@ -49,12 +49,21 @@ class PairArgs(CommandArgs):
     (``--no-early-stop``: draft to the end, as training did; the challenger reads the same text)."""
     seed: int = 0
     """Seeds every question's sampling (a question's answer depends on it and the question only)."""
+    threads: int = 0
+    """torch CPU threads for generation (0: torch's default, one per core). On a machine others
+    share, 1 is often faster than the default: threads that wait for a busy core stall the rest."""
 
     def cascade(self) -> Any:
         from agon_env.serving.cascade import Cascade
 
         if not self.run:
             raise AnswerFileError("give a run folder: agon COMMAND RUN ...")
+        if self.threads < 0:
+            raise AnswerFileError(f"--threads {self.threads}: give 0 (torch's default) or more")
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)
         return Cascade.from_run(
             self.run,
             direction=self.direction,

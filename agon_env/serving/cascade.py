@@ -21,7 +21,7 @@ import copy
 import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,15 +215,20 @@ class Cascade:
         limits = [w for w in (_model_window(self.base), self.engine_window) if w]
         return min(limits, default=None)
 
-    def check(self, question: str, adapter: str | None = None) -> None:
+    def check(self, question: str, adapter: str | None = None, max_new_tokens: int | None = None) -> None:
         """Refuse, in one line (:class:`QuestionError`), a question the env or the model cannot take:
-        empty, too long for the env's ``max_text_length``, or whose prompt and ``max_new_tokens``
-        overflow the model's window -- the drafting prompt, and for the cascade the challenger's
-        too, with the longest summary the draft's budget allows (the challenger's prompt is the
-        longer one: it adds its own examples and the draft; a batch the engine refuses fails every
-        request in it)."""
+        empty, not valid Unicode, too long for the env's ``max_text_length``, or whose prompt and
+        ``max_new_tokens`` overflow the model's window -- the drafting prompt, and for the cascade the
+        challenger's too, with the longest summary the draft's budget allows (the challenger's prompt
+        is the longer one: it adds its own examples and the draft; a batch the engine refuses fails
+        every request in it). ``max_new_tokens``: the answering stage's budget where a request sets
+        it (the drafter's alone, the challenger's in the cascade)."""
         if not isinstance(question, str) or not question.strip():
             raise QuestionError("the question is empty")
+        try:
+            question.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: the tokenizer would raise a TypeError
+            raise QuestionError("the question holds a lone surrogate (not valid Unicode)") from None
         env = self.env([Problem("q", question, None)], mode="solo" if adapter else "challenge")
         try:
             env.reset(seed=0, options={"problem_index": 0})
@@ -231,7 +236,7 @@ class Cascade:
         except ValueError as exc:
             raise QuestionError(str(exc)) from None
         agent = self.agents[adapter or self.direction[0]]
-        self._fits(agent, observation, "the prompt")
+        self._fits(agent, observation, "the prompt", max_new_tokens if adapter else None)
         if adapter is None:
             budget = agent.sampling.max_new_tokens
             env.step(f"<summary>{' word' * budget}</summary>")  # about one token a word: the whole budget
@@ -239,11 +244,12 @@ class Cascade:
                 self.agents[self.direction[1]],
                 env.observe(env.agent_selection),
                 f"the challenger's prompt, with a draft summary of {budget} tokens,",
+                max_new_tokens,
             )
 
-    def _fits(self, agent: Any, observation: Any, what: str) -> None:
+    def _fits(self, agent: Any, observation: Any, what: str, budget: int | None = None) -> None:
         tokens = len(self._counter()(agent.render(observation), add_special_tokens=False)["input_ids"])
-        window, budget = self.window(), agent.sampling.max_new_tokens
+        window, budget = self.window(), budget or agent.sampling.max_new_tokens
         if window is not None and tokens + budget > window:
             raise QuestionError(
                 f"{what} is {tokens} tokens; with max_new_tokens={budget} that is over the model's "
@@ -276,16 +282,17 @@ class Cascade:
         seats: Mapping[str, Any],
         ids: Sequence[str],
         references: Sequence[Any],
+        seeds: Sequence[int] | None = None,
+        on_draft: Any = None,
     ) -> tuple[list[Episode], dict[str, float]]:
         problems = [Problem(i, q, r) for i, q, r in zip(ids, questions, references, strict=True)]
-        timed = {seat: _Timed(agent) for seat, agent in seats.items()}
+        timed = {seat: _Timed(agent, on_draft if seat == AGENT_A else None) for seat, agent in seats.items()}
+        roots = list(seeds) if seeds is not None else [self.seed] * len(questions)
 
         def seed_of(index: int, seat: str, turn: int) -> int:
-            return derive_seed(self.seed, "answer", questions[index], timed[seat].name, turn)
+            return derive_seed(roots[index], "answer", questions[index], timed[seat].name, turn)
 
-        starts = [
-            Start(i, AGENT_A, derive_seed(self.seed, "answer-episode", i)) for i in range(len(problems))
-        ]
+        starts = [Start(i, AGENT_A, derive_seed(roots[i], "answer-episode", i)) for i in range(len(problems))]
         played = play_episodes(self.env(problems, mode), timed, starts, seed_of)
         return played.episodes, {seat: t.seconds for seat, t in timed.items()}
 
@@ -294,15 +301,24 @@ class Cascade:
         questions: Sequence[str],
         ids: Sequence[str] | None = None,
         references: Sequence[Any] | None = None,
+        *,
+        sampling: Mapping[str, Any] | None = None,
+        seeds: Sequence[int] | None = None,
+        on_draft: Callable[[list[str]], None] | None = None,
     ) -> list[CascadeAnswer]:
-        """Each question drafted and then challenged; each stage is one batched call for all."""
+        """Each question drafted and then challenged; each stage is one batched call for all.
+
+        ``sampling``: overrides of the challenger's sampling (:func:`tuned`; the draft keeps the
+        run's, the format the challenger was trained to read); ``seeds``: one root seed per question
+        (default: ``self.seed`` for all); ``on_draft``: called with the drafts' texts, in question
+        order, as soon as the draft stage ends (the server streams them before the answer)."""
         if not questions:
             return []
         ids = list(ids) if ids is not None else [str(i) for i in range(len(questions))]
         refs = list(references) if references is not None else [None] * len(questions)
         drafter, challenger = self.direction
-        seats = {AGENT_A: self._drafter(), AGENT_B: self.agents[challenger]}
-        episodes, seconds = self._play(questions, "challenge", seats, ids, refs)
+        seats = {AGENT_A: self._drafter(), AGENT_B: tuned(self.agents[challenger], sampling)}
+        episodes, seconds = self._play(questions, "challenge", seats, ids, refs, seeds, on_draft)
         out = []
         for e, q, ref in zip(episodes, questions, refs, strict=True):
             draft, challenge = e.draft, e.challenge
@@ -325,15 +341,21 @@ class Cascade:
         """One question through the cascade (:meth:`answer_many` of one)."""
         return self.answer_many([question], references=[reference])[0]
 
-    def alone_many(self, adapter: str, questions: Sequence[str]) -> list[Stage]:
+    def alone_many(
+        self,
+        adapter: str,
+        questions: Sequence[str],
+        *,
+        sampling: Mapping[str, Any] | None = None,
+        seeds: Sequence[int] | None = None,
+    ) -> list[Stage]:
         """Each question answered by ``adapter`` alone (the env's ``solo`` mode: ``agon eval``'s
-        standalone row)."""
+        standalone row); ``sampling`` and ``seeds`` as in :meth:`answer_many`."""
         if adapter not in self.agents:
             raise CascadeError(f"no adapter {adapter!r} in this run; adapters: {sorted(self.agents)}")
         ids = [str(i) for i in range(len(questions))]
-        episodes, seconds = self._play(
-            questions, "solo", {AGENT_A: self.agents[adapter]}, ids, [None] * len(questions)
-        )
+        seat = {AGENT_A: tuned(self.agents[adapter], sampling)}
+        episodes, seconds = self._play(questions, "solo", seat, ids, [None] * len(questions), seeds)
         return [_stage(e.draft, adapter, seconds[AGENT_A]) for e in episodes]
 
 
@@ -358,11 +380,26 @@ def _model_window(base: Any) -> int | None:
     return getattr(base.base_model.config, "max_position_embeddings", None)
 
 
-class _Timed:
-    """An agent that records how long its (one, batched) act call took."""
+def tuned(agent: Any, sampling: Mapping[str, Any] | None) -> Any:
+    """``agent`` with its sampling overridden by ``sampling`` (a request's ``max_new_tokens``,
+    ``temperature``, ``top_p``; its ``stop`` strings are added to the agent's own, which the run's
+    answer format needs). The agent itself is unchanged: a copy answers."""
+    if not sampling or getattr(agent, "sampling", None) is None:
+        return agent
+    changes = dict(sampling)
+    if "stop" in changes:
+        changes["stop"] = tuple(dict.fromkeys((*agent.sampling.stop, *changes["stop"])))
+    copied = copy.copy(agent)
+    copied.sampling = dataclasses.replace(agent.sampling, **changes)
+    return copied
 
-    def __init__(self, agent: Any) -> None:
-        self.agent, self.name, self.seconds = agent, agent.name, 0.0
+
+class _Timed:
+    """An agent that records how long its (one, batched) act call took, and tells ``on_act`` the
+    texts of its first call (the drafter's: every question's draft, in order)."""
+
+    def __init__(self, agent: Any, on_act: Callable[[list[str]], None] | None = None) -> None:
+        self.agent, self.name, self.seconds, self.on_act = agent, agent.name, 0.0, on_act
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
@@ -370,6 +407,9 @@ class _Timed:
         t0 = time.perf_counter()
         out = self.agent.act(observations, seeds=seeds)
         self.seconds += time.perf_counter() - t0
+        if self.on_act is not None:
+            on_act, self.on_act = self.on_act, None
+            on_act([str(getattr(c, "text", c)) for c in out])
         return out
 
 

@@ -1,16 +1,19 @@
 """``agon serve RUN``: the run's pair behind an OpenAI-compatible API (:mod:`agon_env.serving.server`).
 
 Binds 127.0.0.1 unless ``--host`` says otherwise, and checks ``--api-key`` (or ``$AGON_API_KEY``)
-as ``Authorization: Bearer KEY``, as ``vllm serve --api-key`` does.
+as ``Authorization: Bearer KEY``, as ``vllm serve --api-key`` does. A ``--host`` other than a
+loopback address without a key is refused (``--allow-no-key`` serves it unauthenticated all the same).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agon_env.command import run_command
+from agon_env.errors import UserError
 from agon_env.serving.answer_cli import PairArgs
 
 API_KEY_ENV = "AGON_API_KEY"
@@ -30,8 +33,41 @@ class ServeArgs(PairArgs):
     """How long the first request of a batch waits for others to join it."""
     max_batch: int = 32
     """Most requests answered by one batched call."""
+    max_queue: int = 256
+    """Most requests waiting or generating at once; more are answered 503 with ``Retry-After``."""
+    request_timeout_s: float = 600.0
+    """A request not answered by then gets a 504 (its work is dropped if it has not begun)."""
+    served_model_name: str | None = None
+    """The prefix of the adapters' model ids (``NAME/agent_a``; None: the run folder's name)."""
+    allow_no_key: bool = False
+    """Serve a non-loopback ``--host`` without an API key (refused otherwise)."""
     log_level: str = "info"
     """uvicorn's log level (``warning`` for quiet)."""
+
+
+class ServeError(UserError, ValueError):
+    """A serve command refused before any model is loaded (an open host without a key, a bad limit)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this machine only (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve to anything
+        return False
+
+
+def check(args: ServeArgs, key: str | None) -> None:
+    """Refuse, in one line, what would serve unsafely or not at all."""
+    if not key and not args.allow_no_key and not is_loopback(args.host):
+        raise ServeError(
+            f"--host {args.host} exposes the server beyond this machine: set --api-key (or ${API_KEY_ENV}), "
+            "or pass --allow-no-key to serve it unauthenticated"
+        )
+    if args.max_queue < 1 or args.max_batch < 1 or not args.request_timeout_s > 0:
+        raise ServeError("--max-queue and --max-batch must be at least 1, --request-timeout-s above 0")
 
 
 def run(args: ServeArgs) -> int:
@@ -39,9 +75,18 @@ def run(args: ServeArgs) -> int:
 
     from agon_env.serving.server import build_app
 
-    cascade = args.cascade()
     key = args.api_key or os.environ.get(API_KEY_ENV) or None
-    app = build_app(cascade, api_key=key, window_s=args.batch_window_ms / 1000, max_batch=args.max_batch)
+    check(args, key)
+    cascade = args.cascade()
+    app = build_app(
+        cascade,
+        api_key=key,
+        window_s=args.batch_window_ms / 1000,
+        max_batch=args.max_batch,
+        max_queue=args.max_queue,
+        timeout_s=args.request_timeout_s,
+        served_name=args.served_model_name,
+    )
     drafter, challenger = cascade.direction
     print(
         f"agon serve: {args.run} ({drafter} drafts, {challenger} answers) on http://{args.host}:{args.port}/v1"

@@ -3,29 +3,35 @@
 =========================  ===================================================================
 route                      what it does
 =========================  ===================================================================
-``GET /v1/models``         the models: ``cascade``, ``<run>/agent_a``, ``<run>/agent_b``
+``GET /v1/models``         the models: ``cascade``, ``<name>/agent_a``, ``<name>/agent_b`` (``name``:
+                           ``--served-model-name``, else the run folder's name)
 ``POST /v1/chat/completions``  the last user message is the question. ``cascade``: the drafter
                            drafts, the challenger answers after reading the draft as the run's
                            channel shows it; the reply is the challenger's turn, and the draft
-                           is in the extra field ``agon`` (:func:`cascade_extra`).
-                           ``<run>/<adapter>``: that adapter alone (``agon eval``'s standalone)
+                           is in the extra field ``agon`` (:func:`cascade_extra`); streamed, the
+                           draft comes first as ``reasoning_content`` (as vLLM streams a reasoning
+                           model's thoughts) and the answer as ``content``.
+                           ``<name>/<adapter>``: that adapter alone (``agon eval``'s standalone)
 ``GET /health``            200 when the app is up (no key needed, as vLLM's), with how many
                            batches and requests it has run and its largest batch
+``GET /metrics``           Prometheus text (:mod:`~agon_env.serving.metrics`; no key needed)
 =========================  ===================================================================
 
-Every model uses the run's own prompts (its system prompt and worked examples) and each adapter's
-own sampling: the pair was trained on single questions in that format, so earlier messages and a
-request's sampling fields (``temperature``, ``max_tokens``...) are not read. ``n`` > 1 and
-``stream`` are refused.
+Every model uses the run's own prompts (its system prompt and worked examples): the pair was trained
+on single questions in that format, so earlier messages are not read. A request's sampling fields
+are honoured or refused by name (:mod:`~agon_env.serving.requests`).
 
-Errors are JSON in OpenAI's shape (``{"error": {"message", "type", "code"}}``): 401 without the
-API key (``Authorization: Bearer KEY``, checked as vLLM's ``--api-key`` checks it), 400 for a body
-that is not JSON, no user message or a prompt over the model's window, 404 for an unknown model.
-A refused request changes nothing for the others.
+Errors are JSON in OpenAI's shape (``{"error": {"message", "type", "param", "code"}}``) on every
+path and method: 401 without the API key (``Authorization: Bearer KEY``, checked as vLLM's
+``--api-key`` checks it), 400 for a body that is not JSON or a field out of range, 404 for an
+unknown model or path, 405 for a wrong method, 503 with ``Retry-After`` when the queue is full,
+504 past the request time-out. A refused request changes nothing for the others, and an unexpected
+failure is a JSON 500, never a plain-text one.
 
 Requests are micro-batched (:class:`Batcher`): those that arrive while a batch is generating, or
-within ``window_s`` of the first, are answered by the next batched call (one per model asked for),
-so concurrent clients share each forward pass instead of queueing behind one another.
+within ``window_s`` of the first, are answered by the next batched call (one per model and sampling
+asked for), so concurrent clients share each forward pass instead of queueing behind one another.
+At most ``max_queue`` requests wait or generate at once; more are told to retry (503), not held.
 """
 
 from __future__ import annotations
@@ -35,29 +41,44 @@ import contextlib
 import dataclasses
 import hmac
 import json
+import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agon_env.seeding import derive_seed
 from agon_env.serving.cascade import Cascade, CascadeAnswer, QuestionError, Stage
+from agon_env.serving.metrics import CONTENT_TYPE, Metrics
+from agon_env.serving.requests import ChatRequest, RequestError, parse_chat
 
 CASCADE_MODEL = "cascade"
 EXTRA = "agon"
 """The extra response field of a ``cascade`` reply (OpenAI clients keep unknown fields:
 ``response.model_extra["agon"]`` in the ``openai`` package)."""
+ERROR_TYPES = {401: "authentication_error", 404: "not_found_error", 503: "server_busy", 504: "timeout"}
+"""OpenAI's ``type`` for a status (otherwise ``invalid_request_error`` below 500, ``server_error`` above)."""
+RETRY_AFTER_S = 1
 
 
 def error(
-    status: int, message: str, kind: str = "invalid_request_error", code: str | None = None
+    status: int,
+    message: str,
+    kind: str | None = None,
+    code: str | None = None,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": code or str(status)}}, status)
+    kind = kind or ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "server_error")
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code or str(status)}}
+    return JSONResponse(body, status, headers=dict(headers or {}))
 
 
 def cascade_extra(a: CascadeAnswer) -> dict[str, Any]:
@@ -72,15 +93,36 @@ def cascade_extra(a: CascadeAnswer) -> dict[str, Any]:
     }
 
 
+class QueueFull(RuntimeError):
+    """More requests than ``max_queue`` wait or generate: the client is told to retry (503)."""
+
+
+@dataclasses.dataclass
+class Job:
+    """One question waiting for its batch."""
+
+    model: str
+    question: str
+    sampling: tuple[tuple[str, Any], ...]
+    """The answering stage's overrides (hashable: jobs that share them share a call)."""
+    seed: int
+    future: asyncio.Future[Any]
+    on_draft: Callable[[str], None] | None = None
+
+
 class Batcher:
     """Collects concurrent requests into batches and runs each batch in one worker thread."""
 
-    def __init__(self, cascade: Cascade, window_s: float = 0.01, max_batch: int = 32) -> None:
-        self.cascade, self.window_s, self.max_batch = cascade, window_s, max_batch
-        self.queue: asyncio.Queue[tuple[str, str, asyncio.Future[Any]]] | None = None
+    def __init__(
+        self, cascade: Cascade, window_s: float = 0.01, max_batch: int = 32, max_queue: int = 256
+    ) -> None:
+        self.cascade, self.window_s, self.max_batch, self.max_queue = cascade, window_s, max_batch, max_queue
+        self.queue: asyncio.Queue[Job] | None = None
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="agon-generate")  # one model, one at a time
         self.batches: list[int] = []
         """The size of every batch run so far (the tests read it: concurrency really batches)."""
+        self.pending = 0
+        """Requests submitted and not yet answered (queued or generating): the queue depth."""
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -92,12 +134,31 @@ class Batcher:
             self._task.cancel()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    async def submit(self, model: str, question: str) -> Any:
-        """``model``'s answer to ``question`` (a :class:`CascadeAnswer` or a :class:`Stage`)."""
+    async def submit(
+        self,
+        model: str,
+        question: str,
+        sampling: Mapping[str, Any] | None = None,
+        seed: int | None = None,
+        on_draft: Callable[[str], None] | None = None,
+    ) -> Any:
+        """``model``'s answer to ``question`` (a :class:`CascadeAnswer` or a :class:`Stage`);
+        :class:`QueueFull` at once when ``max_queue`` requests are pending already."""
         assert self.queue is not None, "the batcher is started with the app"
+        if self.pending >= self.max_queue:
+            raise QueueFull(
+                f"{self.pending} requests are queued or generating (--max-queue {self.max_queue})"
+            )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        await self.queue.put((model, question, future))
-        return await future
+        key = tuple(sorted((sampling or {}).items()))
+        root = getattr(self.cascade, "seed", 0) if seed is None else seed
+        job = Job(model, question, key, root, future, on_draft)
+        self.pending += 1
+        try:
+            await self.queue.put(job)
+            return await future
+        finally:
+            self.pending -= 1
 
     async def _loop(self) -> None:
         assert self.queue is not None
@@ -110,56 +171,55 @@ class Batcher:
                     batch.append(await asyncio.wait_for(self.queue.get(), max(0.0, deadline - loop.time())))
                 except asyncio.TimeoutError:
                     break
+            batch = [job for job in batch if not job.future.done()]  # a client gone or timed out
+            if not batch:
+                continue
             self.batches.append(len(batch))
-            groups: dict[str, list[tuple[str, asyncio.Future[Any]]]] = {}
-            for model, question, future in batch:
-                groups.setdefault(model, []).append((question, future))
-            for model, items in groups.items():
-                await self._run(model, items, alone_on_failure=len(items) > 1)
+            groups: dict[tuple[str, Any], list[Job]] = {}
+            for job in batch:
+                groups.setdefault((job.model, job.sampling), []).append(job)
+            for items in groups.values():
+                await self._run(items, alone_on_failure=len(items) > 1)
 
-    async def _run(
-        self, model: str, items: list[tuple[str, asyncio.Future[Any]]], alone_on_failure: bool
-    ) -> None:
+    async def _run(self, items: list[Job], alone_on_failure: bool) -> None:
         """Answer ``items`` in one batched call. When the call fails, each is asked again alone, so
         only the request that broke it gets the error; nothing raised here ends the loop."""
         loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(self.executor, self._generate, model, [q for q, _ in items])
+            results = await loop.run_in_executor(self.executor, self._generate, items, loop)
             if len(results) != len(items):
                 raise RuntimeError(f"{len(results)} answers for {len(items)} questions")
         except Exception as exc:  # the server goes on
             if alone_on_failure:
                 for item in items:
-                    await self._run(model, [item], alone_on_failure=False)
+                    await self._run([item], alone_on_failure=False)
                 return
-            for _, future in items:
-                if not future.done():
-                    future.set_exception(exc)
+            for job in items:
+                if not job.future.done():
+                    job.future.set_exception(exc)
             return
-        for (_, future), result in zip(items, results, strict=True):
-            if not future.done():  # a client that went away cancelled its future
-                future.set_result(result)
+        for job, result in zip(items, results, strict=True):
+            if not job.future.done():  # a client that went away cancelled its future
+                job.future.set_result(result)
 
-    def _generate(self, model: str, questions: Sequence[str]) -> list[Any]:
-        if model == CASCADE_MODEL:
-            return list(self.cascade.answer_many(questions))
-        return list(self.cascade.alone_many(model.rpartition("/")[2], questions))
+    def _generate(self, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
+        model, sampling = items[0].model, dict(items[0].sampling)
+        questions, seeds = [j.question for j in items], [j.seed for j in items]
+        if model != CASCADE_MODEL:
+            return list(
+                self.cascade.alone_many(model.rpartition("/")[2], questions, sampling=sampling, seeds=seeds)
+            )
+        listeners = [j.on_draft for j in items]
 
+        def on_draft(drafts: list[str]) -> None:  # in this worker thread: hand over to the loop
+            for listen, draft in zip(listeners, drafts, strict=True):
+                if listen is not None:
+                    loop.call_soon_threadsafe(listen, draft)
 
-def _question(messages: Any) -> str | None:
-    """The last user message's text (a string, or the text parts of a content list)."""
-    if not isinstance(messages, list):
-        return None
-    for m in reversed(messages):
-        if isinstance(m, dict) and m.get("role") == "user":
-            content = m.get("content")
-            if isinstance(content, list):
-                parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-                if not all(isinstance(part, str) for part in parts):
-                    return None  # a text part whose text is no string: a 400, like no text at all
-                content = "\n".join(parts)
-            return content if isinstance(content, str) else None
-    return None
+        kwargs: dict[str, Any] = {"sampling": sampling, "seeds": seeds}
+        if any(listeners):
+            kwargs["on_draft"] = on_draft
+        return list(self.cascade.answer_many(questions, **kwargs))
 
 
 def _usage(stages: Sequence[Stage]) -> dict[str, int]:
@@ -168,12 +228,58 @@ def _usage(stages: Sequence[Stage]) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _stages(result: Any) -> list[Stage]:
+    return [result.draft, result.challenge] if isinstance(result, CascadeAnswer) else [result]
+
+
+def _final(result: Any, stop: Sequence[str]) -> tuple[str, str]:
+    """The reply's text and finish reason: the answering stage's, cut before a request's own stop
+    string (OpenAI does not return it; the run's ``</answer>`` stays, it is the answer format)."""
+    final = result.challenge if isinstance(result, CascadeAnswer) else result
+    text, reason = final.completion, final.finish_reason
+    cuts = [text.find(s) for s in stop if s in text]
+    if cuts:
+        return text[: min(cuts)], "stop"
+    return text, reason
+
+
+def _seeds(request: ChatRequest) -> list[int]:
+    """One seed per choice: the request's (choice ``i`` derived from it), else fresh ones."""
+    if request.seed is None:
+        return [secrets.randbits(63) for _ in range(request.n)]
+    return [request.seed if i == 0 else derive_seed(request.seed, "choice", i) for i in range(request.n)]
+
+
+def _chunk(rid: str, created: int, model: str, delta: Mapping[str, Any], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": dict(delta), "logprobs": None, "finish_reason": finish}
+    data = {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+    }
+    return f"data: {json.dumps(data)}\n\n".encode()
+
+
 def build_app(
-    cascade: Cascade, *, api_key: str | None = None, window_s: float = 0.01, max_batch: int = 32
+    cascade: Cascade,
+    *,
+    api_key: str | None = None,
+    window_s: float = 0.01,
+    max_batch: int = 32,
+    max_queue: int = 256,
+    timeout_s: float = 600.0,
+    served_name: str | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``cascade`` (``uvicorn.run(build_app(...))``)."""
-    batcher = Batcher(cascade, window_s, max_batch)
-    adapters = {f"{cascade.label}/{name}": name for name in cascade.agents}
+    """The ASGI app serving ``cascade`` (``uvicorn.run(build_app(...))``).
+
+    ``max_queue``: most requests pending at once (more get a 503 with ``Retry-After``);
+    ``timeout_s``: a request not answered by then gets a 504; ``served_name``: the prefix of the
+    adapters' model ids (default: the run folder's name)."""
+    batcher = Batcher(cascade, window_s, max_batch, max_queue)
+    metrics = Metrics(lambda: batcher.pending)
+    adapters = {f"{served_name or cascade.label}/{name}": name for name in cascade.agents}
     models = [CASCADE_MODEL, *adapters]
     created = int(time.time())
 
@@ -190,52 +296,150 @@ def build_app(
                 "batches": len(sizes),
                 "requests": sum(sizes),
                 "largest_batch": max(sizes, default=0),
+                "queue_depth": batcher.pending,
             }
         )
 
-    async def chat(request: Request) -> JSONResponse:
+    async def metrics_route(request: Request) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    async def answer(request: ChatRequest, seed: int, on_draft: Any = None) -> Any:
+        return await asyncio.wait_for(
+            batcher.submit(request.model, request.question, request.sampling, seed, on_draft), timeout_s
+        )
+
+    def parse(raw: bytes) -> ChatRequest:
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
         except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the parser's depth
-            return error(400, "the request body is not valid JSON")
-        if not isinstance(body, dict):
-            return error(400, "the request body must be a JSON object")
-        model = body.get("model")
-        if model not in models:
-            return error(404, f"unknown model {model!r}; models: {', '.join(models)}", code="model_not_found")
-        if body.get("stream") or body.get("n", 1) not in (1, None):
-            return error(400, "stream and n > 1 are not supported; ask for one completion")
-        question = _question(body.get("messages"))
-        if question is None:
-            return error(400, "messages must be a list holding a user message with text content")
+            raise RequestError("the request body is not valid JSON") from None
+        request = parse_chat(body, models)
+        sampling = dict(request.sampling)
+        if request.stop:
+            sampling["stop"] = request.stop
         try:
-            cascade.check(question, None if model == CASCADE_MODEL else adapters[model])
+            adapter = None if request.model == CASCADE_MODEL else adapters[request.model]
+            cascade.check(request.question, adapter, sampling.get("max_new_tokens"))
         except QuestionError as exc:
-            return error(400, str(exc), code="context_length_exceeded" if "window" in str(exc) else None)
+            window = "window" in str(exc)
+            raise RequestError(
+                str(exc), "messages", code="context_length_exceeded" if window else None
+            ) from None
+        return dataclasses.replace(request, sampling=sampling)
+
+    async def chat(http: Request) -> Response:
+        t0 = time.perf_counter()
+        model = "unknown"  # until the body names a served model
         try:
-            result = await batcher.submit(model, question)
+            request = parse(await http.body())
+            model = request.model
+            if request.stream:
+                return stream(request, t0)
+            results = await asyncio.gather(*(answer(request, s) for s in _seeds(request)))
+            response = JSONResponse(reply(request, results))
+        except RequestError as exc:
+            response = error(exc.status, str(exc), code=exc.code, param=exc.param)
+        except QueueFull as exc:
+            response = error(
+                503, f"the server is busy: {exc}; retry", headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
+        except asyncio.TimeoutError:
+            response = error(504, f"no answer within the request time-out of {timeout_s:g} s")
         except Exception as exc:  # a defect, not the request's fault: 500, and the server goes on
-            return error(500, f"generation failed: {exc}", kind="server_error")
-        final = result.challenge if isinstance(result, CascadeAnswer) else result
-        reply: dict[str, Any] = {
+            response = error(500, f"generation failed: {type(exc).__name__}: {exc}")
+        metrics.request(model, response.status_code, time.perf_counter() - t0)
+        return response
+
+    def reply(request: ChatRequest, results: Sequence[Any]) -> dict[str, Any]:
+        choices, stages = [], []
+        for i, result in enumerate(results):
+            text, reason = _final(result, request.stop)
+            choices.append(
+                {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason}
+            )
+            stages += _stages(result)
+        usage = _usage(stages)
+        metrics.add_tokens(usage["prompt_tokens"], usage["completion_tokens"])
+        out: dict[str, Any] = {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": final.completion},
-                    "finish_reason": final.finish_reason,
-                }
-            ],
-            "usage": _usage(
-                [result.draft, result.challenge] if isinstance(result, CascadeAnswer) else [result]
-            ),
+            "model": request.model,
+            "choices": choices,
+            "usage": usage,
         }
-        if isinstance(result, CascadeAnswer):
-            reply[EXTRA] = cascade_extra(result)
-        return JSONResponse(reply)
+        if isinstance(results[0], CascadeAnswer):
+            out[EXTRA] = cascade_extra(results[0])
+            if len(results) > 1:
+                out[EXTRA]["choices"] = [cascade_extra(r) for r in results]
+        return out
+
+    def stream(request: ChatRequest, t0: float) -> StreamingResponse:
+        """Server-sent chunks: the role, the draft as ``reasoning_content`` as soon as the draft
+        stage ends (``cascade``), the answer as ``content``, the finish reason, the usage chunk
+        when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
+        rid, made = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+        drafts: asyncio.Queue[str] = asyncio.Queue()
+
+        async def events() -> AsyncIterator[bytes]:
+            status = 200
+            try:
+                yield _chunk(rid, made, request.model, {"role": "assistant", "content": ""})
+                task = asyncio.ensure_future(answer(request, _seeds(request)[0], drafts.put_nowait))
+                draft = asyncio.ensure_future(drafts.get())
+                await asyncio.wait({task, draft}, return_when=asyncio.FIRST_COMPLETED)
+                if draft.done():
+                    yield _chunk(rid, made, request.model, {"reasoning_content": draft.result()})
+                else:
+                    draft.cancel()
+                try:
+                    result = await task
+                except QueueFull as exc:
+                    status = 503
+                    yield _error_event(503, f"the server is busy: {exc}; retry")
+                    return
+                except asyncio.TimeoutError:
+                    status = 504
+                    yield _error_event(504, f"no answer within the request time-out of {timeout_s:g} s")
+                    return
+                except Exception as exc:  # the stream has begun: the error is an event, as vLLM sends it
+                    status = 500
+                    yield _error_event(500, f"generation failed: {type(exc).__name__}: {exc}")
+                    return
+                text, reason = _final(result, request.stop)
+                if text:
+                    yield _chunk(rid, made, request.model, {"content": text})
+                yield _chunk(rid, made, request.model, {}, reason)
+                usage = _usage(_stages(result))
+                metrics.add_tokens(usage["prompt_tokens"], usage["completion_tokens"])
+                if request.include_usage:
+                    data = {
+                        "id": rid,
+                        "object": "chat.completion.chunk",
+                        "created": made,
+                        "model": request.model,
+                        "choices": [],
+                        "usage": usage,
+                    }
+                    yield f"data: {json.dumps(data)}\n\n".encode()
+            finally:
+                yield b"data: [DONE]\n\n"
+                metrics.request(request.model, status, time.perf_counter() - t0)
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 500)
+        if status == 404:
+            return error(404, f"no route {request.url.path}; the API is at /v1", code="not_found")
+        if status == 405:
+            return error(
+                405, f"{request.method} is not allowed on {request.url.path}", code="method_not_allowed"
+            )
+        return error(status, str(getattr(exc, "detail", "")) or "error")
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        return error(500, f"internal error: {type(exc).__name__}")
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -251,13 +455,22 @@ def build_app(
             Route("/v1/models", models_route, methods=["GET"]),
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics_route, methods=["GET"]),
         ],
         lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: server_error},
     )
     app.state.batcher = batcher
+    app.state.metrics = metrics
     if api_key:
         app.add_middleware(_KeyCheck, api_key=api_key)
     return app
+
+
+def _error_event(status: int, message: str) -> bytes:
+    kind = ERROR_TYPES.get(status, "server_error")
+    data = {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+    return f"data: {json.dumps(data)}\n\n".encode()
 
 
 class _KeyCheck:

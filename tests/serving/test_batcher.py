@@ -17,7 +17,7 @@ class Pair:
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 
-    def answer_many(self, questions: list[str]) -> list[str]:
+    def answer_many(self, questions: list[str], **how: object) -> list[str]:
         self.calls.append(list(questions))
         if "boom" in questions:
             raise RuntimeError("the engine refused the batch")

@@ -144,3 +144,19 @@ def test_a_burst_of_32_is_batched_and_a_malformed_request_disturbs_none(server):
     after = httpx.get(f"{server}/health").json()
     assert after["requests"] - before["requests"] == 32
     assert after["batches"] - before["batches"] < 32 and after["largest_batch"] > 1  # batched, not serialised
+
+
+def test_the_openai_client_streams_the_draft_then_the_answer(server):
+    chunks = list(
+        client(server).chat.completions.create(
+            **ask("cascade"), stream=True, stream_options={"include_usage": True}, max_tokens=4, seed=2
+        )
+    )
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    draft = "".join((d.model_extra or {}).get("reasoning_content") or "" for d in deltas)
+    answer = "".join(d.content or "" for d in deltas)
+    whole = client(server).chat.completions.create(**ask("cascade"), max_tokens=4, seed=2)
+    assert draft == whole.model_extra["agon"]["draft"]["completion"]
+    assert answer == whole.choices[0].message.content
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+    assert whole.model_extra["agon"]["challenge"]["completion_tokens"] <= 4
