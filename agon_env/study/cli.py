@@ -4,7 +4,6 @@
     agon study run studies/smoke.yaml --out runs/smoke --workers 2
     agon study report runs/smoke                                 # results.json, report.md, figure
     agon study verify runs/smoke/results.json
-    agon study diff runs/smoke/results.json runs/smoke-ray/results.json
 
 ``run`` resumes: the same command continues a killed study from each unit's last checkpoint.
 """
@@ -95,19 +94,6 @@ class VerifyArgs(CommandArgs):
 
     results: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RESULTS")] = ""
     """A study's results.json."""
-
-
-@dataclass
-class DiffArgs(CommandArgs):
-    """Compare two results files outcome by outcome: which units, methods and problems differ
-    (exit 0 when they agree, 1 when they differ)."""
-
-    a: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="A")] = ""
-    """A results.json (e.g. the uninterrupted study's)."""
-    b: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="B")] = ""
-    """Another results.json (e.g. the resumed or the Ray study's)."""
-    show: int = 20
-    """Differences printed at most (all are counted)."""
 
 
 def _required(value: str, what: str) -> str:
@@ -324,21 +310,6 @@ def verify(args: VerifyArgs) -> int:
     return 0
 
 
-def diff(args: DiffArgs) -> int:
-    from agon_env.study.diff import diff_files
-
-    a, b = (Path(_required(p, "two results files: agon study diff A B")) for p in (args.a, args.b))
-    found = diff_files(a, b)
-    for line in found[: max(args.show, 0)]:
-        print(line)
-    more = len(found) - max(args.show, 0)
-    if more > 0:
-        print(f"... and {more} more")
-    verdict = f"{len(found)} difference(s)" if found else "the same outcomes and completions"
-    print(f"{a} and {b}: {verdict}")
-    return 1 if found else 0
-
-
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "register": (
         RegisterArgs,
@@ -356,7 +327,6 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
         lambda a, argv: verify(a),
         "recompute a results file's summary from its outcome lists",
     ),
-    "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome (0: the same)"),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
 

@@ -19,8 +19,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agon_env.study.diff import diff_files
-
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "studies" / "smoke.yaml"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -140,7 +138,6 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "resuming from its last checkpoint" in (out / "logs" / f"{killed_in}.log").read_text()
     assert outcomes(out) == outcomes(reference)
-    assert diff_files(out / "results.json", reference / "results.json") == []  # agon study diff
     assert sampled(out) == sampled(reference) and sampled(out)
     assert adapters(out, killed_in) == adapters(reference, killed_in)
     assert losses(out, killed_in) == losses(reference, killed_in)
