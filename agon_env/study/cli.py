@@ -96,6 +96,19 @@ class VerifyArgs(CommandArgs):
     """A study's results.json."""
 
 
+@dataclass
+class DiffArgs(CommandArgs):
+    """Compare two results files outcome by outcome: one line per unit, method or problem that
+    differs; exit 0 when every outcome agrees, 1 otherwise."""
+
+    a: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="A")] = ""
+    """A results .json (or a study folder: its results.json)."""
+    b: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="B")] = ""
+    """The other results .json (or a study folder)."""
+    unit: list[str] = field(default_factory=list)
+    """Compare these units alone, e.g. ``grpo-seed0`` (none: every unit)."""
+
+
 def _required(value: str, what: str) -> str:
     if not value:
         raise ConfigError(f"give {what}")
@@ -310,6 +323,19 @@ def verify(args: VerifyArgs) -> int:
     return 0
 
 
+def diff(args: DiffArgs) -> int:
+    from agon_env.study.diff import differences, render
+    from agon_env.study.results import RESULTS
+
+    docs = []
+    for given in (_required(args.a, "two results files A B"), _required(args.b, "two results files A B")):
+        path = Path(given) / RESULTS if Path(given).is_dir() else Path(given)
+        docs.append(json.loads(path.read_text()))
+    lines = differences(*docs, only=args.unit)
+    print(render(lines) if lines else f"{args.a} and {args.b}: every outcome agrees")
+    return 1 if lines else 0
+
+
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "register": (
         RegisterArgs,
@@ -327,6 +353,7 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
         lambda a, argv: verify(a),
         "recompute a results file's summary from its outcome lists",
     ),
+    "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome"),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
 

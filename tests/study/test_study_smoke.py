@@ -121,6 +121,8 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "resuming from its last checkpoint" in (out / "logs" / f"{killed_in}.log").read_text()
     assert outcomes(out) == outcomes(reference)
+    same = agon("study", "diff", str(reference / "results.json"), str(out / "results.json"))
+    assert same.returncode == 0, same.stdout
     assert losses(out, killed_in) == losses(reference, killed_in)
 
 
@@ -137,3 +139,5 @@ def test_the_ray_launcher_runs_units_as_ray_tasks(reference: Path, tmp_path: Pat
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "grpo-seed0: done in" in done.stdout and "(ray)" in done.stdout
     assert outcomes(out)["grpo-seed0"] == outcomes(reference)["grpo-seed0"]
+    same = agon("study", "diff", str(reference), str(out), "--unit", "grpo-seed0")
+    assert same.returncode == 0, same.stdout
