@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from agon_env.config import ConfigError
@@ -68,9 +69,10 @@ def points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def expand(data: dict[str, Any]) -> dict[str, Any]:
+def expand(data: dict[str, Any], split: Callable[[str], tuple[str, str]]) -> dict[str, Any]:
     """The plan mapping ``data`` with its ``grid`` crossed into its arms and comparisons (``data``
-    itself when it has no grid)."""
+    itself when it has no grid); ``split`` reads a comparison (the plan's, handed in so that this
+    module imports no plan)."""
     if "grid" not in data:
         return data
     data = dict(data)
@@ -93,15 +95,13 @@ def expand(data: dict[str, Any]) -> dict[str, Any]:
     data["arms"] = grown
     suffixes = [s for s, _ in points(grid)]
     for which in ("comparisons", "exploratory"):
-        data[which] = [c for given in data.get(which) or [] for c in _crossed(given, arms, suffixes)]
+        data[which] = [c for given in data.get(which) or [] for c in _crossed(split(given), arms, suffixes)]
     return data
 
 
-def _crossed(comparison: str, arms: dict[str, Any], suffixes: list[str]) -> list[str]:
+def _crossed(pair: tuple[str, str], arms: dict[str, Any], suffixes: list[str]) -> list[str]:
     """A comparison of two plain arms, once per grid point; any other comparison as written."""
-    from agon_env.study.plan import split
-
-    first, second = split(comparison)
+    first, second = pair
     if first in arms and second in arms:
         return [f"{first}@{s} - {second}@{s}" for s in suffixes]
-    return [comparison]
+    return [f"{first} - {second}"]

@@ -190,7 +190,7 @@ def from_dict(data: dict[str, Any]) -> StudyPlan:
     A ``grid:`` is crossed into the arms first (:mod:`agon_env.study.grid`)."""
     from agon_env.study.grid import expand
 
-    plan: StudyPlan = _build(StudyPlan, expand(data), "")
+    plan: StudyPlan = _build(StudyPlan, expand(data, split), "")
     for arm, overrides in plan.arms.items():
         if not isinstance(overrides, dict):
             raise ConfigError(f"arm {arm!r}: expected a mapping of TrainConfig keys, e.g. {{algo: agon}}")
