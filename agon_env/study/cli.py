@@ -65,6 +65,8 @@ class RunArgs(CommandArgs):
     processes_per_unit: int = 1
     """Training processes per unit: more than 1 makes each unit data-parallel (``torchrun
     --standalone``, docs/scaling.md), e.g. 8 with ``--gpus-per-unit 8``."""
+    retries: int = 0
+    """Run a failed unit again up to this many times (the others run on either way)."""
     report: bool = True
     """Write results.json, report.md and the figure when the units end (``--no-report``: don't)."""
     print_plan: bool = False
@@ -239,11 +241,31 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     todo = [u for u in units if not u.done()]
     say(f"{len(units) - len(todo)} of {len(units)} units done; running {len(todo)}")
     failed = launch(write_specs(out, todo)) if todo else {}
+    for attempt in range(1, args.retries + 1):
+        if not failed:
+            break
+        say(f"retrying {', '.join(failed)} (try {attempt + 1} of {args.retries + 1})")
+        failed = launch(write_specs(out, [u for u in todo if u.name in failed]))
+    _record_failed(out, failed)
     for name, tail in failed.items():
         print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
     if args.report:
         _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
     return 1 if failed else 0
+
+
+def _record_failed(out: Path, failed: dict[str, str]) -> None:
+    """``failed.json``: each unit that failed in the last run and its log's last line (the report
+    names them); none failed: no file."""
+    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.results import FAILED
+
+    path = out / FAILED
+    if failed:
+        last = {name: (tail.strip().splitlines() or [""])[-1] for name, tail in failed.items()}
+        write_text_atomic(path, json.dumps(last, indent=1) + "\n")
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _report(
