@@ -111,6 +111,16 @@ class DiffArgs(CommandArgs):
     """Compare these units alone, e.g. ``grpo-seed0`` (none: every unit)."""
 
 
+@dataclass
+class StatusArgs(CommandArgs):
+    """Every unit's state (waiting, running at step k of n, evaluating, done, failed with its log's
+    last line), the time so far and an estimate of what is left, read from the study folder alone
+    (so it works while another process runs the study)."""
+
+    study: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")] = ""
+    """The study folder (``agon study run --out DIR``)."""
+
+
 def _required(value: str, what: str) -> str:
     if not value:
         raise ConfigError(f"give {what}")
@@ -358,6 +368,14 @@ def diff(args: DiffArgs) -> int:
     return 1 if lines else 0
 
 
+def status(args: StatusArgs) -> int:
+    from agon_env.study.status import render, states
+
+    study = Path(_required(args.study, "a study folder"))
+    print(render(study, states(study)))
+    return 0
+
+
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "register": (
         RegisterArgs,
@@ -375,6 +393,7 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
         lambda a, argv: verify(a),
         "recompute a results file's summary from its outcome lists",
     ),
+    "status": (StatusArgs, lambda a, argv: status(a), "where each unit of a study stands, and the time left"),
     "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome"),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""

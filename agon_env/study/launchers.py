@@ -67,7 +67,9 @@ def local(
     def job(name: str, spec: Path) -> None:
         device = slots.get()
         try:
-            say(f"{name}: started{f' on {device}' if device else ''}")
+            from agon_env.study.status import resume_note
+
+            say(f"{name}: started{f' on {device}' if device else ''}{resume_note(spec)}")
             rc, seconds = run_one(spec, logs / f"{name}.log", device)
             if rc:
                 failed[name] = _tail(logs / f"{name}.log")

@@ -120,6 +120,7 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
     resumed = agon(*cmd[3:])
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "resuming from its last checkpoint" in (out / "logs" / f"{killed_in}.log").read_text()
+    assert f"{killed_in}: started (resuming from step " in resumed.stdout
     assert outcomes(out) == outcomes(reference)
     same = agon("study", "diff", str(reference / "results.json"), str(out / "results.json"))
     assert same.returncode == 0, same.stdout
