@@ -121,6 +121,26 @@ class StatusArgs(CommandArgs):
     """The study folder (``agon study run --out DIR``)."""
 
 
+@dataclass
+class TransferArgs(CommandArgs):
+    """Evaluate every trained unit of a study on another task (transfer) and add it to the results
+    as exploratory (a ``transfer`` section, never in the summary or a verdict). Resumes: a unit
+    already evaluated there is skipped."""
+
+    study: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")] = ""
+    """The study folder (``agon study run --out DIR``)."""
+    env: str = ""
+    """The other task's registered env id, e.g. ``agon/gsm8k-v0``."""
+    env_kwarg: list[str] = field(default_factory=list)
+    """Its task keywords, ``KEY=VALUE`` (YAML values), e.g. ``difficulty=3``."""
+    split: str = "test"
+    """Which of its splits (``test``, or ``validation``)."""
+    problems: int | None = None
+    """Problems per unit (None: the plan's ``evaluation.test_problems``)."""
+    workers: int = 1
+    """Units evaluated at once on this machine."""
+
+
 def _required(value: str, what: str) -> str:
     if not value:
         raise ConfigError(f"give {what}")
@@ -316,6 +336,10 @@ def _report(
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
         doc = build(plan, study, command, read(study), added)
+        from agon_env.study.transfer import TRANSFER, sections
+
+        if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
+            doc[TRANSFER] = transferred
         tables.save_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
@@ -376,6 +400,43 @@ def status(args: StatusArgs) -> int:
     return 0
 
 
+def transfer(args: TransferArgs) -> int:
+    from agon_env.config import parse_assignments
+    from agon_env.study import tables
+    from agon_env.study.launchers import LAUNCHERS, say
+    from agon_env.study.plan import load
+    from agon_env.study.results import RESULTS
+    from agon_env.study.transfer import TRANSFER, sections, slug, table, units
+    from agon_env.study.units import write_specs
+
+    study = Path(_required(args.study, "a study folder")).resolve()
+    if not (study / "plan.yaml").is_file():
+        raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+    plan = load(study / "plan.yaml")
+    env_id = _required(args.env, "--env ID, the task to evaluate on (e.g. agon/gsm8k-v0)")
+    kwargs = parse_assignments(args.env_kwarg, "--env-kwarg")
+    found = units(plan, study, env_id, kwargs, args.split, args.problems)
+    todo = [u for u in found if not u.done()]
+    say(f"{len(found) - len(todo)} of {len(found)} trained units evaluated on {env_id}; running {len(todo)}")
+    failed = (
+        LAUNCHERS["local"](write_specs(study, todo), logs=study / "logs", workers=args.workers)
+        if todo
+        else {}
+    )
+    for name, tail in failed.items():
+        print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
+    done = sections(plan, study)
+    results = study / RESULTS
+    if results.is_file():  # the study's results gain the section; its summary is untouched
+        doc = json.loads(results.read_text())
+        doc[TRANSFER] = done
+        tables.save_results(doc, results)
+    name = slug(env_id, kwargs, args.split)
+    if name in done:
+        print(table(name, done[name]))
+    return 1 if failed else 0
+
+
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "register": (
         RegisterArgs,
@@ -394,6 +455,7 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
         "recompute a results file's summary from its outcome lists",
     ),
     "status": (StatusArgs, lambda a, argv: status(a), "where each unit of a study stands, and the time left"),
+    "eval": (TransferArgs, lambda a, argv: transfer(a), "evaluate a study's trained units on another task"),
     "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome"),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
