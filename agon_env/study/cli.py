@@ -65,6 +65,9 @@ class RunArgs(CommandArgs):
     processes_per_unit: int = 1
     """Training processes per unit: more than 1 makes each unit data-parallel (``torchrun
     --standalone``, docs/scaling.md), e.g. 8 with ``--gpus-per-unit 8``."""
+    report_to: list[str] = field(default_factory=list)
+    """Trackers every trained unit reports to, e.g. ``wandb``: a study's units are one wandb group
+    (job type: the arm; trackio: one project), and the study's summary is logged when it ends."""
     retries: int = 0
     """Run a failed unit again up to this many times (the others run on either way)."""
     report: bool = True
@@ -252,6 +255,11 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
         return 0
     if args.launcher not in LAUNCHERS:
         raise ConfigError(f"--launcher {args.launcher!r}: choose from {', '.join(LAUNCHERS)}")
+    if args.report_to:
+        from agon_env.algorithms.trackers import refusal
+
+        if why := refusal(args.report_to):
+            raise ConfigError(f"--report-to: {why}")
     out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
     reg = registration.check(plan, out)
     if reg is None:
@@ -268,6 +276,8 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
     for u in units:
         u.processes = args.processes_per_unit if u.train is not None else 1
+        if args.report_to and u.config is not None:
+            u.config["report_to"] = list(args.report_to)
     todo = [u for u in units if not u.done()]
     say(f"{len(units) - len(todo)} of {len(units)} units done; running {len(todo)}")
     failed = launch(write_specs(out, todo)) if todo else {}
@@ -280,7 +290,10 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     for name, tail in failed.items():
         print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
     if args.report:
-        _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
+        doc = _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
+        from agon_env.study.tracking import log_summary
+
+        log_summary(doc, out, args.report_to)
     return 1 if failed else 0
 
 

@@ -37,6 +37,9 @@ def run_one(spec: Path, log: Path, device: str | None) -> tuple[int, float]:
 
     unit = Unit(**json.loads(spec.read_text()))
     env = child_env(unit, device)
+    from agon_env.study.tracking import spec_env
+
+    env.update(spec_env(spec, unit.config))  # --report-to: the unit in its study's group
     if device:
         env["AGON_STUDY_DEVICE"] = device
     log.parent.mkdir(parents=True, exist_ok=True)
