@@ -91,7 +91,7 @@ def resume_step(run_dir: Path) -> int | None:
 
 def resume_note(spec: Path) -> str:
     """What the console adds to a unit's "started": from which step it resumes, if it does."""
-    run_dir = json.loads(spec.read_text()).get("run_dir")
+    run_dir = json.loads(spec.read_text()).get("run_dir") if spec.is_file() else None
     step = resume_step(Path(run_dir)) if run_dir else None
     return "" if step is None else f" (resuming from step {step}, its last checkpoint)"
 
