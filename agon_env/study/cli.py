@@ -65,6 +65,11 @@ class RunArgs(CommandArgs):
     processes_per_unit: int = 1
     """Training processes per unit: more than 1 makes each unit data-parallel (``torchrun
     --standalone``, docs/scaling.md), e.g. 8 with ``--gpus-per-unit 8``."""
+    report_to: list[str] = field(default_factory=list)
+    """Trackers every trained unit reports to, e.g. ``wandb``: a study's units are one wandb group
+    (job type: the arm; trackio: one project), and the study's summary is logged when it ends."""
+    retries: int = 0
+    """Run a failed unit again up to this many times (the others run on either way)."""
     report: bool = True
     """Write results.json, report.md and the figure when the units end (``--no-report``: don't)."""
     print_plan: bool = False
@@ -94,6 +99,49 @@ class VerifyArgs(CommandArgs):
 
     results: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RESULTS")] = ""
     """A study's results.json."""
+
+
+@dataclass
+class DiffArgs(CommandArgs):
+    """Compare two results files outcome by outcome: one line per unit, method or problem that
+    differs; exit 0 when every outcome agrees, 1 otherwise."""
+
+    a: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="A")] = ""
+    """A results .json (or a study folder: its results.json)."""
+    b: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="B")] = ""
+    """The other results .json (or a study folder)."""
+    unit: list[str] = field(default_factory=list)
+    """Compare these units alone, e.g. ``grpo-seed0`` (none: every unit)."""
+
+
+@dataclass
+class StatusArgs(CommandArgs):
+    """Every unit's state (waiting, running at step k of n, evaluating, done, failed with its log's
+    last line), the time so far and an estimate of what is left, read from the study folder alone
+    (so it works while another process runs the study)."""
+
+    study: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")] = ""
+    """The study folder (``agon study run --out DIR``)."""
+
+
+@dataclass
+class TransferArgs(CommandArgs):
+    """Evaluate every trained unit of a study on another task (transfer) and add it to the results
+    as exploratory (a ``transfer`` section, never in the summary or a verdict). Resumes: a unit
+    already evaluated there is skipped."""
+
+    study: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="DIR")] = ""
+    """The study folder (``agon study run --out DIR``)."""
+    env: str = ""
+    """The other task's registered env id, e.g. ``agon/gsm8k-v0``."""
+    env_kwarg: list[str] = field(default_factory=list)
+    """Its task keywords, ``KEY=VALUE`` (YAML values), e.g. ``difficulty=3``."""
+    split: str = "test"
+    """Which of its splits (``test``, or ``validation``)."""
+    problems: int | None = None
+    """Problems per unit (None: the plan's ``evaluation.test_problems``)."""
+    workers: int = 1
+    """Units evaluated at once on this machine."""
 
 
 def _required(value: str, what: str) -> str:
@@ -207,6 +255,11 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
         return 0
     if args.launcher not in LAUNCHERS:
         raise ConfigError(f"--launcher {args.launcher!r}: choose from {', '.join(LAUNCHERS)}")
+    if args.report_to:
+        from agon_env.algorithms.trackers import refusal
+
+        if why := refusal(args.report_to):
+            raise ConfigError(f"--report-to: {why}")
     out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
     reg = registration.check(plan, out)
     if reg is None:
@@ -223,14 +276,39 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
     for u in units:
         u.processes = args.processes_per_unit if u.train is not None else 1
+        if args.report_to and u.config is not None:
+            u.config["report_to"] = list(args.report_to)
     todo = [u for u in units if not u.done()]
     say(f"{len(units) - len(todo)} of {len(units)} units done; running {len(todo)}")
     failed = launch(write_specs(out, todo)) if todo else {}
+    for attempt in range(1, args.retries + 1):
+        if not failed:
+            break
+        say(f"retrying {', '.join(failed)} (try {attempt + 1} of {args.retries + 1})")
+        failed = launch(write_specs(out, [u for u in todo if u.name in failed]))
+    _record_failed(out, failed)
     for name, tail in failed.items():
         print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
     if args.report:
-        _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
+        doc = _report(out, [], None, None, "study", f"agon study run {' '.join(argv)}")
+        from agon_env.study.tracking import log_summary
+
+        log_summary(doc, out, args.report_to)
     return 1 if failed else 0
+
+
+def _record_failed(out: Path, failed: dict[str, str]) -> None:
+    """``failed.json``: each unit that failed in the last run and its log's last line (the report
+    names them); none failed: no file."""
+    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.results import FAILED
+
+    path = out / FAILED
+    if failed:
+        last = {name: (tail.strip().splitlines() or [""])[-1] for name, tail in failed.items()}
+        write_text_atomic(path, json.dumps(last, indent=1) + "\n")
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _report(
@@ -271,6 +349,10 @@ def _report(
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
         doc = build(plan, study, command, read(study), added)
+        from agon_env.study.transfer import TRANSFER, sections
+
+        if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
+            doc[TRANSFER] = transferred
         tables.save_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
@@ -310,6 +392,64 @@ def verify(args: VerifyArgs) -> int:
     return 0
 
 
+def diff(args: DiffArgs) -> int:
+    from agon_env.study.diff import differences, render
+    from agon_env.study.results import RESULTS
+
+    docs = []
+    for given in (_required(args.a, "two results files A B"), _required(args.b, "two results files A B")):
+        path = Path(given) / RESULTS if Path(given).is_dir() else Path(given)
+        docs.append(json.loads(path.read_text()))
+    lines = differences(*docs, only=args.unit)
+    print(render(lines) if lines else f"{args.a} and {args.b}: every outcome agrees")
+    return 1 if lines else 0
+
+
+def status(args: StatusArgs) -> int:
+    from agon_env.study.status import render, states
+
+    study = Path(_required(args.study, "a study folder"))
+    print(render(study, states(study)))
+    return 0
+
+
+def transfer(args: TransferArgs) -> int:
+    from agon_env.config import parse_assignments
+    from agon_env.study import tables
+    from agon_env.study.launchers import LAUNCHERS, say
+    from agon_env.study.plan import load
+    from agon_env.study.results import RESULTS
+    from agon_env.study.transfer import TRANSFER, sections, slug, table, units
+    from agon_env.study.units import write_specs
+
+    study = Path(_required(args.study, "a study folder")).resolve()
+    if not (study / "plan.yaml").is_file():
+        raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+    plan = load(study / "plan.yaml")
+    env_id = _required(args.env, "--env ID, the task to evaluate on (e.g. agon/gsm8k-v0)")
+    kwargs = parse_assignments(args.env_kwarg, "--env-kwarg")
+    found = units(plan, study, env_id, kwargs, args.split, args.problems)
+    todo = [u for u in found if not u.done()]
+    say(f"{len(found) - len(todo)} of {len(found)} trained units evaluated on {env_id}; running {len(todo)}")
+    failed = (
+        LAUNCHERS["local"](write_specs(study, todo), logs=study / "logs", workers=args.workers)
+        if todo
+        else {}
+    )
+    for name, tail in failed.items():
+        print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
+    done = sections(plan, study)
+    results = study / RESULTS
+    if results.is_file():  # the study's results gain the section; its summary is untouched
+        doc = json.loads(results.read_text())
+        doc[TRANSFER] = done
+        tables.save_results(doc, results)
+    name = slug(env_id, kwargs, args.split)
+    if name in done:
+        print(table(name, done[name]))
+    return 1 if failed else 0
+
+
 SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "register": (
         RegisterArgs,
@@ -327,6 +467,9 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
         lambda a, argv: verify(a),
         "recompute a results file's summary from its outcome lists",
     ),
+    "status": (StatusArgs, lambda a, argv: status(a), "where each unit of a study stands, and the time left"),
+    "eval": (TransferArgs, lambda a, argv: transfer(a), "evaluate a study's trained units on another task"),
+    "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome"),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
 

@@ -37,6 +37,9 @@ def run_one(spec: Path, log: Path, device: str | None) -> tuple[int, float]:
 
     unit = Unit(**json.loads(spec.read_text()))
     env = child_env(unit, device)
+    from agon_env.study.tracking import spec_env
+
+    env.update(spec_env(spec, unit.config))  # --report-to: the unit in its study's group
     if device:
         env["AGON_STUDY_DEVICE"] = device
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +70,9 @@ def local(
     def job(name: str, spec: Path) -> None:
         device = slots.get()
         try:
-            say(f"{name}: started{f' on {device}' if device else ''}")
+            from agon_env.study.status import resume_note
+
+            say(f"{name}: started{f' on {device}' if device else ''}{resume_note(spec)}")
             rc, seconds = run_one(spec, logs / f"{name}.log", device)
             if rc:
                 failed[name] = _tail(logs / f"{name}.log")

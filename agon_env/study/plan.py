@@ -186,8 +186,11 @@ def _build(cls: type, data: Any, where: str) -> Any:
 
 
 def from_dict(data: dict[str, Any]) -> StudyPlan:
-    """A plan from its mapping (YAML), its keys and types checked; :func:`check` does the rest."""
-    plan: StudyPlan = _build(StudyPlan, data, "")
+    """A plan from its mapping (YAML), its keys and types checked; :func:`check` does the rest.
+    A ``grid:`` is crossed into the arms first (:mod:`agon_env.study.grid`)."""
+    from agon_env.study.grid import expand
+
+    plan: StudyPlan = _build(StudyPlan, expand(data, split), "")
     for arm, overrides in plan.arms.items():
         if not isinstance(overrides, dict):
             raise ConfigError(f"arm {arm!r}: expected a mapping of TrainConfig keys, e.g. {{algo: agon}}")

@@ -27,6 +27,8 @@ from agon_env.study.units import UNIT_RECORD
 from agon_env.upgrade import method_id
 
 RESULTS = "results.json"
+FAILED = "failed.json"
+"""The units that failed in a study's last run, each with its log's last line (``agon study run``)."""
 
 
 def sha(prompt: str) -> str:
@@ -225,4 +227,6 @@ def build(
     doc["outcomes"] = collect(plan, out, task, probs["test"]["ids"])
     doc["summary"] = summary_from_outcomes(doc)
     doc["complete"] = not doc["outcomes"]["missing"]
+    if (out / FAILED).is_file():
+        doc["failed_units"] = json.loads((out / FAILED).read_text())
     return doc

@@ -144,6 +144,8 @@ def markdown(
     families = two_stage_methods(doc)
     recorded = "comparisons" not in plan  # a study recorded before `agon study`: its own wording
     missing = doc["outcomes"]["missing"]
+    failed = doc.get("failed_units") or {}
+    missing = [f"{m} (FAILED: {failed[m]})" if m in failed else m for m in missing]
     status = "complete" if doc["complete"] else "INCOMPLETE: missing " + ", ".join(missing)
     used = s["seeds"]
     arms = compared(doc["outcomes"]["arms"])

@@ -137,9 +137,12 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
     resumed = agon(*cmd[3:])
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert "resuming from its last checkpoint" in (out / "logs" / f"{killed_in}.log").read_text()
+    assert f"{killed_in}: started (resuming from step " in resumed.stdout
     assert outcomes(out) == outcomes(reference)
     assert sampled(out) == sampled(reference) and sampled(out)
     assert adapters(out, killed_in) == adapters(reference, killed_in)
+    same = agon("study", "diff", str(reference / "results.json"), str(out / "results.json"))
+    assert same.returncode == 0, same.stdout
     assert losses(out, killed_in) == losses(reference, killed_in)
 
 
@@ -158,3 +161,5 @@ def test_the_ray_launcher_runs_units_as_ray_tasks(reference: Path, tmp_path: Pat
     assert outcomes(out)["grpo-seed0"] == outcomes(reference)["grpo-seed0"]
     assert sampled(out)["grpo-seed0"] == sampled(reference)["grpo-seed0"]
     assert adapters(out, "grpo-seed0") == adapters(reference, "grpo-seed0")
+    same = agon("study", "diff", str(reference), str(out), "--unit", "grpo-seed0")
+    assert same.returncode == 0, same.stdout

@@ -1,0 +1,116 @@
+"""``agon study eval DIR --env ID``: every finished unit of a study evaluated on another task.
+
+Transfer (train on arithmetic, test on GSM8K) is decided after the study's results, so it is
+exploratory by construction: its outcomes go to the results file's ``transfer`` section, next to
+the study's own and never into its summary or verdicts. Each unit's evaluation is ``agon eval`` of
+its run folder with ``--env ID`` (the plan's methods, problem counts and evaluation seeds; the
+cascade's direction chosen on the new task's validation problems), run by the study's launcher in
+``DIR/transfer/TASK/UNIT`` as a unit named ``UNIT@TASK``: a unit already evaluated is skipped, so
+the command resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from agon_env.run_folder import EVAL_REPORT
+from agon_env.study.plan import StudyPlan, two_stage, unit_name
+from agon_env.study.results import unit_record
+from agon_env.study.units import Unit, kwarg_flags, trained
+
+TRANSFER = "transfer"
+"""The study folder's sub-folder of transfer evaluations, and the results file's section."""
+
+
+def slug(env_id: str, kwargs: dict[str, Any], split: str) -> str:
+    """A task and split as a folder name: ``agon_gsm8k-v0`` (``,difficulty=3`` ..., ``,split=validation``)."""
+    words = [
+        env_id,
+        *(f"{k}={v}" for k, v in kwargs.items()),
+        *([f"split={split}"] if split != "test" else []),
+    ]
+    return re.sub(r"[^A-Za-z0-9._+=,\-]", "_", ",".join(words))
+
+
+def units(
+    plan: StudyPlan, out: Path, env_id: str, kwargs: dict[str, Any], split: str, problems: int | None
+) -> list[Unit]:
+    """A transfer evaluation of each trained unit of the study in ``out``."""
+    e, task = plan.evaluation, slug(env_id, kwargs, split)
+    found = []
+    for seed in plan.seeds:
+        for arm in plan.arms:
+            name = unit_name(arm, seed)
+            cfg = plan.unit_config(arm, seed)
+            run_dir = out / "runs" / name
+            if not trained(run_dir, cfg.steps):
+                continue
+            methods = list(dict.fromkeys([*e.methods, two_stage(cfg.algo)]))
+            if two_stage(cfg.algo) == "self-cascade":
+                methods = [m for m in methods if m != "cascade"]
+            folder = out / TRANSFER / task / name
+            argv = ["eval", str(run_dir), "--env", env_id, *kwarg_flags(kwargs), "--methods", *methods,
+                    "--split", split, "--problems", str(problems or e.test_problems),
+                    "--val-problems", str(e.val_problems), "--seeds", *map(str, e.seeds), "--quiet",
+                    "--out", str(folder)]  # fmt: skip
+            found.append(Unit(f"{name}@{task}", argv, str(folder), threads=cfg.threads))
+    return found
+
+
+def _ids(report: dict[str, Any]) -> list[str]:
+    """The problem ids a report evaluated, in their order (its first method's episodes)."""
+    methods = report["runs"][0]["methods"]
+    episodes = next(iter(methods.values()))["episodes"]
+    return list(dict.fromkeys(e["problem_id"] for e in episodes))
+
+
+def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
+    """The results file's ``transfer`` section: per task evaluated, each unit's outcomes (as the
+    study's own units record them), marked exploratory; empty when none was run."""
+    tasks: dict[str, Any] = {}
+    for folder in sorted(p for p in (out / TRANSFER).glob("*") if p.is_dir()):
+        arms: dict[str, dict[str, Any]] = {}
+        ids: list[str] | None = None
+        data: dict[str, Any] = {}
+        for seed in plan.seeds:
+            for arm in plan.arms:
+                path = folder / unit_name(arm, seed) / EVAL_REPORT
+                if not path.is_file():
+                    continue
+                report = json.loads(path.read_text())
+                if ids is None:
+                    ids, data = _ids(report), report["data"]
+                elif _ids(report) != ids:
+                    raise ValueError(f"{path} evaluated other problems than the other units of {folder.name}")
+                arms.setdefault(arm, {})[str(seed)] = unit_record(report, ids, path.parent)
+        if ids is not None:
+            tasks[folder.name] = {
+                "exploratory": True,
+                "env": data.get("env"),
+                "kwargs": data.get("task_kwargs"),
+                "split": data.get("split"),
+                "ids": ids,
+                "arms": {a: arms[a] for a in plan.arms if a in arms},
+            }
+    return tasks
+
+
+def table(name: str, section: dict[str, Any]) -> str:
+    """A transfer task's pass@1 per arm and method (seeds pooled), headed as exploratory."""
+    methods = list(
+        dict.fromkeys(m for seeds in section["arms"].values() for r in seeds.values() for m in r["outcomes"])
+    )
+    size = f"{len(section['ids'])} {section['split']} problems of {section['env']}"
+    rows = [f"### Transfer to {name} (exploratory: chosen after the study's results; no verdict)", "",
+            f"pass@1 on {size}, seeds pooled:", "",
+            "| arm | seeds | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]  # fmt: skip
+    for arm, seeds in section["arms"].items():
+        cells = []
+        for m in methods:
+            got = [x for r in seeds.values() for x in r["outcomes"].get(m, [])]
+            cells.append(f"{sum(got)}/{len(got)} = {100 * sum(got) / len(got):.0f} %" if got else "–")
+        rows.append(f"| {arm} | {len(seeds)} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
