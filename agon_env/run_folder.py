@@ -45,6 +45,9 @@ SAMPLES = "samples.jsonl"
 TENSORBOARD = "tb"
 CHECKPOINT = "checkpoint.pt"
 ADAPTERS = "adapters"
+EXPORT_MARKER = "agon_export.json"
+"""Written by ``agon export``: the folder is a run (its config, resolved run and reports) whose
+adapters lie at its top level (``DIR/agent_a/``), so ``agon answer`` and ``agon serve`` take it."""
 CURVES = "curves.png"
 HELDOUT = "heldout.json"
 EVAL = "eval"
@@ -95,7 +98,9 @@ class RunFolder:
 
     @property
     def adapters(self) -> Path:
-        return self.path / ADAPTERS
+        """``adapters/``; an export's top level (:data:`EXPORT_MARKER`), where plain peft and vLLM
+        expect each adapter's folder."""
+        return self.path if (self.path / EXPORT_MARKER).is_file() else self.path / ADAPTERS
 
     def adapter(self, name: str) -> Path:
         """The peft folder of adapter ``name``."""

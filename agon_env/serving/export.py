@@ -4,15 +4,23 @@ A run folder's ``adapters/<name>/`` are peft folders already, but their ``base_m
 is the library's alias (``smollm2-135m``), which only agon-env resolves. The export writes::
 
     DIR/
-      agent_a/            adapter_config.json (base_model_name_or_path: a real folder or Hub id),
-      agent_b/            adapter_model.safetensors, agon_lora_spec.json
+      agent_a/            adapter_config.json (base_model_name_or_path: the Hub id where the run's
+      agent_b/            model has one, else the folder it resolved to), adapter_model.safetensors,
+                          agon_lora_spec.json
+      prompts.json        the drafter's exact chat messages (system prompt, worked examples) and
+                          the run's sampling, for a stand-alone answer with plain transformers
       README.md           the model card: Hub YAML front matter (base_model, library_name: peft,
                           tags), the algorithm and steps, the held-out check and eval figures with
-                          their intervals, the cascade direction, and how to serve it
+                          their intervals, the cascade direction, the prompts, a runnable snippet
+      config.yaml, resolved.yaml, heldout.json, eval/eval.json, agon_export.json
+                          the run itself, so ``agon answer DIR`` and ``agon serve DIR`` take the
+                          export as they take the run (:data:`agon_env.run_folder.EXPORT_MARKER`)
 
 so that ``PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(BASE), "DIR/agent_a")``
-loads it without agon-env, and ``vllm serve BASE --enable-lora --lora-modules agent_a=DIR/agent_a
-...`` serves it. ``--push-to-hub OWNER/NAME`` uploads DIR with ``huggingface_hub.upload_folder``
+loads it without agon-env on any machine that reaches the Hub (``--base-model PATH`` names a local
+copy instead), the card's snippet answers a question as ``agon answer DIR --adapter agent_a``
+does greedily, and ``vllm serve BASE --enable-lora --lora-modules agent_a=DIR/agent_a ...`` serves
+it. ``--push-to-hub OWNER/NAME`` uploads DIR with ``huggingface_hub.upload_folder``
 (needs network and a token; untested on these offline machines).
 """
 
@@ -31,7 +39,16 @@ import yaml
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.errors import UserError
-from agon_env.run_folder import ADAPTERS, RunFolder, check_writable, load_resolved, read_metrics
+from agon_env.run_folder import (
+    ADAPTERS,
+    CONFIG,
+    EXPORT_MARKER,
+    RESOLVED,
+    RunFolder,
+    check_writable,
+    load_resolved,
+    read_metrics,
+)
 
 ADAPTER_FILES = ("adapter_model.safetensors", "agon_lora_spec.json")
 """What is copied from each run adapter as it is (its config is rewritten)."""
@@ -50,8 +67,9 @@ class ExportArgs(CommandArgs):
     out: str = "export"
     """The folder to write (``OUT/<adapter>/`` and ``OUT/README.md``); refused when it holds files."""
     base_model: str | None = None
-    """What the adapters' ``base_model_name_or_path`` names (None: the folder or Hub id the run's
-    model resolves to, loadable where it was trained; give a Hub id to publish)."""
+    """What the adapters' ``base_model_name_or_path`` names (None: the Hub id of the run's model,
+    loadable on any machine that reaches the Hub, else the folder it resolved to; give a local
+    folder to load it offline where that folder exists)."""
     eval_report: str | None = None
     """An ``eval.json`` whose figures and cascade direction the card reports
     (None: ``RUN/eval/eval.json``)."""
@@ -66,6 +84,63 @@ def base_names(model: str) -> tuple[str, str | None]:
     resolved = resolve_source(model)
     hub = MADE_FROM.get(model) or (resolved if not Path(resolved).exists() and resolved != "tiny" else None)
     return resolved, hub
+
+
+PROMPTS = "prompts.json"
+QUESTION = "{question}"
+"""Where the question goes in ``prompts.json``'s last user message."""
+
+
+def drafter_prompts(run_dir: Path, adapters: Sequence[str]) -> dict[str, Any]:
+    """What an adapter answering alone is shown and how it samples, as the run's own agents do:
+    its chat messages with :data:`QUESTION` in the last, the chat-template options and the
+    sampling (``agon answer --adapter NAME``; greedy when the temperature is 0)."""
+    from agon_env.agents.prompts import observation_messages, role_prompts
+    from agon_env.registry import make
+    from agon_env.vocabulary import DRAFT
+
+    run = load_resolved(run_dir)
+    task = make(run.env_id, **run.task_kwargs).unwrapped.task
+    prompts = role_prompts(task, run.config.prompts)
+    sampling = {}
+    for name in adapters:
+        sp = run.policy_sampling(name)
+        sampling[name] = {
+            "max_new_tokens": sp.max_new_tokens,
+            "temperature": sp.temperature,
+            "top_p": sp.top_p,
+            "stop": list(sp.stop),
+        }
+    return {
+        "messages": observation_messages({"text": QUESTION, "role": DRAFT}, prompts),
+        "chat_template_kwargs": dict(run.config.model.chat_template_kwargs),
+        "sampling": sampling,
+    }
+
+
+def snippet(base: str, adapter: str, prompts: Mapping[str, Any]) -> list[str]:
+    """The card's stand-alone answer: plain transformers and peft, the exported prompts, greedy."""
+    budget = prompts["sampling"].get(adapter, {}).get("max_new_tokens", 256)
+    return [
+        "```python",
+        "import json",
+        "from peft import PeftModel",
+        "from transformers import AutoModelForCausalLM, AutoTokenizer",
+        "",
+        f'base, adapter = "{base}", "{adapter}"  # run from this folder',
+        "tok = AutoTokenizer.from_pretrained(base)",
+        "model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), adapter).eval()",
+        f'p = json.load(open("{PROMPTS}"))',
+        'question = "What is 17 + 25 * 2?"',
+        'messages = [dict(m) for m in p["messages"]]',
+        f'messages[-1]["content"] = messages[-1]["content"].replace("{QUESTION}", question)',
+        "text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,",
+        '                               **p["chat_template_kwargs"])',
+        'ids = tok(text, add_special_tokens=False, return_tensors="pt")["input_ids"]',
+        f"out = model.generate(ids, max_new_tokens={budget}, do_sample=False)",
+        "print(tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True))",
+        "```",
+    ]
 
 
 def _rate(r: Mapping[str, Any]) -> str:
@@ -123,7 +198,13 @@ def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | N
 
 
 def model_card(
-    run_dir: Path, adapters: Sequence[str], base: str, hub: str | None, rank: int, eval_report: Path | None
+    run_dir: Path,
+    adapters: Sequence[str],
+    base: str,
+    hub: str | None,
+    rank: int,
+    eval_report: Path | None,
+    prompts: Mapping[str, Any],
 ) -> str:
     """README.md: Hub front matter, what the adapters are, their figures, and how to serve them."""
     from agon_env.evaluation.methods import method_of
@@ -169,21 +250,32 @@ def model_card(
         f"answers after reading the draft through the `{run.exchange}` channel. "
         f"Cascade direction: **{how}**.",
         "",
-        "Each adapter expects agon-env's prompts (its system prompt and worked examples); `agon serve` and "
-        "`agon_env.Cascade` apply them, a plain chat request to vLLM does not.",
+        "Each adapter expects agon-env's prompts (its system prompt and worked examples, below and in "
+        f"`{PROMPTS}`); `agon serve` and `agon_env.Cascade` apply them, a plain chat request does not "
+        "(with a bare chat template the adapters ramble).",
         "",
         "## Figures",
         "",
         *(lines or ["The run folder holds no `heldout.json` and no eval report: no figures.", ""]),
+        "## Prompts",
+        "",
+        f"What `{adapters[0]}` is shown when it answers alone (`{QUESTION}` is the question), as "
+        f"`{PROMPTS}` holds it with the chat-template options and each adapter's sampling:",
+        "",
+        "```json",
+        json.dumps(prompts["messages"], indent=1, ensure_ascii=False),
+        "```",
+        "",
         "## Use",
         "",
-        "```python",
-        "from peft import PeftModel",
-        "from transformers import AutoModelForCausalLM",
+        f"Without agon-env (plain transformers and peft; greedy, as `agon answer . --adapter {adapters[0]} "
+        "--temperature 0` answers):",
         "",
-        f'base = AutoModelForCausalLM.from_pretrained("{base}")',
-        f'model = PeftModel.from_pretrained(base, "{adapters[0]}")',
-        "```",
+        *snippet(base, adapters[0], prompts),
+        "",
+        f"`{base}` is where the base is loaded from; on a machine without the Hub, export again with "
+        "`agon export RUN --base-model /path/to/a/local/copy`, or pass the local folder to "
+        "`from_pretrained` and `PeftModel.from_pretrained(..., adapter)` still applies.",
         "",
         "vLLM, both adapters as LoRA modules of one engine (from this folder):",
         "",
@@ -191,10 +283,12 @@ def model_card(
         f"vllm serve {base} --enable-lora --max-lora-rank {rank} --lora-modules {modules}",
         "```",
         "",
-        "The cascade behind an OpenAI-compatible endpoint (from the run folder):",
+        "The cascade with agon-env, from this folder (it holds the run's config), one question or "
+        "behind an OpenAI-compatible endpoint:",
         "",
         "```bash",
-        f"agon serve {run_dir} --port 8000" + ("" if direction else " --direction 'agent_a>agent_b'"),
+        'agon answer . "What is 17 + 25 * 2?"' + ("" if direction else " --direction 'agent_a>agent_b'"),
+        "agon serve . --port 8000" + ("" if direction else " --direction 'agent_a>agent_b'"),
         "```",
         "",
     ]
@@ -217,7 +311,7 @@ def export(
         raise ExportError(f"--out {out} holds files already; choose an empty or new folder")
     check_writable(out, "--out")
     resolved, hub = base_names(run.config.model.name)
-    base = base_model or resolved
+    base = base_model or hub or resolved
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -234,8 +328,20 @@ def export(
         from agon_env.agents.vllm_backend import _round_rank
 
         report = Path(eval_report) if eval_report else None
-        card = model_card(run_dir, names, base, hub, _round_rank(max(ranks)), report)
+        prompts = drafter_prompts(run_dir, names)
+        card = model_card(run_dir, names, base, hub, _round_rank(max(ranks)), report, prompts)
         (tmp / "README.md").write_text(card)
+        (tmp / PROMPTS).write_text(json.dumps(prompts, indent=1, ensure_ascii=False) + "\n")
+        # The run itself, so agon answer / serve take the export (RunFolder.adapters reads the marker).
+        source = RunFolder(run_dir)
+        for name in (CONFIG, RESOLVED, source.heldout.name):
+            if (run_dir / name).is_file():
+                shutil.copy2(run_dir / name, tmp / name)
+        chosen = report or source.eval_report
+        if chosen.is_file():
+            (tmp / source.eval_report.relative_to(run_dir)).parent.mkdir(parents=True)
+            shutil.copy2(chosen, tmp / source.eval_report.relative_to(run_dir))
+        (tmp / EXPORT_MARKER).write_text(json.dumps({"run": run_dir.name, "adapters": names}) + "\n")
         tmp.chmod(0o755)
         if out.exists():
             out.rmdir()

@@ -81,7 +81,7 @@ def test_the_card_has_hub_front_matter_figures_and_serve_lines(tiny_run, tmp_pat
         "vllm serve tiny --enable-lora --max-lora-rank 8 --lora-modules agent_a=./agent_a agent_b=./agent_b"
         in card
     )
-    assert f"agon serve {run} --port 8000" in card
+    assert "agon serve . --port 8000" in card and str(run) not in card  # the export is the run
 
 
 def test_refusals_leave_nothing_behind(tiny_run, tmp_path, capsys):
@@ -118,5 +118,38 @@ def test_a_save_cut_off_mid_way_is_no_adapter(tiny_run, tmp_path):
     shutil.copytree(tiny_run, run)
     shutil.copytree(run / "adapters" / "agent_a", run / "adapters" / ".agent_a.old")
     assert agon("export", run, "--out", tmp_path / "e") == 0
-    assert sorted(p.name for p in (tmp_path / "e").iterdir() if p.is_dir()) == ["agent_a", "agent_b"]
+    adapters = [p.name for p in (tmp_path / "e").iterdir() if (p / "adapter_model.safetensors").is_file()]
+    assert sorted(adapters) == ["agent_a", "agent_b"]
     assert ".agent_a" not in (tmp_path / "e" / "README.md").read_text()
+
+
+def test_an_export_stands_alone_with_its_prompts_and_answers_as_the_run(tiny_run, tmp_path, cascade, capsys):
+    # Issue 49: the card showed no prompt (with a plain chat template the adapter rambles), and
+    # `agon answer EXPORT_DIR` failed for want of config.yaml.
+    from agon_env.envs.tasks.base import Problem
+    from agon_env.serving.export import PROMPTS, QUESTION
+
+    out = tmp_path / "export"
+    assert agon("export", tiny_run, "--out", out) == 0
+    prompts = json.loads((out / PROMPTS).read_text())
+    question = "What is 2 + 3?"
+    tok = cascade.base.tokenizer
+    for name in ("agent_a", "agent_b"):
+        messages = [dict(m) for m in prompts["messages"]]
+        messages[-1]["content"] = messages[-1]["content"].replace(QUESTION, question)
+        alone = tok.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, **prompts["chat_template_kwargs"]
+        )
+        env = cascade.env([Problem("q", question, None)], mode="solo")
+        env.reset(seed=0, options={"problem_index": 0})
+        assert alone == cascade.agents[name].render(env.observe("agent_a"))  # the run's own prompt
+        assert prompts["sampling"][name]["max_new_tokens"] == cascade.agents[name].sampling.max_new_tokens
+    card = (out / "README.md").read_text()
+    assert '"role": "system"' in card and f'json.load(open("{PROMPTS}"))' in card
+    assert str(tiny_run) not in card and "agon serve . --port 8000" in card
+    capsys.readouterr()
+    # The export is a run folder too: agon answer takes it and answers as it answers the run.
+    assert agon("answer", out, question, "--show") == 0
+    from_export = capsys.readouterr().out
+    assert agon("answer", tiny_run, question, "--show") == 0
+    assert capsys.readouterr().out == from_export and from_export.strip()
