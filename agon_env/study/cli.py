@@ -255,7 +255,8 @@ def _report(
                         f"--compare {' - '.join(pair)}: {unknown[0]!r} is not an arm of {study}"
                     )
             doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
-            doc["summary"] = summary_from_outcomes(doc)
+        # from the outcome lists under the registered rule: never a summary the file changed alone
+        doc["summary"] = summary_from_outcomes(doc)
         label = results or str(study)
     else:
         if not (study / "plan.yaml").is_file():

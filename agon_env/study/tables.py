@@ -22,8 +22,11 @@ from agon_env.study.analysis import (
     CHANGED,
     LATENT_EMPTY,
     LEGACY_CHANGED,
+    LEGACY_NOT_SHOWN,
+    NOT_SHOWN,
     compared,
     coverage,
+    rule,
     second_turn_change,
     second_turn_net,
     second_turn_runs,
@@ -31,6 +34,7 @@ from agon_env.study.analysis import (
     verdict,
 )
 from agon_env.study.plan import split
+from agon_env.study.verify import late, unbound
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
 """The first replication's figure, relative to the docs file (it is written next to it)."""
@@ -107,13 +111,16 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     pair = [first, rest.rpartition(", ")[0]]
     plan = doc["plan"]
     if "comparisons" not in plan and pair not in doc.get("added_comparisons", []):
-        return verdict(diff, first)
+        return verdict(diff, first, not_shown=LEGACY_NOT_SHOWN)
     registration = doc.get("registration")
-    # The registered rule decides; a plan changed after its registration decides nothing.
-    rule = (registration or {}).get("plan", plan).get("decision", {})
-    said = verdict(diff, first, rule.get("every_seed", True), rule.get("equivalence_margin"))
+    # The registered rule decides (analysis.rule); a plan changed after its registration decides nothing.
+    decided = rule(doc)
+    said = verdict(diff, first, decided.get("every_seed", True), decided.get("equivalence_margin"),
+                   coverage(doc))  # fmt: skip
     if not doc.get("complete", True):  # the rule is for every planned seed, not those finished so far
-        said = f"interim: {said}"
+        # an equivalence needs every planned seed: a part of them never shows one
+        said = "interim: " + (f"{NOT_SHOWN} (equivalence is decided on every seed)"
+                              if said.startswith("equivalent") else said)  # fmt: skip
     registered = (
         None if registration is None else [list(split(c)) for c in registration["plan"]["comparisons"]]
     )
@@ -121,6 +128,10 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     changed = None not in hashes and hashes[0] != hashes[1]
     if changed:
         why = "the plan differs from its registration"
+    elif unbound(doc):
+        why = "the results file differs from its registration"
+    elif late(doc):
+        why = "registered after the results"
     elif pair not in plan.get("comparisons", []):
         why = (
             "added after the plan" if pair in doc.get("added_comparisons", []) else "exploratory in the plan"
@@ -195,6 +206,8 @@ def markdown(
         per = " · ".join(f"s{k} {100 * v:+.1f}" for k, v in d["per_seed"].items())
         t = d["t_interval_over_seeds"]
         over = "– (one seed)" if t is None else f"[{100 * t[0]:+.1f}, {100 * t[1]:+.1f}]"
+        # two seeds: one degree of freedom (t = 12.71 at 95 %), and a difference's range holds it
+        over += " (1 df)" if t is not None and len(d["per_seed"]) == 2 else ""
         lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
                      f"{per} | {over} | {verdict_cell(doc, name, d)} |")  # fmt: skip
     if s.get("second_turn"):

@@ -1,0 +1,95 @@
+"""A study's verdict is bound to its registration and says only what its data can carry (issue #46).
+
+``data/smoke_results.json`` is a real results file: ``agon study register studies/smoke.yaml --out
+/tmp/j46smk`` then ``agon study run studies/smoke.yaml --out /tmp/j46smk --workers 1`` (the tiny
+random model: every outcome 0).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from agon_env.study import tables
+from agon_env.study.analysis import summary_from_outcomes
+from agon_env.study.cli import main
+from agon_env.study.plan import from_dict
+from agon_env.study.verify import VerifyError, verify
+
+SMOKE = Path(__file__).resolve().parent / "data" / "smoke_results.json"
+NAME = "agon − grpo, standalone"
+
+
+def smoke() -> dict:
+    return json.loads(SMOKE.read_text())
+
+
+def reregister(doc: dict, **decision: object) -> dict:
+    """``doc`` as if its plan had been registered with ``decision`` (hashes and summary consistent)."""
+    doc = copy.deepcopy(doc)
+    plan = from_dict({**doc["registration"]["plan"], "decision": {**doc["registration"]["plan"]["decision"],
+                                                                 **decision}})  # fmt: skip
+    doc["registration"] |= {"plan": plan.as_dict(), "plan_sha256": plan.sha256()}
+    doc["hashes"]["plan_sha256"] = plan.sha256()
+    doc["plan"] |= {"decision": plan.as_dict()["decision"], "study": plan.as_dict()}
+    doc["summary"] = summary_from_outcomes(doc)
+    return doc
+
+
+def write(doc: dict, tmp_path: Path) -> Path:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_an_all_zero_study_with_a_margin_gets_no_equivalence(tmp_path: Path) -> None:
+    doc = reregister(smoke(), equivalence_margin=0.05)
+    diff = doc["summary"]["paired"][NAME]
+    assert diff["low"] == diff["high"] == 0.0  # every resample of all-zero lists is [0, 0] ...
+    said = tables.verdict_cell(doc, NAME, diff)
+    assert "equivalent" not in said and said.startswith("cannot tell: both arms at 0 %")  # ... no evidence
+    doc["complete"] = False
+    assert "equivalent" not in tables.verdict_cell(doc, NAME, diff)
+    verify(write(doc | {"complete": True}, tmp_path))  # the new summary keys verify
+
+
+@pytest.mark.parametrize("edit", ["confidence", "train_steps", "plan_body"])
+def test_a_results_file_edited_apart_from_its_registration_fails_and_decides_nothing(
+    edit: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = smoke()
+    if edit == "confidence":  # the rule the summary used, recomputed to match
+        doc["plan"]["decision"]["confidence"] = 0.5
+        doc["plan"]["study"]["decision"]["confidence"] = 0.5
+        doc["summary"] = summary_from_outcomes(doc, 0.5)
+    elif edit == "train_steps":
+        doc["plan"]["study"]["train"]["steps"] = 400
+    else:  # the registered plan edited, its recorded hash kept
+        doc["registration"]["plan"]["decision"]["confidence"] = 0.5
+        doc["plan"]["decision"]["confidence"] = 0.5
+        doc["plan"]["study"]["decision"]["confidence"] = 0.5
+        doc["summary"] = summary_from_outcomes(doc)
+    path = write(doc, tmp_path)
+    with pytest.raises(VerifyError, match=r"registration|registered"):
+        verify(path)
+    assert main(["verify", str(path)]) == 2
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"| {NAME} |" in out and "exploratory (the results file differs from its registration)" in out
+
+
+def test_a_registration_after_the_results_is_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = verify(SMOKE)  # as recorded: registered before its results, its verdicts not exploratory
+    assert not tables.verdict_cell(doc, NAME, doc["summary"]["paired"][NAME]).startswith("exploratory")
+    doc["registration"]["registered_at"] = "2099-01-01T00:00:00Z"
+    path = write(doc, tmp_path)
+    late = "registered_at: 2099-01-01T00:00:00Z is after the results of 5 unit"
+    with pytest.raises(VerifyError, match=late):
+        verify(path)
+    assert main(["report", str(path)]) == 0
+    assert "exploratory (registered after the results)" in capsys.readouterr().out
