@@ -122,14 +122,16 @@ def register(args: RegisterArgs) -> int:
     if args.print_plan:
         return 0
     out = Path(_required(args.out, "--out DIR, the study folder"))
-    reg, new = freeze(plan, out)
+    reg, new = freeze(plan, out, Path(args.plan))
+    commit = reg.get("git_commit") or "none (the plan is in no git repository)"
     print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
-          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, commit {reg['git_commit']}, "
+          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
           f"{reg['registered_at']})")  # fmt: skip
-    print(
-        f"commit before running: git add {args.plan} {out / REGISTRATION} "
-        f"&& git commit -m 'register {plan.name}'"
-    )
+    if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
+        print(
+            f"commit before running: git add {args.plan} {out / REGISTRATION} "
+            f"&& git commit -m 'register {plan.name}'"
+        )
     return 0
 
 
@@ -271,8 +273,20 @@ def _report(
         unknown = [a for pair in added for a in pair if a not in plan.arms]
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
-        doc = build(plan, study, command, read(study), added)
-        tables.save_results(doc, study / RESULTS)
+        try:
+            doc = build(plan, study, command, read(study), added)
+        except (ConfigError, ImportError) as exc:
+            # The units' task or plugins do not import here (another folder, another machine): the
+            # results file holds every outcome, so the report is rendered from it alone.
+            if not (study / RESULTS).is_file():
+                raise
+            print(f"agon study report: {exc}; rendering {study / RESULTS} as recorded", file=sys.stderr)
+            doc = read_results(study / RESULTS)
+            if added:
+                doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
+            doc["summary"] = summary_from_outcomes(doc)
+        else:
+            tables.save_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
     if results is not None:

@@ -1,9 +1,9 @@
 """Pre-registration: a plan frozen in its study folder before any unit runs.
 
 ``registration.json`` holds the plan's content hash and the plan itself, its preset's content
-hash, the prompts' fingerprint, the package version, the git commit (when the code runs from a
-checkout) and the time. ``agon study run`` refuses a plan whose hash differs or an edited
-preset; the report marks every comparison
+hash, the prompts' fingerprint, the package version and its checkout's commit, the commit of the
+study's own repository (the one holding the plan file, when there is one) and the time.
+``agon study run`` refuses a plan whose hash differs or an edited preset; the report marks every comparison
 the registration does not hold as exploratory, and every unit's results carry the time they
 were written, so "registered before results" is checkable from the files alone.
 """
@@ -38,9 +38,11 @@ def prompts_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def git_commit() -> str | None:
-    """The commit of the checkout this package runs from, or None (an installed wheel)."""
-    root = Path(__file__).resolve().parents[2]
+def git_commit(where: Path | None = None) -> str | None:
+    """The commit of the git repository holding ``where`` (default: the checkout this package runs
+    from), ``+dirty`` with uncommitted changes to tracked files, or None outside any repository."""
+    root = Path(__file__).resolve().parents[2] if where is None else where.resolve()
+    root = root if root.is_dir() else root.parent
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=False)  # fmt: skip
@@ -66,8 +68,9 @@ def preset_sha256(plan: StudyPlan) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def record(plan: StudyPlan) -> dict[str, Any]:
-    """What a registration freezes."""
+def record(plan: StudyPlan, source: Path | None = None) -> dict[str, Any]:
+    """What a registration freezes: ``git_commit`` is the commit of the study's own repository (the
+    one holding the plan file ``source``; None outside one), ``package_commit`` agon-env's checkout."""
     from agon_env import __version__
 
     return {
@@ -76,7 +79,8 @@ def record(plan: StudyPlan) -> dict[str, Any]:
         "plan": plan.as_dict(),
         "prompts": prompts_fingerprint(),
         "package_version": __version__,
-        "git_commit": git_commit(),
+        "package_commit": git_commit(),
+        "git_commit": None if source is None else git_commit(source),
         "registered_at": now(),
     }
 
@@ -86,9 +90,9 @@ def read(out: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
-    """Freeze ``plan`` in ``out`` (the registration, and False when it was already there);
-    a folder registered with another plan is refused."""
+def register(plan: StudyPlan, out: Path, source: Path | None = None) -> tuple[dict[str, Any], bool]:
+    """Freeze ``plan`` (read from ``source``) in ``out`` (the registration, and False when it was
+    already there); a folder registered with another plan is refused."""
     from agon_env.evaluation.report import write_text_atomic
 
     old = read(out)
@@ -103,7 +107,7 @@ def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
             f"{out} already holds results: a registration must come before them; use a new --out"
         )
     out.mkdir(parents=True, exist_ok=True)
-    reg = record(plan)
+    reg = record(plan, source)
     write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")
     return reg, True
 

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agon_env.study import tables
 from agon_env.study.analysis import summary_from_outcomes
@@ -93,3 +94,22 @@ def test_a_registration_after_the_results_is_flagged(
         verify(path)
     assert main(["report", str(path)]) == 0
     assert "exploratory (registered after the results)" in capsys.readouterr().out
+
+
+def test_a_report_renders_from_the_results_file_without_the_task_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cd / && agon study report DIR`` with the user's task module absent: the file holds every outcome."""
+    study = tmp_path / "study"
+    study.mkdir()
+    plan = smoke()["plan"]["study"]
+    plan["train"]["env.id"] = "j46_absent_task_module:me/task-v0"  # importable only where the study ran
+    (study / "plan.yaml").write_text(yaml.safe_dump(plan))
+    (study / "results.json").write_text(SMOKE.read_text())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", str(study)]) == 0
+    captured = capsys.readouterr()
+    assert "cannot import 'j46_absent_task_module'" in captured.err
+    assert f"| {NAME} |" in (study / "report.md").read_text()
