@@ -37,6 +37,9 @@ class RegisterArgs(CommandArgs):
     """The study folder the plan is registered in (``run`` uses the same)."""
     print_plan: bool = False
     """Print the plan as it resolves (every field, defaults included) and exit."""
+    base_rate: float | None = None
+    """The pass@1 both arms are expected near, for the detectable difference (None: the middle of
+    the calibration band, else 50 %, the worst case)."""
 
 
 @dataclass
@@ -102,8 +105,9 @@ def _required(value: str, what: str) -> str:
     return value
 
 
-def _load(plan_path: str, print_plan: bool) -> Any:
+def _load(plan_path: str, print_plan: bool, base_rate: float | None = None) -> Any:
     from agon_env.study.plan import check, load
+    from agon_env.study.registration import describe, detectable
 
     plan = load(_required(plan_path, "a study plan, e.g. studies/smoke.yaml"))
     configs = check(plan)
@@ -111,22 +115,25 @@ def _load(plan_path: str, print_plan: bool) -> Any:
         print(plan.yaml(), end="")
         for arm, cfg in configs.items():
             print(f"# {arm}: algo {cfg.algo}, {cfg.steps} steps, seeds {plan.seeds}")
+        print(f"# {describe(detectable(plan, base_rate))}")
     return plan
 
 
 def register(args: RegisterArgs) -> int:
-    from agon_env.study.registration import REGISTRATION
+    from agon_env.study.registration import REGISTRATION, describe
     from agon_env.study.registration import register as freeze
 
-    plan = _load(args.plan, args.print_plan)
+    plan = _load(args.plan, args.print_plan, args.base_rate)
     if args.print_plan:
         return 0
     out = Path(_required(args.out, "--out DIR, the study folder"))
-    reg, new = freeze(plan, out, Path(args.plan))
+    reg, new = freeze(plan, out, Path(args.plan), args.base_rate)
     commit = reg.get("git_commit") or "none (the plan is in no git repository)"
     print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
           f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
           f"{reg['registered_at']})")  # fmt: skip
+    if reg.get("detectable"):
+        print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
     if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
         print(
             f"commit before running: git add {args.plan} {out / REGISTRATION} "

@@ -113,3 +113,26 @@ def test_a_report_renders_from_the_results_file_without_the_task_module(
     captured = capsys.readouterr()
     assert "cannot import 'j46_absent_task_module'" in captured.err
     assert f"| {NAME} |" in (study / "report.md").read_text()
+
+
+def test_register_states_the_detectable_difference_and_refuses_a_margin_below_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = smoke()["registration"]["plan"]
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    assert main(["register", str(path), "--out", str(tmp_path / "a"), "--base-rate", "0.3"]) == 0
+    said = capsys.readouterr().out
+    # (1.96 + 0.84) · √(2 · 0.3 · 0.7 / 12) = 0.524: 2 seeds × 6 test problems resolve little
+    assert "agon - grpo: detectable difference ±52.4 pp at 80 % power and 95 % confidence" in said
+    reg = json.loads((tmp_path / "a" / "registration.json").read_text())
+    assert (
+        reg["detectable"]["difference"] == pytest.approx(0.524, abs=1e-3) and reg["detectable"]["pairs"] == 12
+    )
+    path.write_text(yaml.safe_dump({**plan, "decision": {"equivalence_margin": 0.05}}))
+    assert main(["register", str(path), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "decision.equivalence_margin: ±5 pp is below the smallest difference this plan can detect" in err
+    assert not (tmp_path / "b").exists()
+    assert main(["register", str(path), "--print-plan"]) == 0
+    assert "# detectable difference ±57.2 pp" in capsys.readouterr().out  # base rate 50 %: the worst case
