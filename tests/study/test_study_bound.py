@@ -136,3 +136,21 @@ def test_register_states_the_detectable_difference_and_refuses_a_margin_below_it
     assert not (tmp_path / "b").exists()
     assert main(["register", str(path), "--print-plan"]) == 0
     assert "# detectable difference ±57.2 pp" in capsys.readouterr().out  # base rate 50 %: the worst case
+
+
+def test_the_report_says_the_registration_the_rule_and_the_verifier_failures(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = smoke()
+    doc["outcomes"]["arms"]["agon"]["1"]["score_timeouts"].pop("standalone:agent_b")  # not recorded
+    shown = tables.markdown(doc, "study", "r.json")
+    assert "Registered 2026-12-05T02:06:57Z (plan sha256 d150aba5b4e5" in shown
+    assert (
+        "Decision rule: a difference is shown when its 95 % bootstrap interval excludes 0 and every seed"
+        in shown
+    )
+    assert "no equivalence is claimed (no margin)" in shown and "Detectable difference: unknown" in shown
+    assert "| agon-seed1 | standalone:agent_b | 0 | unknown |" in shown
+    assert "| agon-seed0 | cascade:agent_a>agent_b | 0 | 0 |" in shown
+    doc["registration"] = None
+    assert "Not registered: every comparison is exploratory." in tables.markdown(doc, "study", "r.json")
