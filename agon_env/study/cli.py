@@ -328,7 +328,9 @@ def verify(args: VerifyArgs) -> int:
     units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
     print(f"{path}: the summary recomputes from the outcome lists ({units} units, "
           f"{len(doc['problems']['test']['ids'])} test problems, "
-          f"{len(doc['summary']['paired'])} paired differences)")  # fmt: skip
+          f"{len(doc['summary']['paired'])} paired differences)"
+          + ("; bound to its registration of " + doc["registration"]["registered_at"]
+             if doc.get("registration") else "; not registered"))  # fmt: skip
     return 0
 
 
