@@ -382,8 +382,13 @@ def newcombe_interval(
     return max(-1.0, low), min(1.0, high)
 
 
-def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
-    """Student-t interval of the mean of a few independent values (e.g. runs with different seeds)."""
+def t_interval(
+    values: Sequence[float], confidence: float = 0.95, bounds: tuple[float, float] | None = None
+) -> tuple[float, float] | None:
+    """Student-t interval of the mean of a few independent values (e.g. runs with different seeds),
+    clipped into ``bounds`` (the metric's range: [0, 1] for a rate, [−1, 1] for a difference of
+    two): with 2 values it rests on one degree of freedom (t₀.₉₇₅ = 12.71) and would otherwise
+    reach far outside any rate."""
     vals = [float(v) for v in values if v is not None]
     if len(vals) < 2:
         return None
@@ -391,7 +396,34 @@ def t_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float
 
     m, s = statistics.fmean(vals), statistics.stdev(vals)
     half = float(t.ppf(0.5 + confidence / 2, len(vals) - 1)) * s / math.sqrt(len(vals))
-    return m - half, m + half
+    if bounds is None:
+        return m - half, m + half
+    return max(bounds[0], m - half), min(bounds[1], m + half)
+
+
+def least_discordant(confidence: float = 0.95) -> int:
+    """The fewest discordant pairs (one arm right, the other wrong) with which an exact two-sided
+    sign (McNemar) test at ``confidence`` can reject at all: all n pairs on one side has p = 2·0.5ⁿ,
+    so n ≥ log₂(2 / α); 6 at 95 %, 8 at 99 %."""
+    alpha = 1 - confidence
+    return max(1, math.ceil(math.log2(2 / alpha) - 1e-12))
+
+
+def detectable_difference(
+    pairs: int, base_rate: float, confidence: float = 0.95, power: float = 0.8, correlation: float = 0.0
+) -> float:
+    """The smallest paired difference of two pass rates a two-sided test at ``confidence`` detects
+    with ``power`` over ``pairs`` paired outcomes, both arms near ``base_rate``:
+    (z₁₋α/₂ + z₁₋β) · √(2p(1 − p)(1 − r) / n) (Connor 1987; r = 0, the arms' outcomes on a problem
+    uncorrelated, is the conservative choice). Clipped at 1: a rate cannot move further."""
+    from scipy.stats import norm
+
+    if pairs <= 0:
+        return 1.0
+    p = min(max(base_rate, 0.0), 1.0)
+    discordant = 2 * p * (1 - p) * (1 - correlation)
+    z = float(norm.ppf(0.5 + confidence / 2)) + float(norm.ppf(power))
+    return min(1.0, z * math.sqrt(discordant / pairs))
 
 
 def smoothed(values: Sequence[float | None], width: int) -> tuple[list[float], list[float], list[float]]:

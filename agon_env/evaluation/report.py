@@ -42,6 +42,13 @@ def _ci(r: dict[str, Any]) -> str:
     return f"[{_pct(r['low'])}, {_pct(r['high'])}]"
 
 
+def _t_ci(r: dict[str, Any], runs: int) -> str:
+    """A t-interval over runs, in the rate's range (reports written before it was clipped may not
+    be); with 2 runs it rests on one degree of freedom (t = 12.71 at 95 %), which it says."""
+    shown = _ci({"low": max(0.0, r["low"]), "high": min(1.0, r["high"])})
+    return shown + (" (1 df)" if runs == 2 else "")
+
+
 def method_interval(m: dict[str, Any], many_seeds: bool) -> dict[str, Any]:
     """The pass@1 interval the tables and the accuracy-vs-length figure show for a method result.
 
@@ -242,7 +249,7 @@ def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
 
 def _spread_row(methods: Sequence[dict[str, Any]], confidence: float) -> dict[str, Any]:
     rates = [m["pass@1"] for m in methods]
-    interval = t_interval([x["rate"] for x in rates], confidence)
+    interval = t_interval([x["rate"] for x in rates], confidence, bounds=(0.0, 1.0))
     pooled_rate = pooled([Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence)
     return {
         "runs": len(methods),
@@ -311,7 +318,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 mid if mid == CHOSEN_CASCADE else method_label(mid),
                 str(v["runs"]),
                 f"{_pct(v['pass@1_across_runs']['mean'])} ± {_pct(v['pass@1_across_runs']['std'])}",
-                _ci(v["pass@1_t_interval"]) if v.get("pass@1_t_interval") else "–",
+                _t_ci(v["pass@1_t_interval"], v["runs"]) if v.get("pass@1_t_interval") else "–",
                 _num(v["mean_length_across_runs"]["mean"]),
             ]
             for algo, methods in across.items()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER, LATENT_EMPTY
-from agon_env.stats import Difference, paired_bootstrap, verdict_of
+from agon_env.stats import Difference, least_discordant, paired_bootstrap, verdict_of
 from agon_env.study.plan import unit_name
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
@@ -67,14 +67,49 @@ def comparisons(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(tuple(p) for p in listed))
 
 
-def verdict(diff: dict[str, Any], first: str, every_seed: bool = True, margin: float | None = None) -> str:
+NOT_SHOWN = "difference not shown"
+"""What the rule says when neither a difference nor an equivalence is shown: not "no difference"."""
+LEGACY_NOT_SHOWN = "no difference shown"
+"""The same, as the studies recorded before ``agon study`` word it in their generated blocks."""
+
+
+def cannot_tell(diff: dict[str, Any], confidence: float = 0.95) -> str | None:
+    """Why the data of a paired difference cannot carry a verdict, or None: both arms at floor or
+    ceiling on every problem and seed (every resampled interval collapses to [0, 0], which is no
+    evidence of equivalence), or fewer discordant pairs than an exact two-sided test at
+    ``confidence`` needs to reject at all (:func:`agon_env.stats.least_discordant`). A summary
+    recorded before the counts were kept (no ``discordant``) is not checked."""
+    counts = diff.get("discordant")
+    if counts is None:
+        return None
+    floor = diff.get("floor")
+    if floor is not None:
+        return f"cannot tell: both arms at {100 * floor:g} % on every problem and seed"
+    n, need = counts["first_only"] + counts["second_only"], least_discordant(confidence)
+    if n < need:
+        return (f"cannot tell: {n} discordant pair(s), a two-sided test at {100 * confidence:g} % "
+                f"needs at least {need}")  # fmt: skip
+    return None
+
+
+def verdict(
+    diff: dict[str, Any],
+    first: str,
+    every_seed: bool = True,
+    margin: float | None = None,
+    confidence: float = 0.95,
+    not_shown: str = NOT_SHOWN,
+) -> str:
     """The decision rule of a paired difference (docs/results/preregistration-2.md §4): ``first``
     is better when the bootstrap interval lies above 0 *and* (``every_seed``) every seed's
     difference is above 0, worse when both lie below. Otherwise, with an equivalence ``margin``,
     the two are equivalent when the interval lies inside ±margin (two one-sided tests at the
-    interval's level); without one nothing is claimed: "no difference shown", never "≈ 0". The
+    interval's level); without one nothing is claimed: "difference not shown", never "≈ 0". The
     every-seed half is the guard against one lucky interval among several comparisons (no
-    multiplicity correction)."""
+    multiplicity correction). Data that cannot tell (:func:`cannot_tell`) gets no verdict at all."""
+    unable = cannot_tell(diff, confidence)
+    if unable is not None:
+        return unable
     per = list(diff["per_seed"].values())
     by_interval = verdict_of(diff["low"], diff["high"], "better", "worse")
     agree = {"better": lambda v: v > 0, "worse": lambda v: v < 0}
@@ -82,7 +117,21 @@ def verdict(diff: dict[str, Any], first: str, every_seed: bool = True, margin: f
         return f"{first} {by_interval}"
     if margin is not None and -margin < diff["low"] and diff["high"] < margin:
         return f"equivalent within ±{100 * margin:g} pp"
-    return "no difference shown"
+    return not_shown
+
+
+def discordant(xs: Sequence[Sequence[float]], ys: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """The pairs that carry a paired difference's information: (seed, problem) cells where the
+    first arm scores more (``first_only``) or less (``second_only``); a standalone cell (the mean
+    of two adapters) counts once either way. ``floor``: the one value both arms have on every
+    cell, when they do (0 or 1: floor or ceiling), else None."""
+    cells = [(a, b) for x, y in zip(xs, ys, strict=True) for a, b in zip(x, y, strict=True)]
+    values = {v for a, b in cells for v in (a, b)}
+    first_only, second_only = sum(a > b for a, b in cells), sum(a < b for a, b in cells)
+    return {
+        "discordant": {"first_only": first_only, "second_only": second_only},
+        "floor": next(iter(values)) if len(values) == 1 else None,
+    }
 
 
 def second_turn_net(turn: dict[str, int]) -> float:
@@ -209,9 +258,16 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
+def rule(doc: dict[str, Any]) -> dict[str, Any]:
+    """The decision rule that decides: the registered plan's when the study was registered (a
+    results file's own ``plan`` can be edited alone), else the plan's, else none recorded."""
+    registration = doc.get("registration") or {}
+    return (registration.get("plan") or doc.get("plan", {})).get("decision", {})
+
+
 def coverage(doc: dict[str, Any]) -> float:
-    """Every interval's coverage: the plan's decision rule's, else 95 %."""
-    return float(doc.get("plan", {}).get("decision", {}).get("confidence", 0.95))
+    """Every interval's coverage: the decision rule's (:func:`rule`), else 95 %."""
+    return float(rule(doc).get("confidence", 0.95))
 
 
 def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) -> dict[str, Any]:
@@ -256,11 +312,12 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
             xs, ys = [x for x, _ in cells.values()], [y for _, y in cells.values()]
             diff = paired_bootstrap(xs, ys, confidence)
             per_seed = {s: statistics.fmean(x) - statistics.fmean(y) for s, (x, y) in cells.items()}
-            over_seeds = t_interval(list(per_seed.values()), confidence)
+            over_seeds = t_interval(list(per_seed.values()), confidence, bounds=(-1.0, 1.0))
             paired[f"{arm} − {other}, {m}"] = diff.to_dict() | {
                 "seeds_used": list(cells),
                 "per_seed": per_seed,
                 "t_interval_over_seeds": None if over_seeds is None else list(over_seeds),
+                **discordant(xs, ys),
             }
     base = doc["outcomes"].get("base")
     base_rows = {}

@@ -37,6 +37,9 @@ class RegisterArgs(CommandArgs):
     """The study folder the plan is registered in (``run`` uses the same)."""
     print_plan: bool = False
     """Print the plan as it resolves (every field, defaults included) and exit."""
+    base_rate: float | None = None
+    """The pass@1 both arms are expected near, for the detectable difference (None: the middle of
+    the calibration band, else 50 %, the worst case)."""
 
 
 @dataclass
@@ -150,8 +153,9 @@ def _required(value: str, what: str) -> str:
     return value
 
 
-def _load(plan_path: str, print_plan: bool) -> Any:
+def _load(plan_path: str, print_plan: bool, base_rate: float | None = None) -> Any:
     from agon_env.study.plan import check, load
+    from agon_env.study.registration import describe, detectable
 
     plan = load(_required(plan_path, "a study plan, e.g. studies/smoke.yaml"))
     configs = check(plan)
@@ -159,25 +163,30 @@ def _load(plan_path: str, print_plan: bool) -> Any:
         print(plan.yaml(), end="")
         for arm, cfg in configs.items():
             print(f"# {arm}: algo {cfg.algo}, {cfg.steps} steps, seeds {plan.seeds}")
+        print(f"# {describe(detectable(plan, base_rate))}")
     return plan
 
 
 def register(args: RegisterArgs) -> int:
-    from agon_env.study.registration import REGISTRATION
+    from agon_env.study.registration import REGISTRATION, describe
     from agon_env.study.registration import register as freeze
 
-    plan = _load(args.plan, args.print_plan)
+    plan = _load(args.plan, args.print_plan, args.base_rate)
     if args.print_plan:
         return 0
     out = Path(_required(args.out, "--out DIR, the study folder"))
-    reg, new = freeze(plan, out)
+    reg, new = freeze(plan, out, Path(args.plan), args.base_rate)
+    commit = reg.get("git_commit") or "none (the plan is in no git repository)"
     print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
-          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, commit {reg['git_commit']}, "
+          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
           f"{reg['registered_at']})")  # fmt: skip
-    print(
-        f"commit before running: git add {args.plan} {out / REGISTRATION} "
-        f"&& git commit -m 'register {plan.name}'"
-    )
+    if reg.get("detectable"):
+        print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
+    if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
+        print(
+            f"commit before running: git add {args.plan} {out / REGISTRATION} "
+            f"&& git commit -m 'register {plan.name}'"
+        )
     return 0
 
 
@@ -333,7 +342,8 @@ def _report(
                         f"--compare {' - '.join(pair)}: {unknown[0]!r} is not an arm of {study}"
                     )
             doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
-            doc["summary"] = summary_from_outcomes(doc)
+        # from the outcome lists under the registered rule: never a summary the file changed alone
+        doc["summary"] = summary_from_outcomes(doc)
         label = results or str(study)
     else:
         if not (study / "plan.yaml").is_file():
@@ -348,12 +358,24 @@ def _report(
         unknown = [a for pair in added for a in pair if a not in plan.arms]
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
-        doc = build(plan, study, command, read(study), added)
-        from agon_env.study.transfer import TRANSFER, sections
+        try:
+            doc = build(plan, study, command, read(study), added)
+        except (ConfigError, ImportError) as exc:
+            # The units' task or plugins do not import here (another folder, another machine): the
+            # results file holds every outcome, so the report is rendered from it alone.
+            if not (study / RESULTS).is_file():
+                raise
+            print(f"agon study report: {exc}; rendering {study / RESULTS} as recorded", file=sys.stderr)
+            doc = read_results(study / RESULTS)
+            if added:
+                doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
+            doc["summary"] = summary_from_outcomes(doc)
+        else:
+            from agon_env.study.transfer import TRANSFER, sections
 
-        if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
-            doc[TRANSFER] = transferred
-        tables.save_results(doc, study / RESULTS)
+            if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
+                doc[TRANSFER] = transferred
+            tables.save_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
     if results is not None:
@@ -388,7 +410,9 @@ def verify(args: VerifyArgs) -> int:
     units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
     print(f"{path}: the summary recomputes from the outcome lists ({units} units, "
           f"{len(doc['problems']['test']['ids'])} test problems, "
-          f"{len(doc['summary']['paired'])} paired differences)")  # fmt: skip
+          f"{len(doc['summary']['paired'])} paired differences)"
+          + ("; bound to its registration of " + doc["registration"]["registered_at"]
+             if doc.get("registration") else "; not registered"))  # fmt: skip
     return 0
 
 

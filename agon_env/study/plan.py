@@ -225,6 +225,7 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
         raise ConfigError("a study plan needs arms, e.g. arms: {grpo: {algo: grpo}, agon: {algo: agon}}")
     if not plan.seeds:
         raise ConfigError("a study plan needs seeds, e.g. seeds: [0, 1, 2]")
+    _check_sizes(plan)
     configs = {}
     for arm in plan.arms:
         try:
@@ -258,4 +259,34 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
     from agon_env.evaluation.methods import check_names
 
     check_names([*plan.evaluation.methods, *plan.evaluation.base_methods])
+    e = plan.evaluation
+    cascades = [arm for arm, cfg in configs.items() if two_stage(cfg.algo) == "cascade"]
+    if e.val_problems < 1 and (cascades or "cascade" in e.methods):
+        who = f"arm {cascades[0]!r}" if cascades else "evaluation.methods"
+        raise ConfigError(f"evaluation.val_problems: {e.val_problems}, but {who} evaluates a cascade, whose "
+                          "direction validation chooses; give at least 1")  # fmt: skip
     return configs
+
+
+def _duplicate(values: list[Any]) -> Any:
+    return next((v for i, v in enumerate(values) if v in values[:i]), None)
+
+
+def _check_sizes(plan: StudyPlan) -> None:
+    """What would otherwise fail only after every unit has trained: an evaluation of no problems,
+    a seed listed twice (its unit would run once and be counted twice), a calibration of nothing."""
+    e = plan.evaluation
+    if (seed := _duplicate(plan.seeds)) is not None:
+        raise ConfigError(f"seeds: {seed} is listed twice in {plan.seeds}; each seed trains one unit per arm")
+    if e.test_problems < 1:
+        raise ConfigError(f"evaluation.test_problems: {e.test_problems}; every unit is scored on test "
+                          "problems, give at least 1")  # fmt: skip
+    if e.val_problems < 0:
+        raise ConfigError(f"evaluation.val_problems: {e.val_problems} is no number of problems")
+    if not e.seeds or (seed := _duplicate(e.seeds)) is not None:
+        raise ConfigError(f"evaluation.seeds: {e.seeds}; give distinct sampling seeds, e.g. [0]")
+    cal = plan.calibration
+    if cal is not None and cal.problems < 1:
+        raise ConfigError(f"calibration.problems: {cal.problems}; the calibration needs at least 1 problem")
+    if cal is not None and not (len(cal.band) == 2 and 0 <= cal.band[0] <= cal.band[1] <= 1):
+        raise ConfigError(f"calibration.band: {cal.band} is no band of pass@1; give [low, high] in [0, 1]")

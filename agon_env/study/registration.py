@@ -1,9 +1,9 @@
 """Pre-registration: a plan frozen in its study folder before any unit runs.
 
 ``registration.json`` holds the plan's content hash and the plan itself, its preset's content
-hash, the prompts' fingerprint, the package version, the git commit (when the code runs from a
-checkout) and the time. ``agon study run`` refuses a plan whose hash differs or an edited
-preset; the report marks every comparison
+hash, the prompts' fingerprint, the package version and its checkout's commit, the commit of the
+study's own repository (the one holding the plan file, when there is one) and the time.
+``agon study run`` refuses a plan whose hash differs or an edited preset; the report marks every comparison
 the registration does not hold as exploratory, and every unit's results carry the time they
 were written, so "registered before results" is checkable from the files alone.
 """
@@ -38,9 +38,11 @@ def prompts_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def git_commit() -> str | None:
-    """The commit of the checkout this package runs from, or None (an installed wheel)."""
-    root = Path(__file__).resolve().parents[2]
+def git_commit(where: Path | None = None) -> str | None:
+    """The commit of the git repository holding ``where`` (default: the checkout this package runs
+    from), ``+dirty`` with uncommitted changes to tracked files, or None outside any repository."""
+    root = Path(__file__).resolve().parents[2] if where is None else where.resolve()
+    root = root if root.is_dir() else root.parent
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=10, check=False)  # fmt: skip
@@ -66,8 +68,70 @@ def preset_sha256(plan: StudyPlan) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def record(plan: StudyPlan) -> dict[str, Any]:
-    """What a registration freezes."""
+POWER = 0.8
+"""The power the detectable difference is stated at (the conventional 80 %)."""
+
+
+def base_rate(plan: StudyPlan, stated: float | None = None) -> tuple[float, str]:
+    """The pass@1 both arms are expected near, and where it comes from: ``stated`` (a flag), else
+    the middle of the calibration band, else 50 % (the worst case: the most discordant pairs)."""
+    if stated is not None:
+        if not 0 < stated < 1:
+            raise ConfigError(f"--base-rate: {stated:g} is no pass@1; give one in (0, 1), e.g. 0.3")
+        return stated, "stated"
+    if plan.calibration is not None:
+        return sum(plan.calibration.band) / 2, "the middle of the calibration band"
+    return 0.5, "none stated: 50 %, the worst case"
+
+
+def detectable(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
+    """The smallest difference each primary comparison can detect at the plan's seeds × test
+    problems and confidence (:func:`agon_env.stats.detectable_difference`, at :data:`POWER`), from
+    :func:`base_rate`; the same for every comparison, since each pairs every seed and problem. It
+    counts seeds × problems as independent pairs, so with few seeds it is a lower bound; with the
+    problems alone (seeds perfectly correlated) it is ``problems_only``."""
+    from agon_env.stats import detectable_difference
+
+    rate, source = base_rate(plan, stated)
+    confidence, problems = plan.decision.confidence, plan.evaluation.test_problems
+    pairs = len(plan.seeds) * problems
+    return {
+        "base_rate": rate,
+        "base_rate_source": source,
+        "power": POWER,
+        "confidence": confidence,
+        "pairs": pairs,
+        "difference": detectable_difference(pairs, rate, confidence, POWER),
+        "problems_only": detectable_difference(problems, rate, confidence, POWER),
+        "comparisons": list(plan.comparisons),
+    }
+
+
+def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
+    """Refuse an equivalence margin the plan cannot resolve: below its detectable difference, an
+    interval inside ±margin is not to be expected at the planned size."""
+    margin = plan.decision.equivalence_margin
+    if margin is not None and margin < power["difference"]:
+        raise ConfigError(
+            f"decision.equivalence_margin: ±{100 * margin:g} pp is below the smallest difference this plan "
+            f"can detect ({100 * power['difference']:.1f} pp at {power['pairs']} seed × problem pairs, base "
+            f"rate {100 * power['base_rate']:g} %); widen the margin or add seeds or test problems"
+        )
+
+
+def describe(power: dict[str, Any]) -> str:
+    """The detectable difference in words (register, ``--print-plan`` and the report say it)."""
+    return (f"detectable difference ±{100 * power['difference']:.1f} pp at {100 * power['power']:g} % power "
+            f"and {100 * power['confidence']:g} % confidence over {power['pairs']} seed × problem pairs "
+            f"(±{100 * power['problems_only']:.1f} pp if seeds repeat each other), base rate "
+            f"{100 * power['base_rate']:g} % ({power['base_rate_source']})")  # fmt: skip
+
+
+def record(
+    plan: StudyPlan, source: Path | None = None, power: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a registration freezes: ``git_commit`` is the commit of the study's own repository (the
+    one holding the plan file ``source``; None outside one), ``package_commit`` agon-env's checkout."""
     from agon_env import __version__
 
     return {
@@ -76,7 +140,9 @@ def record(plan: StudyPlan) -> dict[str, Any]:
         "plan": plan.as_dict(),
         "prompts": prompts_fingerprint(),
         "package_version": __version__,
-        "git_commit": git_commit(),
+        "package_commit": git_commit(),
+        "git_commit": None if source is None else git_commit(source),
+        "detectable": power if power is not None else detectable(plan),
         "registered_at": now(),
     }
 
@@ -86,9 +152,11 @@ def read(out: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
-    """Freeze ``plan`` in ``out`` (the registration, and False when it was already there);
-    a folder registered with another plan is refused."""
+def register(
+    plan: StudyPlan, out: Path, source: Path | None = None, stated: float | None = None
+) -> tuple[dict[str, Any], bool]:
+    """Freeze ``plan`` (read from ``source``) in ``out`` (the registration, and False when it was
+    already there); a folder registered with another plan is refused."""
     from agon_env.evaluation.report import write_text_atomic
 
     old = read(out)
@@ -102,8 +170,10 @@ def register(plan: StudyPlan, out: Path) -> tuple[dict[str, Any], bool]:
         raise ConfigError(
             f"{out} already holds results: a registration must come before them; use a new --out"
         )
+    power = detectable(plan, stated)
+    check_margin(plan, power)
     out.mkdir(parents=True, exist_ok=True)
-    reg = record(plan)
+    reg = record(plan, source, power)
     write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")
     return reg, True
 

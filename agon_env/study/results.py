@@ -126,8 +126,9 @@ def unit_record(report: dict[str, Any], ids: Sequence[str], eval_dir: Path) -> d
         "first_outcomes": _first(methods, ids),
         "mean_length": {m: v["mean_length"] for m, v in methods.items()},
         "mean_final_length": {m: v["mean_final_length"] for m, v in methods.items()},
-        "score_errors": {m: v.get("score_errors", 0) for m, v in methods.items()},
-        "score_timeouts": {m: v.get("score_timeouts", 0) for m, v in methods.items()},
+        # None where the evaluation did not count them: the report says "unknown", never 0
+        "score_errors": {m: v.get("score_errors") for m, v in methods.items()},
+        "score_timeouts": {m: v.get("score_timeouts") for m, v in methods.items()},
         "written_at": written_at(eval_dir),
     }
 

@@ -17,11 +17,13 @@ from typing import Any
 from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
 from agon_env.figures import pyplot, save
-from agon_env.stats import smoothed
+from agon_env.stats import least_discordant, smoothed
 from agon_env.study.analysis import (
     CHANGED,
     LATENT_EMPTY,
     LEGACY_CHANGED,
+    LEGACY_NOT_SHOWN,
+    NOT_SHOWN,
     compared,
     coverage,
     second_turn_change,
@@ -30,7 +32,10 @@ from agon_env.study.analysis import (
     two_stage_methods,
     verdict,
 )
+from agon_env.study.analysis import rule as rule_of
 from agon_env.study.plan import split
+from agon_env.study.registration import describe
+from agon_env.study.verify import late, unbound
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
 """The first replication's figure, relative to the docs file (it is written next to it)."""
@@ -107,13 +112,16 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     pair = [first, rest.rpartition(", ")[0]]
     plan = doc["plan"]
     if "comparisons" not in plan and pair not in doc.get("added_comparisons", []):
-        return verdict(diff, first)
+        return verdict(diff, first, not_shown=LEGACY_NOT_SHOWN)
     registration = doc.get("registration")
-    # The registered rule decides; a plan changed after its registration decides nothing.
-    rule = (registration or {}).get("plan", plan).get("decision", {})
-    said = verdict(diff, first, rule.get("every_seed", True), rule.get("equivalence_margin"))
+    # The registered rule decides (analysis.rule); a plan changed after its registration decides nothing.
+    decided = rule_of(doc)
+    said = verdict(diff, first, decided.get("every_seed", True), decided.get("equivalence_margin"),
+                   coverage(doc))  # fmt: skip
     if not doc.get("complete", True):  # the rule is for every planned seed, not those finished so far
-        said = f"interim: {said}"
+        # an equivalence needs every planned seed: a part of them never shows one
+        said = "interim: " + (f"{NOT_SHOWN} (equivalence is decided on every seed)"
+                              if said.startswith("equivalent") else said)  # fmt: skip
     registered = (
         None if registration is None else [list(split(c)) for c in registration["plan"]["comparisons"]]
     )
@@ -121,6 +129,10 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     changed = None not in hashes and hashes[0] != hashes[1]
     if changed:
         why = "the plan differs from its registration"
+    elif unbound(doc):
+        why = "the results file differs from its registration"
+    elif late(doc):
+        why = "registered after the results"
     elif pair not in plan.get("comparisons", []):
         why = (
             "added after the plan" if pair in doc.get("added_comparisons", []) else "exploratory in the plan"
@@ -132,6 +144,58 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     else:
         return said
     return f"exploratory ({why}): {said}"
+
+
+def rule_words(decided: dict[str, Any]) -> str:
+    """The decision rule in words, with what the verdicts mean (and do not)."""
+    conf = f"{100 * decided.get('confidence', 0.95):g} %"
+    margin = decided.get("equivalence_margin")
+    seeds = " and every seed's difference has its sign" if decided.get("every_seed", True) else ""
+    need = least_discordant(decided.get("confidence", 0.95))
+    return (f"Decision rule: a difference is shown when its {conf} bootstrap interval excludes 0{seeds}; "
+            + (f"the arms are equivalent when that interval lies inside ±{100 * margin:g} pp; " if margin
+               else "no equivalence is claimed (no margin); ")
+            + "\"cannot tell\" when both arms sit at floor or ceiling on every problem, or fewer than "
+            f"{need} problems tell them apart (discordant pairs); otherwise \"difference not shown\", "
+            "which is not evidence that there is none.")  # fmt: skip
+
+
+def registration_words(doc: dict[str, Any]) -> list[str]:
+    """Whether and when the plan was registered, the rule in words and the detectable difference."""
+    reg = doc.get("registration")
+    if not reg:
+        said = "Not registered: every comparison is exploratory."
+    else:
+        commit = reg.get("git_commit") or "none recorded"
+        said = (f"Registered {reg.get('registered_at', 'at an unknown time')} (plan sha256 "
+                f"{str(reg.get('plan_sha256'))[:12]}, study commit {commit}).")  # fmt: skip
+        if late(doc):
+            said += " Registered after the results: every verdict is exploratory."
+        elif unbound(doc):
+            said += " The results file departs from it: every verdict is exploratory."
+    power = (reg or {}).get("detectable")
+    detect = (
+        f"{describe(power)[0].upper()}{describe(power)[1:]}." if power else "Detectable difference: unknown."
+    )
+    return [f"{said} {rule_words(rule_of(doc))} {detect}"]
+
+
+def verifier_failures(doc: dict[str, Any]) -> list[str]:
+    """Score errors and time-outs of the verifier, per unit and method ("unknown": not recorded)."""
+    o = doc["outcomes"]
+    units = {f"{arm}-seed{s}": r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
+    if o.get("base"):
+        units = {"base": o["base"], **units}
+    lines = ["Verifier failures per unit and method (score errors / time-outs; a two-turn method counts "
+             "both turns together; unknown: not recorded):", "",
+             "| unit | method | score errors | time-outs |", "|---|---|---|---|"]  # fmt: skip
+    for name, run in units.items():
+        errors, timeouts = run.get("score_errors"), run.get("score_timeouts")
+        for m in run["outcomes"]:
+            e = "unknown" if (errors or {}).get(m) is None else str(errors[m])
+            t = "unknown" if (timeouts or {}).get(m) is None else str(timeouts[m])
+            lines.append(f"| {name} | {m} | {e} | {t} |")
+    return lines
 
 
 def markdown(
@@ -188,7 +252,9 @@ def markdown(
             mean = f"**{_pct(r['mean'])}**" if m in LABELS or m == "two-stage" else _pct(r["mean"])
             lines.append(f"| {arm} | {label} | {mean} | [{_pct(r['interval'][0])}, "
                          f"{_pct(r['interval'][1])}] | {per} | {r['mean_length']:.1f} |")  # fmt: skip
-    every_seed = plan.get("decision", {}).get("every_seed", True)
+    if not recorded:  # a study recorded before `agon study` has no registration to speak of
+        lines += ["", *registration_words(doc)]
+    every_seed = (rule_of(doc) if not recorded else plan.get("decision", {})).get("every_seed", True)
     rule = "decision rule: CI" + (" and every seed agree" if every_seed else "")
     rule += "" if doc["complete"] else " (interim)"
     lines += ["", f"| paired difference | pass@1 (pp) | {cov} CI, seeds × problems (pp) | per seed (pp) "
@@ -197,8 +263,12 @@ def markdown(
         per = " · ".join(f"s{k} {100 * v:+.1f}" for k, v in d["per_seed"].items())
         t = d["t_interval_over_seeds"]
         over = "– (one seed)" if t is None else f"[{100 * t[0]:+.1f}, {100 * t[1]:+.1f}]"
+        # two seeds: one degree of freedom (t = 12.71 at 95 %), and a difference's range holds it
+        over += " (1 df)" if t is not None and len(d["per_seed"]) == 2 else ""
         lines.append(f"| {name} | {100 * d['mean']:+.1f} | [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] | "
                      f"{per} | {over} | {verdict_cell(doc, name, d)} |")  # fmt: skip
+    if not recorded:
+        lines += ["", *verifier_failures(doc)]
     if s.get("second_turn"):
         lines += ["", "What the second turn did with the draft it read (compared seeds pooled; fix needed: "
                   "the fix rate at which the second turn would break even at its keep rate, as in the "

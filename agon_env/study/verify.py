@@ -22,10 +22,17 @@ class VerifyError(UserError, ValueError):
     """A results file whose numbers do not follow from its outcome lists."""
 
 
+LATER = frozenset({"discordant", "floor"})
+"""Summary keys added after results files were recorded (issue #46): a recorded file without them
+still verifies on the keys it holds; one that holds them is checked like every other."""
+
+
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
-    """Where ``a`` and ``b`` differ (exactly: the summary is recomputed by the same code), as paths."""
+    """Where ``a`` (recomputed) and ``b`` (recorded) differ (exactly: the summary is recomputed by
+    the same code), as paths."""
     if isinstance(a, dict) and isinstance(b, dict):
-        out = [f"{path}.{k}: missing on one side" for k in sorted(set(a) ^ set(b), key=str)]
+        odd = (set(a) ^ set(b)) - ((set(a) - set(b)) & LATER)
+        out = [f"{path}.{k}: missing on one side" for k in sorted(odd, key=str)]
         return out + [d for k in a if k in b for d in differences(a[k], b[k], f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [
@@ -78,15 +85,91 @@ def problems(doc: dict[str, Any]) -> list[str]:
     return wrong
 
 
+PLAN_VIEW = ("arms", "seeds", "test_problems", "val_problems", "eval_seeds", "comparisons", "exploratory",
+             "decision", "study")  # fmt: skip
+"""The fields of a results file's ``plan`` that follow from the plan's mapping alone (the rest,
+model and sampling, need its preset and plugins resolved, which :func:`unbound` tries too)."""
+
+
+def _view(registered: dict[str, Any]) -> dict[str, Any]:
+    """What a results file's ``plan`` says for :data:`PLAN_VIEW`, from the registered mapping."""
+    from agon_env.study.plan import Evaluation, split
+
+    e = {**Evaluation().__dict__, **registered.get("evaluation", {})}
+    return {"arms": list(registered["arms"]), "seeds": registered["seeds"],
+            "test_problems": e["test_problems"], "val_problems": e["val_problems"], "eval_seeds": e["seeds"],
+            "comparisons": [list(split(c)) for c in registered.get("comparisons", [])],
+            "exploratory": [list(split(c)) for c in registered.get("exploratory", [])],
+            "decision": registered["decision"], "study": registered}  # fmt: skip
+
+
+def unbound(doc: dict[str, Any]) -> list[str]:
+    """Where a results file departs from its own registration (none when not registered): the
+    registered plan no longer hashes to its recorded hash, the file's plan hash or plan view is not
+    the registered plan's, or the summary's coverage is not the registered rule's."""
+    from agon_env.study.plan import from_dict
+
+    reg = doc.get("registration")
+    if not reg:
+        return []
+    wrong = []
+    registered = reg.get("plan") or {}
+    try:
+        plan = from_dict(registered)
+        if plan.sha256() != reg.get("plan_sha256"):
+            wrong.append(f"registration.plan: hashes to {plan.sha256()[:12]}, registered as "
+                         f"{str(reg.get('plan_sha256'))[:12]}")  # fmt: skip
+    except (UserError, TypeError, ValueError, KeyError) as exc:
+        return [f"registration.plan: not a plan ({exc})"]
+    recorded = (doc.get("hashes") or {}).get("plan_sha256")
+    if recorded != reg.get("plan_sha256"):
+        wrong.append(f"hashes.plan_sha256: {str(recorded)[:12]}, not the registered "
+                     f"{str(reg.get('plan_sha256'))[:12]}")  # fmt: skip
+    view = doc.get("plan", {})
+    want = _view(plan.as_dict())
+    try:  # the whole view, where the plan's preset and plugins resolve here
+        from agon_env.study.results import plan_record
+
+        want = plan_record(plan)
+    except (UserError, ImportError, OSError, ValueError):
+        pass
+    wrong += [f"plan.{k}: not what the registered plan resolves to" for k in want if view.get(k) != want[k]]
+    confidence = plan.decision.confidence
+    used = doc.get("summary", {}).get("confidence")
+    if used is not None and used != confidence:
+        wrong.append(f"summary.confidence: {used!r}, the registered rule's is {confidence!r}")
+    return wrong
+
+
+def late(doc: dict[str, Any]) -> str | None:
+    """When the registration is later than a unit's results (``registered_at`` after its
+    ``written_at``: the plan was frozen after results existed), which; else None."""
+    reg = doc.get("registration")
+    if not reg or not reg.get("registered_at"):
+        return None
+    o = doc["outcomes"]
+    units = {unit_name(arm, s): r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
+    if o.get("base"):
+        units["base"] = o["base"]
+    # a unit without a time (written before units kept one) cannot be placed: "~" sorts after any time
+    before = sorted((r.get("written_at", "~"), n) for n, r in units.items())
+    before = [(t, n) for t, n in before if t < reg["registered_at"]]
+    if not before:
+        return None
+    return (f"registration.registered_at: {reg['registered_at']} is after the results of {len(before)} "
+            f"unit(s) (first {before[0][1]}, written {before[0][0]})")  # fmt: skip
+
+
 def verify(path: Path) -> dict[str, Any]:
-    """The document at ``path`` when its summary recomputes; a :class:`VerifyError` naming every
-    mismatch otherwise."""
+    """The document at ``path`` when its summary recomputes and it is bound to its registration;
+    a :class:`VerifyError` naming every mismatch otherwise."""
     doc = read(path)
     wrong = problems(doc)  # the summary is recomputed only from well-formed outcome lists
+    wrong += unbound(doc) + [w for w in [late(doc)] if w]
     wrong = wrong or differences(summary_from_outcomes(doc), doc["summary"], "summary")
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
         raise VerifyError(
-            f"{path}: {len(wrong)} mismatch(es) between the outcome lists and the summary: {shown}"
+            f"{path}: {len(wrong)} mismatch(es) with its outcome lists or its registration: {shown}"
         )
     return doc

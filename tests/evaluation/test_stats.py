@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agon_env import stats
 from agon_env.stats import (
     clopper_pearson,
     complementarity,
@@ -238,3 +239,27 @@ def test_newcombe_stays_in_bounds_and_holds_the_estimate(a, b, confidence):
     assert lo < hi  # never a point: even n/n against 0/n leaves room below +1
     lo2, hi2 = newcombe_interval(x2, n2, x1, n1, confidence)  # swapping the sides mirrors it
     assert math.isclose(lo2, -hi, abs_tol=1e-12) and math.isclose(hi2, -lo, abs_tol=1e-12)
+
+
+def test_a_t_interval_stays_in_its_metrics_range_and_the_report_says_one_df():
+    """Issue #46: two runs at 100 % and 0 % gave [−585.3, +685.3] pp across runs."""
+    from agon_env.evaluation.report import _spread_row, _t_ci
+
+    raw = stats.t_interval([1.0, 0.0])
+    assert raw is not None and raw[0] < -5 and raw[1] > 6  # t₀.₉₇₅ with 1 df is 12.71
+    assert stats.t_interval([1.0, 0.0], bounds=(0.0, 1.0)) == (0.0, 1.0)
+    assert stats.t_interval([0.6, 0.5, 0.7], bounds=(-1.0, 1.0)) == stats.t_interval([0.6, 0.5, 0.7])
+    rate = {"rate": 1.0, "successes": 4, "trials": 4, "low": 0.4, "high": 1.0}
+    method = {"pass@1": rate, "mean_length": 10.0}
+    row = _spread_row([method, {**method, "pass@1": {**rate, "rate": 0.0, "successes": 0}}], 0.95)
+    assert row["pass@1_t_interval"] == {"low": 0.0, "high": 1.0}
+    assert _t_ci(row["pass@1_t_interval"], 2).endswith("(1 df)") and "(1 df)" not in _t_ci(
+        {"low": 0, "high": 1}, 3
+    )
+
+
+def test_the_fewest_discordant_pairs_a_sign_test_can_reject_on_and_the_detectable_difference():
+    assert stats.least_discordant(0.95) == 6 and stats.least_discordant(0.99) == 8  # 2·0.5⁶ = 0.031 < 0.05
+    # (1.96 + 0.84) · √(2 · 0.3 · 0.7 / 400) = 0.0907
+    assert stats.detectable_difference(400, 0.3) == pytest.approx(0.0907, abs=1e-3)
+    assert stats.detectable_difference(1, 0.5) == 1.0 and stats.detectable_difference(0, 0.5) == 1.0

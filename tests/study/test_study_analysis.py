@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,8 +89,9 @@ def test_tables_compare_only_the_seeds_every_arm_finished() -> None:
     # Seed 0: 0.625 − 0.5; seed 1: 1.0 − 0.5. Over two seeds: mean 0.3125, s/√n = 0.375/√2/√2.
     assert d["per_seed"] == {"0": pytest.approx(0.125), "1": pytest.approx(0.5)}
     assert d["seeds_used"] == ["0", "1"]
-    half = t.ppf(0.975, 1) * 0.1875
-    assert d["t_interval_over_seeds"] == pytest.approx([0.3125 - half, 0.3125 + half])
+    half = t.ppf(0.975, 1) * 0.1875  # 2.38: one degree of freedom, t = 12.71
+    assert 0.3125 - half < -1 and 0.3125 + half > 1
+    assert d["t_interval_over_seeds"] == [-1.0, 1.0]  # clipped into a difference's range
     assert d["mean"] == pytest.approx(0.3125)
 
 
@@ -135,11 +137,11 @@ def test_a_results_file_with_the_old_method_names_reads_as_today(tmp_path: Path)
     ("low", "high", "per_seed", "expected"),
     [
         (0.01, 0.05, [0.02, 0.03, 0.01], "agon better"),
-        (0.01, 0.05, [0.02, 0.03, -0.01], "no difference shown"),  # one seed disagrees
-        (-0.01, 0.05, [0.02, 0.03, 0.01], "no difference shown"),  # the interval reaches 0
+        (0.01, 0.05, [0.02, 0.03, -0.01], "difference not shown"),  # one seed disagrees
+        (-0.01, 0.05, [0.02, 0.03, 0.01], "difference not shown"),  # the interval reaches 0
         (-0.05, -0.01, [-0.02, -0.03, -0.01], "agon worse"),
-        (-0.05, -0.01, [-0.02, 0.0, -0.01], "no difference shown"),  # a tie is no agreement
-        (0.01, 0.05, [], "no difference shown"),
+        (-0.05, -0.01, [-0.02, 0.0, -0.01], "difference not shown"),  # a tie is no agreement
+        (0.01, 0.05, [], "difference not shown"),
     ],
 )
 def test_the_pre_registered_decision_rule(low, high, per_seed, expected) -> None:
@@ -173,11 +175,11 @@ def test_the_second_turns_interval_is_paired_on_its_own_drafts() -> None:
 
 def test_an_equivalence_needs_a_margin_and_an_interval_inside_it() -> None:
     inside = {"low": -0.02, "high": 0.025, "per_seed": {"0": 0.01, "1": -0.01}}
-    assert rr.verdict(inside, "agon") == "no difference shown"  # never "≈ 0" without a margin
+    assert rr.verdict(inside, "agon") == "difference not shown"  # never "≈ 0" without a margin
     assert rr.verdict(inside, "agon", margin=0.03) == "equivalent within ±3 pp"
-    assert rr.verdict(inside, "agon", margin=0.02) == "no difference shown"  # the interval reaches +2.5 pp
+    assert rr.verdict(inside, "agon", margin=0.02) == "difference not shown"  # the interval reaches +2.5 pp
     apart = {"low": 0.01, "high": 0.05, "per_seed": {"0": 0.02, "1": -0.01}}
-    assert rr.verdict(apart, "agon") == "no difference shown"  # a seed disagrees
+    assert rr.verdict(apart, "agon") == "difference not shown"  # a seed disagrees
     assert rr.verdict(apart, "agon", every_seed=False) == "agon better"  # the interval alone
 
 
@@ -188,17 +190,28 @@ def _study_doc(registered: list[str] | None, added: list[list[str]] = ()) -> dic
                         "cascade:agent_a>agent_b": [1, 1, 1, 1]}, "cascade:agent_a>agent_b")  # fmt: skip
     for run in (grpo, agon):
         run["training"] = {"per_step": {}}
-    plan = {"comparisons": [["agon", "grpo"]], "exploratory": [["grpo", "agon"]],
-            "two_stage": {"grpo": "self-cascade", "agon": "cascade"}, "decision": {"every_seed": True},
-            "steps": 2, "batch_problems": 1, "num_generations": 2, "temperature": 0.7, "max_new_tokens": 8,
-            "lr": 1e-4, "seeds": [0], "study": {"name": "t"}}  # fmt: skip
+    from agon_env.study.plan import from_dict
+    from agon_env.study.results import plan_record
+
+    def study(comparisons: list[str]) -> Any:
+        return from_dict({"name": "t", "arms": {"grpo": {"algo": "grpo"}, "agon": {"algo": "agon"}},
+                          "seeds": [0], "evaluation": {"test_problems": 4}, "comparisons": comparisons,
+                          "exploratory": ["grpo - agon"]})  # fmt: skip
+
+    ran = study(["agon - grpo"])
+    plan = plan_record(ran)
     arms = {"grpo": {"0": grpo}, "agon": {"0": agon}}
     doc = {"plan": plan, "outcomes": {"arms": arms, "base": None, "missing": []},
            "added_comparisons": [list(p) for p in added], "complete": True, "model": "tiny",
            "task": {"env": "agon/arith-v0", "kwargs": {}}, "calibration": {"measured": {}},
            "problems": {"test": {"ids": list("abcd")}, "validation": {"ids": []},
                         "test_prompts_in_training_pool": 0, "test_prompts_in_validation": 0},
-           "registration": None if registered is None else {"plan": {"comparisons": registered}}}  # fmt: skip
+           "hashes": {"plan_sha256": ran.sha256()}}  # fmt: skip
+    if registered is None:
+        doc["registration"] = None
+    else:  # as `agon study register` writes it
+        frozen = study(registered)
+        doc["registration"] = {"plan": frozen.as_dict(), "plan_sha256": frozen.sha256()}
     doc["summary"] = rr.summary_from_outcomes(doc)
     return doc
 
@@ -211,16 +224,17 @@ def test_comparisons_outside_the_registration_are_marked_exploratory() -> None:
     }
     # The registered primary comparison gets the rule's verdict; the plan's exploratory one and a
     # comparison the plan lists but the registration does not are marked.
-    assert rows["agon − grpo, standalone"] == "no difference shown"
-    assert rows["grpo − agon, standalone"] == "exploratory (exploratory in the plan): no difference shown"
+    few = "cannot tell: 1 discordant pair(s), a two-sided test at 95 % needs at least 6"
+    assert rows["agon − grpo, standalone"] == few
+    assert rows["grpo − agon, standalone"] == f"exploratory (exploratory in the plan): {few}"
     unregistered = rt.markdown(_study_doc(None))
     assert "exploratory (study not registered): " in unregistered
     later = rt.markdown(_study_doc(["grpo - agon"]))  # registered with another primary comparison
-    assert "| exploratory (not in the registration): " in later
+    assert "| exploratory (the plan differs from its registration): " in later
 
 
 def test_a_comparison_added_at_report_time_is_exploratory() -> None:
-    doc = _study_doc(["agon - grpo"])
+    doc = _study_doc(None)  # a plan naming no comparison (the file's plan view, unregistered)
     doc["plan"]["comparisons"], doc["plan"]["exploratory"] = [], []
     doc["added_comparisons"] = [["agon", "grpo"]]
     doc["summary"] = rr.summary_from_outcomes(doc)

@@ -96,6 +96,15 @@ def _write(tmp_path: Path, **changes: object) -> Path:
             {"calibration": {"keyword": "difficulti", "candidates": [2]}},
             "calibration.keyword 'difficulti': agon/arith-v0 takes no such keyword",
         ),
+        # issue #46: each of these failed only after every unit had trained, or counted a unit twice
+        ({"evaluation": {"test_problems": 0}}, "evaluation.test_problems: 0; every unit is scored"),
+        (
+            {"evaluation": {"val_problems": 0}},
+            "evaluation.val_problems: 0, but arm 'agon' evaluates a cascade",
+        ),
+        ({"seeds": [0, 0]}, "seeds: 0 is listed twice in [0, 0]"),
+        ({"evaluation": {"seeds": []}}, "evaluation.seeds: []; give distinct sampling seeds"),
+        ({"calibration": {"candidates": [1], "problems": 0}}, "calibration.problems: 0"),
     ],
 )
 def test_a_bad_plan_is_one_line_and_writes_nothing(

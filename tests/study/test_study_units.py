@@ -107,6 +107,13 @@ def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
     assert "registered with another plan" in capsys.readouterr().err
     with pytest.raises(ConfigError):
         registration.check(load(changed), out)
+    # A plan outside any git repository: no study commit, and no `git add` to advise (issue #46).
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["register", str(changed), "--out", str(elsewhere)]) == 0
+    said = capsys.readouterr().out
+    assert "study commit none (the plan is in no git repository)" in said and "git add" not in said
+    reg = json.loads((elsewhere / "registration.json").read_text())
+    assert reg["git_commit"] is None and "package_commit" in reg
 
 
 def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
