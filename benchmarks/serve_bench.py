@@ -47,7 +47,9 @@ def questions(n: int) -> list[str]:
     import agon_env
     from agon_env.registry import with_split
 
-    task = agon_env.make("agon/arith-v0", **with_split("agon/arith-v0", {"difficulty": 2}, "test")).unwrapped.task
+    task = agon_env.make(
+        "agon/arith-v0", **with_split("agon/arith-v0", {"difficulty": 2}, "test")
+    ).unwrapped.task
     return [task[i].prompt for i in range(n)]
 
 
@@ -86,7 +88,11 @@ def _stream(url: str, key: str, question: str, out: dict[str, Any]) -> None:
     first = None
     usage = None
     with httpx.stream(
-        "POST", f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=900
+        "POST",
+        f"{url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=900,
     ) as r:
         r.raise_for_status()
         for line in r.iter_lines():
@@ -105,9 +111,25 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
 
     port, key = _free_port(), secrets.token_hex(8)
     url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "agon_env.cli", "serve", str(run), "--port", str(port), "--api-key", key,
-           "--engine", engine, "--threads", str(threads), "--direction", "agent_a>agent_b",
-           "--log-level", "warning"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "agon_env.cli",
+        "serve",
+        str(run),
+        "--port",
+        str(port),
+        "--api-key",
+        key,
+        "--engine",
+        engine,
+        "--threads",
+        str(threads),
+        "--direction",
+        "agent_a>agent_b",
+        "--log-level",
+        "warning",
+    ]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 900
@@ -115,7 +137,10 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
             if server.poll() is not None:
                 raise RuntimeError(f"agon serve exited {server.returncode}: {server.stderr.read()[-2000:]}")
             try:
-                if httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code == 200:
+                if (
+                    httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code
+                    == 200
+                ):
                     break
             except httpx.HTTPError:
                 pass
@@ -124,7 +149,10 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
             time.sleep(0.5)
         _stream(url, key, asked[0], {})  # warm-up, as raw's
         results: list[dict[str, Any]] = [{} for _ in asked]
-        workers = [threading.Thread(target=_stream, args=(url, key, q, r)) for q, r in zip(asked, results, strict=True)]
+        workers = [
+            threading.Thread(target=_stream, args=(url, key, q, r))
+            for q, r in zip(asked, results, strict=True)
+        ]
         t0 = time.perf_counter()
         for w in workers:
             w.start()
@@ -168,11 +196,21 @@ def main() -> None:
         asked = questions(args.requests)
         r = raw(run, asked, args.engine, args.threads)
         s = served(run, asked, args.engine, args.threads)
-    print(json.dumps({
-        "bench": "serve", "model": args.model, "engine": args.engine, "requests": args.requests,
-        "threads": args.threads, "max_new_tokens": args.max_new_tokens, "raw": r, "served": s,
-        "served_over_raw": s["seconds"] / r["seconds"],
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "serve",
+                "model": args.model,
+                "engine": args.engine,
+                "requests": args.requests,
+                "threads": args.threads,
+                "max_new_tokens": args.max_new_tokens,
+                "raw": r,
+                "served": s,
+                "served_over_raw": s["seconds"] / r["seconds"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+"""benchmarks/serve_bench.py runs end to end on the tiny model and keeps its last line a JSON object."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine() -> None:
+    flags = ["--model", "tiny", "--requests", "4", "--max-new-tokens", "8", "--threads", "1"]
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "serve_bench.py"), *flags]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    served, raw = result["served"], result["raw"]
+    assert result["bench"] == "serve" and result["requests"] == 4 and result["engine"] == "hf"
+    # Every request streamed its draft before its end; both ways generated within the budget.
+    assert 0 < served["ttft_p50"] <= served["latency_p50"] <= served["latency_p95"]
+    assert 0 < served["completion_tokens"] <= 4 * 2 * 8 and 0 < raw["completion_tokens"] <= 4 * 2 * 8
+    assert result["served_over_raw"] == served["seconds"] / raw["seconds"] > 0
