@@ -27,9 +27,9 @@ even``, ``words longer than 3 letters``); 3, two steps (``second largest distinc
 left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky passes) and
 ``example=False`` hides the example call. Each level includes the levels below it. Level 1 (the
 default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
-(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates per level (train / validation / test;
-``python -m agon_env.envs.tasks.pyfunc`` recounts them and their functions): 1: 18 / 6 / 6,
-2: 28 / 9 / 9, 3: 37 / 12 / 12.
+(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates
+per level (train / validation / test; ``python -m agon_env.envs.tasks.pyfunc`` recounts them and
+their functions): 1: 18 / 6 / 6, 2: 28 / 9 / 9, 3: 37 / 12 / 12.
 """
 
 from __future__ import annotations
