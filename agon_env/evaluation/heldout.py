@@ -60,7 +60,9 @@ def heldout_policies(
         label=label,
         base=base_agent,
         adapters=dict(adapters),
-        identities={BASE: f"{label}:base", **{n: f"{label}:{n}" for n in adapters}},
+        # Seeds keyed by the policy, never by ``label`` (the run folder's path): a run's held-out
+        # check samples alike wherever the run lies (a resumed, a Ray and an uninterrupted unit).
+        identities={BASE: "heldout:base", **{n: f"heldout:{n}" for n in adapters}},
         env_options=dict(env_options or {}),
     )
 

@@ -87,8 +87,10 @@ def cannot_tell(diff: dict[str, Any], confidence: float = 0.95) -> str | None:
         return f"cannot tell: both arms at {100 * floor:g} % on every problem and seed"
     n, need = counts["first_only"] + counts["second_only"], least_discordant(confidence)
     if n < need:
-        return (f"cannot tell: {n} discordant pair(s), a two-sided test at {100 * confidence:g} % "
-                f"needs at least {need}")  # fmt: skip
+        return (
+            f"cannot tell: {n} discordant pair(s), a two-sided test at {100 * confidence:g} % "
+            f"needs at least {need}"
+        )
     return None
 
 

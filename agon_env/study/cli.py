@@ -408,11 +408,16 @@ def verify(args: VerifyArgs) -> int:
     doc = check(path)
     arms = doc["outcomes"]["arms"]
     units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
-    print(f"{path}: the summary recomputes from the outcome lists ({units} units, "
-          f"{len(doc['problems']['test']['ids'])} test problems, "
-          f"{len(doc['summary']['paired'])} paired differences)"
-          + ("; bound to its registration of " + doc["registration"]["registered_at"]
-             if doc.get("registration") else "; not registered"))  # fmt: skip
+    print(
+        f"{path}: the summary recomputes from the outcome lists ({units} units, "
+        f"{len(doc['problems']['test']['ids'])} test problems, "
+        f"{len(doc['summary']['paired'])} paired differences)"
+        + (
+            "; bound to its registration of " + doc["registration"]["registered_at"]
+            if doc.get("registration")
+            else "; not registered"
+        )
+    )
     return 0
 
 

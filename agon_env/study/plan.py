@@ -263,8 +263,10 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
     cascades = [arm for arm, cfg in configs.items() if two_stage(cfg.algo) == "cascade"]
     if e.val_problems < 1 and (cascades or "cascade" in e.methods):
         who = f"arm {cascades[0]!r}" if cascades else "evaluation.methods"
-        raise ConfigError(f"evaluation.val_problems: {e.val_problems}, but {who} evaluates a cascade, whose "
-                          "direction validation chooses; give at least 1")  # fmt: skip
+        raise ConfigError(
+            f"evaluation.val_problems: {e.val_problems}, but {who} evaluates a cascade, whose "
+            "direction validation chooses; give at least 1"
+        )
     return configs
 
 
@@ -279,8 +281,10 @@ def _check_sizes(plan: StudyPlan) -> None:
     if (seed := _duplicate(plan.seeds)) is not None:
         raise ConfigError(f"seeds: {seed} is listed twice in {plan.seeds}; each seed trains one unit per arm")
     if e.test_problems < 1:
-        raise ConfigError(f"evaluation.test_problems: {e.test_problems}; every unit is scored on test "
-                          "problems, give at least 1")  # fmt: skip
+        raise ConfigError(
+            f"evaluation.test_problems: {e.test_problems}; every unit is scored on test "
+            "problems, give at least 1"
+        )
     if e.val_problems < 0:
         raise ConfigError(f"evaluation.val_problems: {e.val_problems} is no number of problems")
     if not e.seeds or (seed := _duplicate(e.seeds)) is not None:

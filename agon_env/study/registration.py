@@ -121,10 +121,12 @@ def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
 
 def describe(power: dict[str, Any]) -> str:
     """The detectable difference in words (register, ``--print-plan`` and the report say it)."""
-    return (f"detectable difference ±{100 * power['difference']:.1f} pp at {100 * power['power']:g} % power "
-            f"and {100 * power['confidence']:g} % confidence over {power['pairs']} seed × problem pairs "
-            f"(±{100 * power['problems_only']:.1f} pp if seeds repeat each other), base rate "
-            f"{100 * power['base_rate']:g} % ({power['base_rate_source']})")  # fmt: skip
+    return (
+        f"detectable difference ±{100 * power['difference']:.1f} pp at {100 * power['power']:g} % power "
+        f"and {100 * power['confidence']:g} % confidence over {power['pairs']} seed × problem pairs "
+        f"(±{100 * power['problems_only']:.1f} pp if seeds repeat each other), base rate "
+        f"{100 * power['base_rate']:g} % ({power['base_rate_source']})"
+    )
 
 
 def record(

@@ -116,12 +116,14 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     registration = doc.get("registration")
     # The registered rule decides (analysis.rule); a plan changed after its registration decides nothing.
     decided = rule_of(doc)
-    said = verdict(diff, first, decided.get("every_seed", True), decided.get("equivalence_margin"),
-                   coverage(doc))  # fmt: skip
+    said = verdict(
+        diff, first, decided.get("every_seed", True), decided.get("equivalence_margin"), coverage(doc)
+    )
     if not doc.get("complete", True):  # the rule is for every planned seed, not those finished so far
         # an equivalence needs every planned seed: a part of them never shows one
-        said = "interim: " + (f"{NOT_SHOWN} (equivalence is decided on every seed)"
-                              if said.startswith("equivalent") else said)  # fmt: skip
+        said = "interim: " + (
+            f"{NOT_SHOWN} (equivalence is decided on every seed)" if said.startswith("equivalent") else said
+        )
     registered = (
         None if registration is None else [list(split(c)) for c in registration["plan"]["comparisons"]]
     )
@@ -152,12 +154,17 @@ def rule_words(decided: dict[str, Any]) -> str:
     margin = decided.get("equivalence_margin")
     seeds = " and every seed's difference has its sign" if decided.get("every_seed", True) else ""
     need = least_discordant(decided.get("confidence", 0.95))
-    return (f"Decision rule: a difference is shown when its {conf} bootstrap interval excludes 0{seeds}; "
-            + (f"the arms are equivalent when that interval lies inside ±{100 * margin:g} pp; " if margin
-               else "no equivalence is claimed (no margin); ")
-            + "\"cannot tell\" when both arms sit at floor or ceiling on every problem, or fewer than "
-            f"{need} problems tell them apart (discordant pairs); otherwise \"difference not shown\", "
-            "which is not evidence that there is none.")  # fmt: skip
+    return (
+        f"Decision rule: a difference is shown when its {conf} bootstrap interval excludes 0{seeds}; "
+        + (
+            f"the arms are equivalent when that interval lies inside ±{100 * margin:g} pp; "
+            if margin
+            else "no equivalence is claimed (no margin); "
+        )
+        + '"cannot tell" when both arms sit at floor or ceiling on every problem, or fewer than '
+        f'{need} problems tell them apart (discordant pairs); otherwise "difference not shown", '
+        "which is not evidence that there is none."
+    )
 
 
 def registration_words(doc: dict[str, Any]) -> list[str]:
@@ -167,8 +174,10 @@ def registration_words(doc: dict[str, Any]) -> list[str]:
         said = "Not registered: every comparison is exploratory."
     else:
         commit = reg.get("git_commit") or "none recorded"
-        said = (f"Registered {reg.get('registered_at', 'at an unknown time')} (plan sha256 "
-                f"{str(reg.get('plan_sha256'))[:12]}, study commit {commit}).")  # fmt: skip
+        said = (
+            f"Registered {reg.get('registered_at', 'at an unknown time')} (plan sha256 "
+            f"{str(reg.get('plan_sha256'))[:12]}, study commit {commit})."
+        )
         if late(doc):
             said += " Registered after the results: every verdict is exploratory."
         elif unbound(doc):
@@ -186,9 +195,13 @@ def verifier_failures(doc: dict[str, Any]) -> list[str]:
     units = {f"{arm}-seed{s}": r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
     if o.get("base"):
         units = {"base": o["base"], **units}
-    lines = ["Verifier failures per unit and method (score errors / time-outs; a two-turn method counts "
-             "both turns together; unknown: not recorded):", "",
-             "| unit | method | score errors | time-outs |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "Verifier failures per unit and method (score errors / time-outs; a two-turn method counts "
+        "both turns together; unknown: not recorded):",
+        "",
+        "| unit | method | score errors | time-outs |",
+        "|---|---|---|---|",
+    ]
     for name, run in units.items():
         errors, timeouts = run.get("score_errors"), run.get("score_timeouts")
         for m in run["outcomes"]:

@@ -65,9 +65,15 @@ def log_summary(doc: dict[str, Any], study: Path, report_to: Sequence[str]) -> l
     if "wandb" in report_to:
         import wandb
 
-        run = wandb.init(project=os.environ.get("WANDB_PROJECT", "agon-env"), group=name,
-                         job_type="summary", name=f"{name}-summary", dir=str(study), reinit=True,
-                         config={"study": doc["plan"].get("study", {})})  # fmt: skip
+        run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "agon-env"),
+            group=name,
+            job_type="summary",
+            name=f"{name}-summary",
+            dir=str(study),
+            reinit=True,
+            config={"study": doc["plan"].get("study", {})},
+        )
         run.log(values)
         run.summary["report"] = text
         run.summary["complete"] = doc.get("complete")
@@ -76,8 +82,12 @@ def log_summary(doc: dict[str, Any], study: Path, report_to: Sequence[str]) -> l
     if "trackio" in report_to:
         import trackio
 
-        trackio.init(project=os.environ.get("TRACKIO_PROJECT", name), name=f"{name}-summary",
-                     auto_log_cpu=False, auto_log_gpu=False)  # fmt: skip
+        trackio.init(
+            project=os.environ.get("TRACKIO_PROJECT", name),
+            name=f"{name}-summary",
+            auto_log_cpu=False,
+            auto_log_gpu=False,
+        )
         trackio.log(values)
         trackio.finish()
     return runs

@@ -52,10 +52,26 @@ def units(
             if two_stage(cfg.algo) == "self-cascade":
                 methods = [m for m in methods if m != "cascade"]
             folder = out / TRANSFER / task / name
-            argv = ["eval", str(run_dir), "--env", env_id, *kwarg_flags(kwargs), "--methods", *methods,
-                    "--split", split, "--problems", str(problems or e.test_problems),
-                    "--val-problems", str(e.val_problems), "--seeds", *map(str, e.seeds), "--quiet",
-                    "--out", str(folder)]  # fmt: skip
+            argv = [
+                "eval",
+                str(run_dir),
+                "--env",
+                env_id,
+                *kwarg_flags(kwargs),
+                "--methods",
+                *methods,
+                "--split",
+                split,
+                "--problems",
+                str(problems or e.test_problems),
+                "--val-problems",
+                str(e.val_problems),
+                "--seeds",
+                *map(str, e.seeds),
+                "--quiet",
+                "--out",
+                str(folder),
+            ]
             found.append(Unit(f"{name}@{task}", argv, str(folder), threads=cfg.threads))
     return found
 
@@ -104,9 +120,14 @@ def table(name: str, section: dict[str, Any]) -> str:
         dict.fromkeys(m for seeds in section["arms"].values() for r in seeds.values() for m in r["outcomes"])
     )
     size = f"{len(section['ids'])} {section['split']} problems of {section['env']}"
-    rows = [f"### Transfer to {name} (exploratory: chosen after the study's results; no verdict)", "",
-            f"pass@1 on {size}, seeds pooled:", "",
-            "| arm | seeds | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]  # fmt: skip
+    rows = [
+        f"### Transfer to {name} (exploratory: chosen after the study's results; no verdict)",
+        "",
+        f"pass@1 on {size}, seeds pooled:",
+        "",
+        "| arm | seeds | " + " | ".join(methods) + " |",
+        "|---|---|" + "---|" * len(methods),
+    ]
     for arm, seeds in section["arms"].items():
         cells = []
         for m in methods:

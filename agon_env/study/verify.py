@@ -85,8 +85,17 @@ def problems(doc: dict[str, Any]) -> list[str]:
     return wrong
 
 
-PLAN_VIEW = ("arms", "seeds", "test_problems", "val_problems", "eval_seeds", "comparisons", "exploratory",
-             "decision", "study")  # fmt: skip
+PLAN_VIEW = (
+    "arms",
+    "seeds",
+    "test_problems",
+    "val_problems",
+    "eval_seeds",
+    "comparisons",
+    "exploratory",
+    "decision",
+    "study",
+)
 """The fields of a results file's ``plan`` that follow from the plan's mapping alone (the rest,
 model and sampling, need its preset and plugins resolved, which :func:`unbound` tries too)."""
 
@@ -96,11 +105,17 @@ def _view(registered: dict[str, Any]) -> dict[str, Any]:
     from agon_env.study.plan import Evaluation, split
 
     e = {**Evaluation().__dict__, **registered.get("evaluation", {})}
-    return {"arms": list(registered["arms"]), "seeds": registered["seeds"],
-            "test_problems": e["test_problems"], "val_problems": e["val_problems"], "eval_seeds": e["seeds"],
-            "comparisons": [list(split(c)) for c in registered.get("comparisons", [])],
-            "exploratory": [list(split(c)) for c in registered.get("exploratory", [])],
-            "decision": registered["decision"], "study": registered}  # fmt: skip
+    return {
+        "arms": list(registered["arms"]),
+        "seeds": registered["seeds"],
+        "test_problems": e["test_problems"],
+        "val_problems": e["val_problems"],
+        "eval_seeds": e["seeds"],
+        "comparisons": [list(split(c)) for c in registered.get("comparisons", [])],
+        "exploratory": [list(split(c)) for c in registered.get("exploratory", [])],
+        "decision": registered["decision"],
+        "study": registered,
+    }
 
 
 def unbound(doc: dict[str, Any]) -> list[str]:
@@ -117,14 +132,17 @@ def unbound(doc: dict[str, Any]) -> list[str]:
     try:
         plan = from_dict(registered)
         if plan.sha256() != reg.get("plan_sha256"):
-            wrong.append(f"registration.plan: hashes to {plan.sha256()[:12]}, registered as "
-                         f"{str(reg.get('plan_sha256'))[:12]}")  # fmt: skip
+            wrong.append(
+                f"registration.plan: hashes to {plan.sha256()[:12]}, registered as "
+                f"{str(reg.get('plan_sha256'))[:12]}"
+            )
     except (UserError, TypeError, ValueError, KeyError) as exc:
         return [f"registration.plan: not a plan ({exc})"]
     recorded = (doc.get("hashes") or {}).get("plan_sha256")
     if recorded != reg.get("plan_sha256"):
-        wrong.append(f"hashes.plan_sha256: {str(recorded)[:12]}, not the registered "
-                     f"{str(reg.get('plan_sha256'))[:12]}")  # fmt: skip
+        wrong.append(
+            f"hashes.plan_sha256: {str(recorded)[:12]}, not the registered {str(reg.get('plan_sha256'))[:12]}"
+        )
     view = doc.get("plan", {})
     want = _view(plan.as_dict())
     try:  # the whole view, where the plan's preset and plugins resolve here
@@ -156,8 +174,10 @@ def late(doc: dict[str, Any]) -> str | None:
     before = [(t, n) for t, n in before if t < reg["registered_at"]]
     if not before:
         return None
-    return (f"registration.registered_at: {reg['registered_at']} is after the results of {len(before)} "
-            f"unit(s) (first {before[0][1]}, written {before[0][0]})")  # fmt: skip
+    return (
+        f"registration.registered_at: {reg['registered_at']} is after the results of {len(before)} "
+        f"unit(s) (first {before[0][1]}, written {before[0][0]})"
+    )
 
 
 def verify(path: Path) -> dict[str, Any]:

@@ -21,14 +21,43 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 TRAIN = [
-    "train", "--model", "tiny", "--env", "agon/arith-v0", "--env.kwargs", "difficulty=1",
-    "--batch-problems", "2", "--grpo.num-generations", "2", "--sampling.max-new-tokens", "16",
-    "--heldout-problems", "0", "--no-progress", "--threads", "1", "--steps", "1",
-]  # fmt: skip
+    "train",
+    "--model",
+    "tiny",
+    "--env",
+    "agon/arith-v0",
+    "--env.kwargs",
+    "difficulty=1",
+    "--batch-problems",
+    "2",
+    "--grpo.num-generations",
+    "2",
+    "--sampling.max-new-tokens",
+    "16",
+    "--heldout-problems",
+    "0",
+    "--no-progress",
+    "--threads",
+    "1",
+    "--steps",
+    "1",
+]
 EVAL = [
-    "--methods", "standalone", "--split", "test", "--problems", "12", "--val-problems", "0",
-    "--seeds", "0", "1", "--max-new-tokens", "16", "--quiet",
-]  # fmt: skip
+    "--methods",
+    "standalone",
+    "--split",
+    "test",
+    "--problems",
+    "12",
+    "--val-problems",
+    "0",
+    "--seeds",
+    "0",
+    "1",
+    "--max-new-tokens",
+    "16",
+    "--quiet",
+]
 
 
 def agon(*argv: str, hash_seed: int) -> None:

@@ -194,19 +194,36 @@ def _study_doc(registered: list[str] | None, added: list[list[str]] = ()) -> dic
     from agon_env.study.results import plan_record
 
     def study(comparisons: list[str]) -> Any:
-        return from_dict({"name": "t", "arms": {"grpo": {"algo": "grpo"}, "agon": {"algo": "agon"}},
-                          "seeds": [0], "evaluation": {"test_problems": 4}, "comparisons": comparisons,
-                          "exploratory": ["grpo - agon"]})  # fmt: skip
+        return from_dict(
+            {
+                "name": "t",
+                "arms": {"grpo": {"algo": "grpo"}, "agon": {"algo": "agon"}},
+                "seeds": [0],
+                "evaluation": {"test_problems": 4},
+                "comparisons": comparisons,
+                "exploratory": ["grpo - agon"],
+            }
+        )
 
     ran = study(["agon - grpo"])
     plan = plan_record(ran)
     arms = {"grpo": {"0": grpo}, "agon": {"0": agon}}
-    doc = {"plan": plan, "outcomes": {"arms": arms, "base": None, "missing": []},
-           "added_comparisons": [list(p) for p in added], "complete": True, "model": "tiny",
-           "task": {"env": "agon/arith-v0", "kwargs": {}}, "calibration": {"measured": {}},
-           "problems": {"test": {"ids": list("abcd")}, "validation": {"ids": []},
-                        "test_prompts_in_training_pool": 0, "test_prompts_in_validation": 0},
-           "hashes": {"plan_sha256": ran.sha256()}}  # fmt: skip
+    doc = {
+        "plan": plan,
+        "outcomes": {"arms": arms, "base": None, "missing": []},
+        "added_comparisons": [list(p) for p in added],
+        "complete": True,
+        "model": "tiny",
+        "task": {"env": "agon/arith-v0", "kwargs": {}},
+        "calibration": {"measured": {}},
+        "problems": {
+            "test": {"ids": list("abcd")},
+            "validation": {"ids": []},
+            "test_prompts_in_training_pool": 0,
+            "test_prompts_in_validation": 0,
+        },
+        "hashes": {"plan_sha256": ran.sha256()},
+    }
     if registered is None:
         doc["registration"] = None
     else:  # as `agon study register` writes it

@@ -31,8 +31,9 @@ def smoke() -> dict:
 def reregister(doc: dict, **decision: object) -> dict:
     """``doc`` as if its plan had been registered with ``decision`` (hashes and summary consistent)."""
     doc = copy.deepcopy(doc)
-    plan = from_dict({**doc["registration"]["plan"], "decision": {**doc["registration"]["plan"]["decision"],
-                                                                 **decision}})  # fmt: skip
+    plan = from_dict(
+        {**doc["registration"]["plan"], "decision": {**doc["registration"]["plan"]["decision"], **decision}}
+    )
     doc["registration"] |= {"plan": plan.as_dict(), "plan_sha256": plan.sha256()}
     doc["hashes"]["plan_sha256"] = plan.sha256()
     doc["plan"] |= {"decision": plan.as_dict()["decision"], "study": plan.as_dict()}
