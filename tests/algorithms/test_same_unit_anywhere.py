@@ -74,8 +74,12 @@ def _env(hash_seed: int, *extra: Path) -> dict[str, str]:
 def _agon(args: list[str], hash_seed: int, cwd: Path, *extra: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agon_env.cli", *args],
-        env=_env(hash_seed, *extra), cwd=cwd, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        env=_env(hash_seed, *extra),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def train(run: Path, hash_seed: int) -> Path:
@@ -99,8 +103,11 @@ def completions(run: Path, hash_seed: int, *extra: Path) -> dict[str, list[int]]
     """Each adapter's per-episode completion lengths, evaluated in a fresh process."""
     done = subprocess.run(
         [sys.executable, "-c", EVALUATE, str(run)],
-        env=_env(hash_seed, *extra), capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        env=_env(hash_seed, *extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -139,8 +146,12 @@ def test_a_resumed_unit_is_the_uninterrupted_one(uninterrupted: Path, tmp_path: 
     (tmp_path / "die_after_first_checkpoint.py").write_text(DIE_AFTER_FIRST_CHECKPOINT)
     (tmp_path / "armed").touch()
     run = tmp_path / "run"
-    killed = _agon(["train", *TINY, "--imports", "parity_env", "die_after_first_checkpoint",
-                    "--out-dir", str(run)], 5, tmp_path, tmp_path)  # fmt: skip
+    killed = _agon(
+        ["train", *TINY, "--imports", "parity_env", "die_after_first_checkpoint", "--out-dir", str(run)],
+        5,
+        tmp_path,
+        tmp_path,
+    )
     assert killed.returncode == 137 and (run / "checkpoint.pt").is_file(), killed.stderr[-3000:]
     assert not (run / "adapters").exists()
     resumed = _agon(["train", "--out-dir", str(run), "--resume"], 6, tmp_path, tmp_path)
