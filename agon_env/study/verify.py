@@ -14,6 +14,7 @@ from typing import Any
 
 from agon_env.errors import UserError
 from agon_env.study.analysis import summary_from_outcomes
+from agon_env.study.diff import units
 from agon_env.study.plan import unit_name
 from agon_env.study.results import current_methods
 
@@ -64,10 +65,8 @@ def problems(doc: dict[str, Any]) -> list[str]:
     if len(doc["problems"]["test"]["prompt_sha256"]) != len(ids):
         wrong.append("problems.test: as many prompt hashes as ids")
     o = doc["outcomes"]
-    units = {unit_name(arm, s): r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
-    if o.get("base"):
-        units["base"] = o["base"]
-    for name, unit in units.items():
+    recorded = units(doc)
+    for name, unit in recorded.items():
         for kind in ("outcomes", "first_outcomes"):
             for m, values in unit.get(kind, {}).items():
                 if len(values) != len(ids) or any(v not in (0, 1) for v in values):
@@ -76,7 +75,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
     if isinstance(plan.get("arms"), list) and isinstance(plan.get("seeds"), list):
         # every planned unit is either in the outcomes or named missing: none quietly dropped
         planned = {unit_name(arm, s) for arm in plan["arms"] for s in plan["seeds"]}
-        accounted = (set(units) - {"base"}) | (set(o["missing"]) - {"base"})
+        accounted = (set(recorded) - {"base"}) | (set(o["missing"]) - {"base"})
         if accounted != planned:
             odd = sorted(planned ^ accounted)[:3]
             wrong.append(f"outcomes: the plan's units, recorded or missing, differ ({', '.join(odd)})")
@@ -165,12 +164,8 @@ def late(doc: dict[str, Any]) -> str | None:
     reg = doc.get("registration")
     if not reg or not reg.get("registered_at"):
         return None
-    o = doc["outcomes"]
-    units = {unit_name(arm, s): r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
-    if o.get("base"):
-        units["base"] = o["base"]
     # a unit without a time (written before units kept one) cannot be placed: "~" sorts after any time
-    before = sorted((r.get("written_at", "~"), n) for n, r in units.items())
+    before = sorted((r.get("written_at", "~"), n) for n, r in units(doc).items())
     before = [(t, n) for t, n in before if t < reg["registered_at"]]
     if not before:
         return None
