@@ -447,7 +447,7 @@ def transfer(args: TransferArgs) -> int:
     from agon_env.study import tables
     from agon_env.study.launchers import LAUNCHERS, say
     from agon_env.study.plan import load
-    from agon_env.study.results import RESULTS
+    from agon_env.study.results import RESULTS, plan_record
     from agon_env.study.transfer import TRANSFER, sections, slug, table, units
     from agon_env.study.units import write_specs
 
@@ -475,7 +475,7 @@ def transfer(args: TransferArgs) -> int:
         tables.save_results(doc, results)
     name = slug(env_id, kwargs, args.split)
     if name in done:
-        print(table(name, done[name]))
+        print(table(name, done[name], plan_record(plan)))
     return 1 if failed else 0
 
 

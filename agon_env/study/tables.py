@@ -35,6 +35,7 @@ from agon_env.study.analysis import (
 from agon_env.study.analysis import rule as rule_of
 from agon_env.study.plan import split
 from agon_env.study.registration import describe
+from agon_env.study.transfer import markdown as transfer_markdown
 from agon_env.study.verify import late, unbound
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
@@ -452,6 +453,7 @@ def write(doc: dict[str, Any], out: Path, results: str) -> str:
     """``out/report.md`` and ``out/accuracy_vs_length.png``; the Markdown."""
     table = markdown(doc, "report", results)
     table = table.replace(f"]({figure_name('report')})", "](accuracy_vs_length.png)")
+    table += transfer_markdown(doc)  # `agon study eval`'s exploratory sections, after the study's own
     write_text_atomic(out / "report.md", table)
     figure(doc, out / "accuracy_vs_length.png")
     return table

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.run_folder import EVAL_REPORT
+from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.results import unit_record
 from agon_env.study.units import Unit, kwarg_flags, trained
@@ -101,7 +102,9 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
                     ids, data = _ids(report), report["data"]
                 elif _ids(report) != ids:
                     raise ValueError(f"{path} evaluated other problems than the other units of {folder.name}")
-                arms.setdefault(arm, {})[str(seed)] = unit_record(report, ids, path.parent)
+                chosen = (report["runs"][0].get("selection") or {}).get("chosen")  # on this task's validation
+                record = {**unit_record(report, ids, path.parent), "chosen_cascade": chosen}
+                arms.setdefault(arm, {})[str(seed)] = record
         if ids is not None:
             tasks[folder.name] = {
                 "exploratory": True,
@@ -114,8 +117,18 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
     return tasks
 
 
-def table(name: str, section: dict[str, Any]) -> str:
-    """A transfer task's pass@1 per arm and method (seeds pooled), headed as exploratory."""
+def summary(section: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """A transfer task's rows and paired differences, computed as the study's own summary is (the
+    same intervals over seeds × problems at the plan's coverage, the same comparisons), from the
+    section's outcome lists and the results file's ``plan`` (:func:`~agon_env.study.results.plan_record`)."""
+    return summary_from_outcomes({"plan": plan, "outcomes": {"arms": section["arms"], "base": None}})
+
+
+def table(name: str, section: dict[str, Any], plan: dict[str, Any]) -> str:
+    """A transfer task's pass@1 per arm and method with its interval (seeds × problems), and the
+    plan's comparisons on it, headed as exploratory: no verdict is drawn."""
+    s = summary(section, plan)
+    cov = f"{100 * float(plan.get('decision', {}).get('confidence', 0.95)):g} %"
     methods = list(
         dict.fromkeys(m for seeds in section["arms"].values() for r in seeds.values() for m in r["outcomes"])
     )
@@ -123,7 +136,7 @@ def table(name: str, section: dict[str, Any]) -> str:
     rows = [
         f"### Transfer to {name} (exploratory: chosen after the study's results; no verdict)",
         "",
-        f"pass@1 on {size}, seeds pooled:",
+        f"pass@1 on {size}, seeds pooled, with its {cov} interval over seeds × problems:",
         "",
         "| arm | seeds | " + " | ".join(methods) + " |",
         "|---|---|" + "---|" * len(methods),
@@ -132,6 +145,31 @@ def table(name: str, section: dict[str, Any]) -> str:
         cells = []
         for m in methods:
             got = [x for r in seeds.values() for x in r["outcomes"].get(m, [])]
-            cells.append(f"{sum(got)}/{len(got)} = {100 * sum(got) / len(got):.0f} %" if got else "–")
+            row = s["arms"].get(arm, {}).get(m)
+            if not got or row is None:
+                cells.append("–")
+                continue
+            low, high = row["interval"]
+            rate = f"{sum(got)}/{len(got)} = {100 * sum(got) / len(got):.0f} %"
+            cells.append(f"{rate} [{100 * low:.0f}, {100 * high:.0f}]")
         rows.append(f"| {arm} | {len(seeds)} | " + " | ".join(cells) + " |")
+    if s["paired"]:
+        rows += [
+            "",
+            f"The plan's comparisons on this task (seeds every arm finished; {cov} interval over seeds × "
+            "problems; discordant: seed × problem cells on which the first side scores more / less):",
+            "",
+            "| paired difference | pass@1 (pp) | interval (pp) | per seed (pp) | discordant |",
+            "|---|---|---|---|---|",
+        ]
+        for pair, d in s["paired"].items():
+            per = " · ".join(f"s{k} {100 * v:+.1f}" for k, v in d["per_seed"].items())
+            interval = f"[{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+            split = f"{d['discordant']['first_only']} / {d['discordant']['second_only']}"
+            rows.append(f"| {pair} | {100 * d['mean']:+.1f} | {interval} | {per} | {split} |")
     return "\n".join(rows)
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """Every transfer section of a results document as Markdown ("" when there is none)."""
+    return "".join(f"\n\n{table(name, sec, doc['plan'])}\n" for name, sec in doc.get(TRANSFER, {}).items())

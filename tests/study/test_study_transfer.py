@@ -55,3 +55,7 @@ def test_transfer_eval_of_the_smoke_units_on_a_second_task(tmp_path: Path) -> No
         report.returncode == 0
         and json.loads((out / "results.json").read_text())["transfer"] == doc["transfer"]
     )
+    # ... and report.md shows it after the study's own tables, each cell with its interval
+    page = (out / "report.md").read_text()
+    assert "### Transfer to agon_linear-v0 (exploratory" in page and "= 0 % [0, 0]" in page
+    assert "| agon − grpo, standalone | +0.0 |" in page
