@@ -107,7 +107,7 @@ class VerifyArgs(CommandArgs):
 @dataclass
 class DiffArgs(CommandArgs):
     """Compare two results files outcome by outcome: one line per unit, method or problem that
-    differs; exit 0 when every outcome agrees, 1 otherwise."""
+    differs; exit 0 when every outcome and mean length agree, 1 otherwise."""
 
     a: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="A")] = ""
     """A results .json (or a study folder: its results.json)."""
@@ -430,7 +430,7 @@ def diff(args: DiffArgs) -> int:
         path = Path(given) / RESULTS if Path(given).is_dir() else Path(given)
         docs.append(json.loads(path.read_text()))
     lines = differences(*docs, only=args.unit)
-    print(render(lines) if lines else f"{args.a} and {args.b}: every outcome agrees")
+    print(render(lines) if lines else f"{args.a} and {args.b}: every outcome and mean length agree")
     return 1 if lines else 0
 
 

@@ -64,6 +64,10 @@ def differences(a: dict[str, Any], b: dict[str, Any], only: Sequence[str] = ()) 
                     lines.append(
                         f"{name} {method}{label}: {len(flipped)} of {len(ids_a)} outcomes differ ({shown})"
                     )
+        la, lb = ua[name].get("mean_length", {}), ub[name].get("mean_length", {})
+        for method in sorted(la.keys() & lb.keys()):
+            if la[method] != lb[method]:  # one computation on the same completions: equal to the bit
+                lines.append(f"{name} {method}: mean length {la[method]:.2f} vs {lb[method]:.2f} tokens")
     return lines
 
 

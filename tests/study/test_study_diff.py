@@ -23,7 +23,7 @@ def doc() -> dict:
 def test_a_file_agrees_with_itself(doc: dict, capsys: pytest.CaptureFixture[str]) -> None:
     assert differences(doc, copy.deepcopy(doc)) == []
     assert main(["diff", str(RECORDED), str(RECORDED)]) == 0
-    assert "every outcome agrees" in capsys.readouterr().out
+    assert "every outcome and mean length agree" in capsys.readouterr().out
 
 
 def test_flipped_outcomes_a_missing_unit_and_method_are_named(
@@ -53,3 +53,14 @@ def test_flipped_outcomes_a_missing_unit_and_method_are_named(
 def test_the_output_is_bounded() -> None:
     shown = render([f"line {i}" for i in range(100)], limit=10).splitlines()
     assert len(shown) == 11 and shown[-1] == "... and 90 more differences"
+
+
+def test_a_different_mean_length_is_named_where_every_outcome_agrees(doc: dict) -> None:
+    # An untrained model scores 0 everywhere: two runs that sampled other completions agree on
+    # every outcome, and only their lengths tell them apart.
+    other = copy.deepcopy(doc)
+    name, record = next(iter(units(other).items()))
+    method = next(iter(record["mean_length"]))
+    was = record["mean_length"][method]
+    record["mean_length"][method] = was + 0.5
+    assert differences(doc, other) == [f"{name} {method}: mean length {was:.2f} vs {was + 0.5:.2f} tokens"]
