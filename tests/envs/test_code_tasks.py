@@ -374,4 +374,6 @@ def test_a_reference_over_the_fixed_limit_passes_under_its_scaled_limit():
     slow = _burner(2.5, "42")
     task = CodeContestsTask([slow], Limits(cpu_s=2, wall_s=30.0), total_wall_s=120)
     assert task.limits_for(slow).cpu_s >= 8  # 3 x ~2.5 s
-    assert task.score(slow, slow.answer["reference"]) is True
+    # The same program under another text: checked afresh under its scaled limit (the reference's
+    # own text would reuse its measurement, code.reference_check).
+    assert task.score(slow, slow.answer["reference"] + "# checked afresh\n") is True

@@ -129,3 +129,23 @@ def test_a_stdin_program_over_its_limit_is_a_time_out():
         task.score(problem, "while True:\n    pass\n")
     assert task.score(problem, "print(41)") is False
     assert task.score_timeout > task.limits_for(problem).wall_s
+
+
+def test_checking_the_reference_reuses_its_measurement(monkeypatch):
+    # Scoring a dataset's references (its conformance tests) runs each once, not twice: the
+    # measurement ran every case under a wider cap, so it is the reference's check.
+    from agon_env.envs.tasks import code
+    from agon_env.envs.tasks.mbpp import MBPPTask
+
+    reference = _burn(0.2)
+    problem = _assert_problem(reference)
+    task = MBPPTask([problem], time_scale=code.TimeScale(multiple=3.0, floor_cpu_s=1))
+    runs = []
+    real = task.run_checks
+    monkeypatch.setattr(task, "run_checks", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
+    report = task.check(problem, reference)
+    assert report.all_passed and runs == [reference]  # the measuring run alone
+    assert task.score(problem, reference) is True and runs == [reference]
+    wrong = _burn(0.2, then="return 2")
+    assert task.score(problem, wrong) is False and runs == [reference, wrong]  # other answers run
+    assert real(problem, reference, task.limits_for(problem)).all_passed  # a fresh run agrees

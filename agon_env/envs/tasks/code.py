@@ -36,7 +36,10 @@ reference solution gets ``max(floor, multiple × the reference's CPU time on thi
 seconds per run (and a wall limit in proportion). The reference is measured once per problem and
 process, the first time the problem is scored, under a generous cap (:attr:`TimeScale.measure`),
 and cached by the problem's content (:func:`reference_cpu_s`). A problem without a reference, or
-whose reference does not finish under the cap, keeps the task's fixed ``limits``.
+whose reference does not finish under the cap, keeps the task's fixed ``limits``. Checking the
+reference itself reuses that measurement (:func:`reference_check`): it already ran every case,
+under limits wider than the scaled ones, and a second run would tell nothing new (scoring a
+dataset's references, as its conformance tests do, costs one run per problem, not two).
 
 **A time-out is counted, not called wrong.** A program that fails no case but runs over its limit
 (:attr:`~agon_env.envs.tasks.code_checks.CheckReport.over_time`) still scores 0, but ``score``
@@ -98,17 +101,20 @@ class TimeScale:
 TIME_SCALE = TimeScale()
 """The code tasks' default scaling."""
 
-_MEASURED: dict[str, float | None] = {}
+_MEASURED: dict[str, CheckReport | None] = {}
 _MEASURED_LOCK = threading.Lock()
 
 
-def reference_cpu_s(task: CodeTask, problem: Problem) -> float | None:
-    """The CPU seconds of the slowest run of ``problem``'s reference on this machine, measured
-    once per process and problem content (None: no reference, or it did not finish every run
-    under the cap). The reference's verdict does not matter, only its time: a reference whose
-    output a test disputes still says how long the problem's work takes."""
+def _reference(problem: Problem) -> str | None:
     reference = problem.answer.get("reference") if isinstance(problem.answer, dict) else None
-    if task.time_scale is None or not reference:
+    return reference or None
+
+
+def _measurement(task: CodeTask, problem: Problem) -> CheckReport | None:
+    """The report of ``problem``'s reference run on every case under the measuring cap, once per
+    process and problem content; None: no reference, no scaling, or it did not finish every run."""
+    reference = _reference(problem)
+    if task.time_scale is None or reference is None:
         return None
     key = hashlib.sha256(f"{type(task).__qualname__}\0{problem.answer!r}".encode()).hexdigest()
     with _MEASURED_LOCK:
@@ -116,10 +122,27 @@ def reference_cpu_s(task: CodeTask, problem: Problem) -> float | None:
             return _MEASURED[key]
     report = task.run_checks(problem, reference, task.time_scale.measure, measuring=True)
     ran = all(c.status not in ("timed_out", "skipped") for c in report.cases)
-    measured = report.cpu_s if ran else None
     with _MEASURED_LOCK:
-        _MEASURED[key] = measured
-    return measured
+        _MEASURED[key] = report if ran else None
+    return _MEASURED[key]
+
+
+def reference_cpu_s(task: CodeTask, problem: Problem) -> float | None:
+    """The CPU seconds of the slowest run of ``problem``'s reference on this machine, measured
+    once per process and problem content (None: no reference, or it did not finish every run
+    under the cap). The reference's verdict does not matter, only its time: a reference whose
+    output a test disputes still says how long the problem's work takes."""
+    report = _measurement(task, problem)
+    return None if report is None else report.cpu_s
+
+
+def reference_check(task: CodeTask, problem: Problem, answer: str) -> CheckReport | None:
+    """The measurement's report when ``answer`` is ``problem``'s reference, else None. It is that
+    answer's check: the same program on every case, compared the same way, under a cap wider than
+    its scaled limit (``multiple`` times its slowest case), so nothing in it ran over time."""
+    if answer != _reference(problem):
+        return None
+    return _measurement(task, problem)
 
 
 class CodeTask(ListTask):
@@ -168,6 +191,9 @@ class CodeTask(ListTask):
         raise NotImplementedError
 
     def check(self, problem: Problem, answer: str) -> CheckReport:
+        measured = reference_check(self, problem, answer)
+        if measured is not None:
+            return measured
         return self.run_checks(problem, answer, self.limits_for(problem))
 
     def score(self, problem: Problem, answer: str) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split, content_split
-from agon_env.envs.tasks.code import TIME_SCALE, CodeTask, TimeScale, take
+from agon_env.envs.tasks.code import TIME_SCALE, CodeTask, TimeScale, reference_check, take
 from agon_env.envs.tasks.code_checks import (
     CheckReport,
     IOCase,
@@ -136,6 +136,9 @@ class CodeContestsTask(CodeTask):
         super().__init__(problems, limits, time_scale)
 
     def check(self, problem: Problem, answer: str, fail_fast: bool = True) -> CheckReport:
+        measured = reference_check(self, problem, answer)  # every case already ran: no fail-fast
+        if measured is not None:
+            return measured
         return self.run_checks(problem, answer, self.limits_for(problem), fail_fast=fail_fast)
 
     def run_checks(
