@@ -45,3 +45,11 @@ def vllm_interpreter() -> str:
     if python is None:
         pytest.skip("no interpreter imports vllm (bash scripts/setup_vllm.sh, or pip install vllm)")
     return python
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_vllm_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One ``VLLM_CACHE_ROOT`` for every vLLM engine the session starts (each test's child
+    inherits it), unless the caller set one: the later engine starts reuse the first's caches."""
+    if "VLLM_CACHE_ROOT" not in os.environ:
+        os.environ["VLLM_CACHE_ROOT"] = str(tmp_path_factory.getbasetemp() / "vllm-cache")

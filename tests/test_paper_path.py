@@ -4,7 +4,8 @@ response budget shrunk, and ``env.kwargs.path`` pointing at a DeepMath-format fi
 through ``agon train`` and then ``agon eval``, on CPU.
 
 The HF variant runs in the default suite; the vLLM variant (``-m vllm``) keeps the preset's
-backend too, and a second vLLM run forces a stale adapter to show the on-policy guard stop.
+backend too (``agon train --backend vllm``'s own test: rollouts in vLLM, updates in torch, their
+log-probs agreeing), and a second vLLM run forces a stale adapter to show the on-policy guard stop.
 """
 
 from __future__ import annotations
@@ -105,8 +106,14 @@ def test_paper_preset_trains_and_evaluates_offline_vllm(tmp_path, vllm_interpret
     assert yaml.safe_load((run / "config.yaml").read_text())["model"]["backend"] == "vllm"
     records = _check_run(run, fixture)
     kls = [v for r in records for k, v in r.items() if k.startswith("onpolicy/kl/") and v is not None]
-    # vLLM's own kernels against the trainer's forward, both fp32: close, well under the guard
+    # vLLM's own kernels against the trainer's forward, both fp32: close, well under the guard, and
+    # the importance weights near 1 (adapters re-published to the engine after every update)
     assert kls and max(kls) < 1e-3
+    weights = [v for r in records for k, v in r.items() if k.startswith("onpolicy/is_weight_mean/")]
+    assert weights and all(abs(w - 1) < 0.05 for w in weights if w is not None)
+    # the end-of-run held-out check went through the same engine
+    heldout = json.loads((run / "heldout.json").read_text())
+    assert heldout["policies"] and all(len(p["outcomes"]) == 2 for p in heldout["policies"].values())
     _check_eval(sys.executable, run)
 
 
