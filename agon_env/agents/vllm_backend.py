@@ -32,6 +32,7 @@ from typing import Any
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.models import resolve_source
 from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.agents.streaming import Emit
 from agon_env.vocabulary import REFERENCE
 
 
@@ -153,11 +154,14 @@ class VLLMBackend:
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
         seeds: Sequence[int] | None = None,
+        stream: Emit | None = None,
     ) -> list[Completion]:
         """Same contract as :meth:`HFBackend.generate`; all rows go to vLLM in one call.
 
         vLLM seeds per request: row ``i`` gets ``seeds[i]``, else ``params.seed + i``, so
-        a call is reproducible whatever the engine's batching.
+        a call is reproducible whatever the engine's batching. ``stream`` hears each row's whole
+        text when the call ends (``vllm.LLM`` returns at once; the server streams tokens through
+        :mod:`~agon_env.agents.vllm_async`).
         """
         params = params or SamplingParams()
         if len(prompts) == 0:
@@ -206,6 +210,10 @@ class VLLMBackend:
                     temperature=params.temperature,
                 )
             )
+        if stream is not None:
+            for row, c in enumerate(completions):
+                if c.text:
+                    stream(row, c.text)
         return completions
 
     def close(self) -> None:

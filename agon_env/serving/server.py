@@ -55,7 +55,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agon_env.seeding import derive_seed
-from agon_env.serving.cascade import Cascade, CascadeAnswer, QuestionError, Stage
+from agon_env.serving.cascade import DRAFT, Cascade, CascadeAnswer, QuestionError, Stage
 from agon_env.serving.metrics import CONTENT_TYPE, Metrics
 from agon_env.serving.requests import ChatRequest, RequestError, parse_chat
 
@@ -93,6 +93,11 @@ def cascade_extra(a: CascadeAnswer) -> dict[str, Any]:
     }
 
 
+Listen = Callable[[str, str], None]
+"""``(stage, text)``: a request's next piece of text (:data:`~agon_env.serving.cascade.DRAFT` or
+:data:`~agon_env.serving.cascade.ANSWER`), as the engine generates it."""
+
+
 class QueueFull(RuntimeError):
     """More requests than ``max_queue`` wait or generate: the client is told to retry (503)."""
 
@@ -107,7 +112,8 @@ class Job:
     """The answering stage's overrides (hashable: jobs that share them share a call)."""
     seed: int
     future: asyncio.Future[Any]
-    on_draft: Callable[[str], None] | None = None
+    listen: Listen | None = None
+    """Told ``(stage, text)`` on the event loop as the question's tokens are generated (streaming)."""
 
 
 class Batcher:
@@ -140,7 +146,7 @@ class Batcher:
         question: str,
         sampling: Mapping[str, Any] | None = None,
         seed: int | None = None,
-        on_draft: Callable[[str], None] | None = None,
+        listen: Listen | None = None,
     ) -> Any:
         """``model``'s answer to ``question`` (a :class:`CascadeAnswer` or a :class:`Stage`);
         :class:`QueueFull` at once when ``max_queue`` requests are pending already."""
@@ -152,7 +158,7 @@ class Batcher:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         key = tuple(sorted((sampling or {}).items()))
         root = getattr(self.cascade, "seed", 0) if seed is None else seed
-        job = Job(model, question, key, root, future, on_draft)
+        job = Job(model, question, key, root, future, listen)
         self.pending += 1
         try:
             await self.queue.put(job)
@@ -203,23 +209,27 @@ class Batcher:
                 job.future.set_result(result)
 
     def _generate(self, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
-        model, sampling = items[0].model, dict(items[0].sampling)
-        questions, seeds = [j.question for j in items], [j.seed for j in items]
-        if model != CASCADE_MODEL:
-            return list(
-                self.cascade.alone_many(model.rpartition("/")[2], questions, sampling=sampling, seeds=seeds)
-            )
-        listeners = [j.on_draft for j in items]
+        return generate(self.cascade, items, loop)
 
-        def on_draft(drafts: list[str]) -> None:  # in this worker thread: hand over to the loop
-            for listen, draft in zip(listeners, drafts, strict=True):
-                if listen is not None:
-                    loop.call_soon_threadsafe(listen, draft)
 
-        kwargs: dict[str, Any] = {"sampling": sampling, "seeds": seeds}
-        if any(listeners):
-            kwargs["on_draft"] = on_draft
-        return list(self.cascade.answer_many(questions, **kwargs))
+def generate(cascade: Cascade, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
+    """``items`` (one model, one sampling) answered by one call of ``cascade``, in a worker thread;
+    each job's listener hears its text on ``loop`` as it is generated."""
+    model, sampling = items[0].model, dict(items[0].sampling)
+    questions, seeds = [j.question for j in items], [j.seed for j in items]
+    listeners = [j.listen for j in items]
+
+    def stream(index: int, stage: str, text: str) -> None:  # in the worker thread: over to the loop
+        listen = listeners[index]
+        if listen is not None:
+            loop.call_soon_threadsafe(listen, stage, text)
+
+    kwargs: dict[str, Any] = {"sampling": sampling, "seeds": seeds}
+    if any(listeners):
+        kwargs["stream"] = stream
+    if model != CASCADE_MODEL:
+        return list(cascade.alone_many(model.rpartition("/")[2], questions, **kwargs))
+    return list(cascade.answer_many(questions, **kwargs))
 
 
 def _usage(stages: Sequence[Stage]) -> dict[str, int]:
@@ -303,9 +313,9 @@ def build_app(
     async def metrics_route(request: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    async def answer(request: ChatRequest, seed: int, on_draft: Any = None) -> Any:
+    async def answer(request: ChatRequest, seed: int, listen: Listen | None = None) -> Any:
         return await asyncio.wait_for(
-            batcher.submit(request.model, request.question, request.sampling, seed, on_draft), timeout_s
+            batcher.submit(request.model, request.question, request.sampling, seed, listen), timeout_s
         )
 
     def parse(raw: bytes) -> ChatRequest:
@@ -375,23 +385,38 @@ def build_app(
         return out
 
     def stream(request: ChatRequest, t0: float) -> StreamingResponse:
-        """Server-sent chunks: the role, the draft as ``reasoning_content`` as soon as the draft
-        stage ends (``cascade``), the answer as ``content``, the finish reason, the usage chunk
-        when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
+        """Server-sent chunks as the engine generates: the role, then for ``cascade`` the draft as
+        ``reasoning_content`` and then the answer as ``content``, token by token, the finish reason,
+        the usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
         rid, made = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        drafts: asyncio.Queue[str] = asyncio.Queue()
+        pieces: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+        def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
+            return _chunk(rid, made, request.model, delta, finish)
 
         async def events() -> AsyncIterator[bytes]:
             status = 200
             try:
-                yield _chunk(rid, made, request.model, {"role": "assistant", "content": ""})
-                task = asyncio.ensure_future(answer(request, _seeds(request)[0], drafts.put_nowait))
-                draft = asyncio.ensure_future(drafts.get())
-                await asyncio.wait({task, draft}, return_when=asyncio.FIRST_COMPLETED)
-                if draft.done():
-                    yield _chunk(rid, made, request.model, {"reasoning_content": draft.result()})
-                else:
-                    draft.cancel()
+                yield chunk({"role": "assistant", "content": ""})
+                task = asyncio.ensure_future(
+                    answer(request, _seeds(request)[0], lambda stage, text: pieces.put_nowait((stage, text)))
+                )
+                reasoning, content = "", _Held(request.stop)
+                while not task.done() or not pieces.empty():
+                    if pieces.empty():
+                        got = asyncio.ensure_future(pieces.get())
+                        await asyncio.wait({task, got}, return_when=asyncio.FIRST_COMPLETED)
+                        if not got.done():
+                            got.cancel()
+                            continue
+                        stage, text = got.result()
+                    else:
+                        stage, text = pieces.get_nowait()
+                    if stage == DRAFT:
+                        reasoning += text
+                        yield chunk({"reasoning_content": text})
+                    elif new := content.add(text):
+                        yield chunk({"content": new})
                 try:
                     result = await task
                 except QueueFull as exc:
@@ -407,9 +432,11 @@ def build_app(
                     yield _error_event(500, f"generation failed: {type(exc).__name__}: {exc}")
                     return
                 text, reason = _final(result, request.stop)
-                if text:
-                    yield _chunk(rid, made, request.model, {"content": text})
-                yield _chunk(rid, made, request.model, {}, reason)
+                if isinstance(result, CascadeAnswer) and (rest := _rest(result.draft.completion, reasoning)):
+                    yield chunk({"reasoning_content": rest})  # what a streaming engine held back
+                if rest := _rest(text, content.sent):
+                    yield chunk({"content": rest})
+                yield chunk({}, reason)
                 usage = _usage(_stages(result))
                 metrics.add_tokens(usage["prompt_tokens"], usage["completion_tokens"])
                 if request.include_usage:
@@ -465,6 +492,34 @@ def build_app(
     if api_key:
         app.add_middleware(_KeyCheck, api_key=api_key)
     return app
+
+
+class _Held:
+    """The answer's streamed text, held back where it may be the start of a request's stop string
+    (the reply ends before a stop string and does not show it, as OpenAI's does)."""
+
+    def __init__(self, stop: Sequence[str]) -> None:
+        self.stop, self.text, self.sent, self.stopped = tuple(stop), "", "", False
+        self.hold = max((len(s) for s in self.stop), default=1) - 1
+
+    def add(self, text: str) -> str:
+        """The part of the answer, ``text`` added, that is now safe to send."""
+        if self.stopped:
+            return ""
+        self.text += text
+        cuts = [self.text.find(s) for s in self.stop if s in self.text]
+        if cuts:
+            self.stopped, safe = True, self.text[: min(cuts)]
+        else:
+            safe = self.text[: max(0, len(self.text) - self.hold)]
+        new, self.sent = safe[len(self.sent) :], safe
+        return new
+
+
+def _rest(final: str, sent: str) -> str:
+    """What of ``final`` a stream that sent ``sent`` has still to send (nothing where it sent
+    something else: a stage generated again after a failed batch)."""
+    return final[len(sent) :] if final.startswith(sent) else ""
 
 
 def _error_event(status: int, message: str) -> bytes:
