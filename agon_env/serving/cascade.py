@@ -127,6 +127,9 @@ class Cascade:
     """What generates: ``hf`` (transformers in-process) or ``vllm`` (one engine, both adapters)."""
     engine_window: int | None = None
     """The engine's own context limit where it sets one below the model's (vLLM's ``max_model_len``)."""
+    continuous: bool = False
+    """The engine batches calls made from several threads by itself (vLLM's async engine): a server
+    sends each request at once instead of batching requests."""
     timings: list[dict[str, float]] = field(default_factory=list, repr=False)
 
     # -- building ------------------------------------------------------------------
@@ -142,13 +145,16 @@ class Cascade:
         engine: str = "auto",
         early_stop: bool = True,
         seed: int = 0,
+        continuous: bool = False,
     ) -> Cascade:
         """Load ``run_dir``: its resolved run, adapters and the direction ``agon eval`` chose.
 
         ``direction``: ``"agent_b>agent_a"`` (or a pair) overrides the recorded choice;
         ``eval_report``: an ``eval.json`` to read the choice from (default ``RUN/eval/eval.json``).
         ``engine``: ``hf`` (in-process), ``vllm`` (:mod:`agon_env.agents.vllm_backend`: one engine, both
-        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`)."""
+        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`).
+        ``continuous``: on vLLM, its async engine (:mod:`agon_env.agents.vllm_async`), which batches
+        calls from several threads continuously (a server's); HF generates one call at a time."""
         run_dir = Path(run_dir)
         run = load_resolved(run_dir)
         channel = CHANNELS[run.exchange]
@@ -169,10 +175,11 @@ class Cascade:
         base = loader.shared_base(run.config.model.name)
         window = None
         if engine == "vllm":
+            from agon_env.agents.vllm_async import AsyncVLLMBackend
             from agon_env.agents.vllm_backend import VLLMBackend
 
             window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
-            backend = VLLMBackend(base, max_model_len=window)
+            backend = (AsyncVLLMBackend if continuous else VLLMBackend)(base, max_model_len=window)
             for agent in agents.values():
                 agent.backend = backend
         return cls(
@@ -186,6 +193,7 @@ class Cascade:
             label=run_dir.name,
             engine=engine,
             engine_window=window,
+            continuous=continuous and engine == "vllm",
         )
 
     def close(self) -> None:

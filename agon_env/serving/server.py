@@ -28,9 +28,11 @@ unknown model or path, 405 for a wrong method, 503 with ``Retry-After`` when the
 504 past the request time-out. A refused request changes nothing for the others, and an unexpected
 failure is a JSON 500, never a plain-text one.
 
-Requests are micro-batched (:class:`Batcher`): those that arrive while a batch is generating, or
-within ``window_s`` of the first, are answered by the next batched call (one per model and sampling
-asked for), so concurrent clients share each forward pass instead of queueing behind one another.
+On the HF engine requests are micro-batched (:class:`Batcher`): those that arrive while a batch is
+generating, or within ``window_s`` of the first, are answered by the next batched call (one per
+model and sampling asked for), so concurrent clients share each forward pass; a request waits for
+the batch in progress to end. On vLLM's async engine (:class:`Direct`) each request goes to the
+engine at once and the engine batches continuously: a request is admitted between decode steps.
 At most ``max_queue`` requests wait or generate at once; more are told to retry (503), not held.
 """
 
@@ -120,11 +122,17 @@ class Batcher:
     """Collects concurrent requests into batches and runs each batch in one worker thread."""
 
     def __init__(
-        self, cascade: Cascade, window_s: float = 0.01, max_batch: int = 32, max_queue: int = 256
+        self,
+        cascade: Cascade,
+        window_s: float = 0.01,
+        max_batch: int = 32,
+        max_queue: int = 256,
+        workers: int = 1,
     ) -> None:
         self.cascade, self.window_s, self.max_batch, self.max_queue = cascade, window_s, max_batch, max_queue
         self.queue: asyncio.Queue[Job] | None = None
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="agon-generate")  # one model, one at a time
+        # One model, one call at a time (HF); an engine that batches by itself takes a call per thread.
+        self.executor = ThreadPoolExecutor(workers, thread_name_prefix="agon-generate")
         self.batches: list[int] = []
         """The size of every batch run so far (the tests read it: concurrency really batches)."""
         self.pending = 0
@@ -161,10 +169,14 @@ class Batcher:
         job = Job(model, question, key, root, future, listen)
         self.pending += 1
         try:
-            await self.queue.put(job)
+            self._admit(job)
             return await future
         finally:
             self.pending -= 1
+
+    def _admit(self, job: Job) -> None:
+        assert self.queue is not None
+        self.queue.put_nowait(job)  # unbounded: ``max_queue`` bounds it above
 
     async def _loop(self) -> None:
         assert self.queue is not None
@@ -210,6 +222,31 @@ class Batcher:
 
     def _generate(self, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
         return generate(self.cascade, items, loop)
+
+
+class Direct(Batcher):
+    """Sends each request to the engine at once, in a worker thread of its own, for an engine that
+    batches continuously (vLLM's async engine: :attr:`Cascade.continuous`). The engine admits a
+    request between its decode steps, so one that arrives while others generate does not wait for
+    them; batching requests here would only add the waits the engine avoids."""
+
+    def __init__(self, cascade: Cascade, max_queue: int = 256) -> None:
+        super().__init__(cascade, 0.0, 1, max_queue, workers=max_queue)
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        self.queue = asyncio.Queue()  # unused: marks the scheduler started
+
+    async def stop(self) -> None:
+        for task in self._running:
+            task.cancel()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _admit(self, job: Job) -> None:
+        self.batches.append(1)
+        task = asyncio.create_task(self._run([job], alone_on_failure=False))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
 
 def generate(cascade: Cascade, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
@@ -287,7 +324,11 @@ def build_app(
     ``max_queue``: most requests pending at once (more get a 503 with ``Retry-After``);
     ``timeout_s``: a request not answered by then gets a 504; ``served_name``: the prefix of the
     adapters' model ids (default: the run folder's name)."""
-    batcher = Batcher(cascade, window_s, max_batch, max_queue)
+    batcher = (
+        Direct(cascade, max_queue)
+        if getattr(cascade, "continuous", False)
+        else Batcher(cascade, window_s, max_batch, max_queue)
+    )
     metrics = Metrics(lambda: batcher.pending)
     adapters = {f"{served_name or cascade.label}/{name}": name for name in cascade.agents}
     models = [CASCADE_MODEL, *adapters]
