@@ -29,10 +29,11 @@ unknown model or path, 405 for a wrong method, 503 with ``Retry-After`` when the
 failure is a JSON 500, never a plain-text one.
 
 On the HF engine requests are micro-batched (:class:`Batcher`): those that arrive while a batch is
-generating, or within ``window_s`` of the first, are answered by the next batched call (one per
-model and sampling asked for), so concurrent clients share each forward pass; a request waits for
-the batch in progress to end. On vLLM's async engine (:class:`Direct`) each request goes to the
-engine at once and the engine batches continuously: a request is admitted between decode steps.
+generating, or within ``window_s`` of the one before (up to ``BURST_WINDOWS`` windows), are answered
+by the next batched call (one per model and sampling asked for), so concurrent clients share each
+forward pass; a request waits for the batch in progress to end. On vLLM's async engine
+(:class:`Direct`) each request goes to the engine at once and the engine batches continuously: a
+request is admitted between decode steps.
 At most ``max_queue`` requests wait or generate at once; more are told to retry (503), not held.
 """
 
@@ -118,6 +119,10 @@ class Job:
     """Told ``(stage, text)`` on the event loop as the question's tokens are generated (streaming)."""
 
 
+BURST_WINDOWS = 25
+"""A batch's first request waits at most this many batch windows for the rest of a burst."""
+
+
 class Batcher:
     """Collects concurrent requests into batches and runs each batch in one worker thread."""
 
@@ -128,8 +133,11 @@ class Batcher:
         max_batch: int = 32,
         max_queue: int = 256,
         workers: int = 1,
+        burst_s: float | None = None,
     ) -> None:
         self.cascade, self.window_s, self.max_batch, self.max_queue = cascade, window_s, max_batch, max_queue
+        self.burst_s = BURST_WINDOWS * window_s if burst_s is None else burst_s
+        """The longest a batch's first request waits for the rest of a burst (``window_s`` each)."""
         self.queue: asyncio.Queue[Job] | None = None
         # One model, one call at a time (HF); an engine that batches by itself takes a call per thread.
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="agon-generate")
@@ -183,10 +191,18 @@ class Batcher:
         loop = asyncio.get_running_loop()
         while True:
             batch = [await self.queue.get()]
-            deadline = loop.time() + self.window_s
+            # The batch closes when no request has come for a window (a burst of clients connecting
+            # one after another keeps it open), and at the latest ``burst_s`` after its first.
+            latest = loop.time() + self.burst_s
             while len(batch) < self.max_batch:
+                if not self.queue.empty():  # already here: taken whatever the time (no wait_for of 0)
+                    batch.append(self.queue.get_nowait())
+                    continue
+                wait = min(self.window_s, latest - loop.time())
+                if wait <= 0:
+                    break
                 try:
-                    batch.append(await asyncio.wait_for(self.queue.get(), max(0.0, deadline - loop.time())))
+                    batch.append(await asyncio.wait_for(self.queue.get(), wait))
                 except asyncio.TimeoutError:
                     break
             batch = [job for job in batch if not job.future.done()]  # a client gone or timed out
