@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from agon_env.serving.server import CASCADE_MODEL, Batcher
+from agon_env.serving.scheduling import CASCADE_MODEL, Batcher
 
 
 class Pair:
