@@ -31,11 +31,13 @@ Conventions (what the trainer can rely on):
   row samples from its own generator instead, so a row's completion does not depend on
   which other rows share its batch (data-parallel ranks rely on this), up to the float
   rounding of batched matmuls.
+* ``stream`` (:mod:`agon_env.agents.streaming`) hears each row's text as the loop samples it,
+  a token at a time; the pieces join to the row's ``text``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -43,6 +45,7 @@ import torch
 
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.agents.streaming import Emit, TextDeltas
 from agon_env.vocabulary import REFERENCE
 
 __all__ = ["BufferCache", "HFBackend", "SamplingParams"]
@@ -107,6 +110,7 @@ class HFBackend:
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
         seeds: Sequence[int] | None = None,
+        stream: Emit | None = None,
     ) -> list[Completion]:
         """One completion per prompt (text prompts are tokenised without extra specials).
 
@@ -114,6 +118,7 @@ class HFBackend:
         different adapters share each base matmul via peft's mixed-batch forward), or
         ``None`` to use whatever adapter is active now. ``REFERENCE`` is the base.
         ``seeds`` (one per prompt) gives every row its own sampling generator.
+        ``stream``: called with ``(prompt index, text)`` as each row's tokens are sampled.
         """
         params = params or SamplingParams()
         if len(prompts) == 0:
@@ -127,16 +132,20 @@ class HFBackend:
         seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         gen = torch.Generator(device=self.base.device).manual_seed(seed)
         out: list[Completion | None] = [None] * len(ids)
+        deltas = None if stream is None else TextDeltas(self.tokenizer, stream)
         for chunk in self._chunks(ids, params):
             g: Generators = (
                 gen
                 if seeds is None
                 else [torch.Generator(device=self.base.device).manual_seed(int(seeds[i])) for i in chunk]
             )
-            results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, g)
+            on_token = None if deltas is None else _rows(deltas, chunk)
+            results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, g, on_token)
             for i, c in zip(chunk, results, strict=True):
                 c.meta["adapter"] = names[i] if names[i] is not None else self.base.active
                 out[i] = c
+                if deltas is not None:
+                    deltas.finish(i, c.text)
         return [c for c in out if c is not None]
 
     # -- internals -------------------------------------------------------------------
@@ -244,7 +253,12 @@ class HFBackend:
 
     @torch.inference_mode()
     def _run(
-        self, ids: list[list[int]], names: list[str | None], params: SamplingParams, gen: Generators
+        self,
+        ids: list[list[int]],
+        names: list[str | None],
+        params: SamplingParams,
+        gen: Generators,
+        on_token: Callable[[int, int], None] | None = None,
     ) -> list[Completion]:
         device = self.base.device
         n = len(ids)
@@ -282,7 +296,7 @@ class HFBackend:
                         cache.share_prefix(n)
                     else:
                         cache.batch_repeat_interleave(n)
-                return self._decode(ids, input_ids, mask, positions, live_names, params, gen, cache)
+                return self._decode(ids, input_ids, mask, positions, live_names, params, gen, cache, on_token)
         finally:
             model.train(was_training)
 
@@ -296,6 +310,7 @@ class HFBackend:
         params: SamplingParams,
         gen: Generators,
         cache: BufferCache,
+        on_token: Callable[[int, int], None] | None = None,
     ) -> list[Completion]:
         device = input_ids.device
         n = len(ids)
@@ -327,6 +342,8 @@ class HFBackend:
             for b, r in enumerate(alive):
                 out_ids[r].append(tok_l[b])
                 out_lp[r].append(lp_l[b])
+                if on_token is not None:
+                    on_token(r, tok_l[b])
                 if is_eos[b] or (params.stop and self._stop_hit(out_ids[r], params, window)):
                     finish[r] = "stop"
                 else:
@@ -366,3 +383,8 @@ class HFBackend:
             )
             for r in range(n)
         ]
+
+
+def _rows(deltas: TextDeltas, chunk: Sequence[int]) -> Callable[[int, int], None]:
+    """A chunk's ``(row in the chunk, token)`` as ``(prompt index, [token])`` for ``deltas``."""
+    return lambda r, token: deltas.add(chunk[r], [token])

@@ -15,11 +15,13 @@ from agon_env.agents.adapters import SharedBase
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.prompts import RolePrompts, render_prompt
 from agon_env.agents.protocol import Completion, SamplingParams
+from agon_env.agents.streaming import Emit
 from agon_env.vocabulary import REFERENCE
 
 
 class Backend(Protocol):
-    """What an agent needs from a generation backend (HF or vLLM)."""
+    """What an agent needs from a generation backend (HF or vLLM). One that streams also takes
+    ``stream`` (:mod:`agon_env.agents.streaming`); an agent passes it only when asked to stream."""
 
     def generate(
         self,
@@ -61,18 +63,24 @@ class LLMAgent:
         return render_prompt(observation, self.base.tokenizer, self.prompts, self.template_kwargs)
 
     def act(
-        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+        self,
+        observations: Sequence[Mapping[str, Any]],
+        *,
+        seeds: Sequence[int] | None = None,
+        stream: Emit | None = None,
     ) -> list[Completion]:
         """One completion per observation, sampled in one batched call.
 
         ``seeds`` (one per observation) seeds each row on its own; the caller derives
         them (``agon_env.seeding``) from keys that include this agent, so two agents
-        never share noise unless asked to.
+        never share noise unless asked to. ``stream``: told ``(observation index, text)``
+        as each completion is generated (the backend must stream).
         """
         if not observations:
             return []
         prompts = [self.render(o) for o in observations]
-        completions = self.backend.generate(prompts, self.sampling, adapter=self.adapter, seeds=seeds)
+        how: dict[str, Any] = {} if stream is None else {"stream": stream}
+        completions = self.backend.generate(prompts, self.sampling, adapter=self.adapter, seeds=seeds, **how)
         for c, o in zip(completions, observations, strict=True):
             c.agent = self.name
             c.meta.setdefault("role", int(o.get("role", 0)))

@@ -26,12 +26,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.models import resolve_source
 from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.agents.streaming import Emit
 from agon_env.vocabulary import REFERENCE
 
 
@@ -64,8 +66,6 @@ class VLLMBackend:
         keyword arguments go to ``vllm.LLM`` (e.g. ``enforce_eager=True``,
         ``max_model_len=2048``).
         """
-        from vllm import LLM
-
         self.base = base
         self.tokenizer = base.tokenizer
         model_dir = resolve_source(base.source) if base.source else None
@@ -75,7 +75,7 @@ class VLLMBackend:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="agon_vllm_"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         ranks = [s.r for s in base.specs.values()] or [16]
-        self.llm = LLM(
+        self._start_engine(
             model=model_dir,
             tokenizer=model_dir,
             enable_lora=True,
@@ -93,6 +93,14 @@ class VLLMBackend:
         self.versions: dict[str, int] = {}
         for name in base.adapters:
             self.sync(name)
+
+    def _start_engine(self, **engine_kwargs: Any) -> None:
+        from vllm import LLM
+
+        self.llm = LLM(**engine_kwargs)
+
+    def _remove_lora(self, lora_id: int) -> None:
+        self.llm.llm_engine.remove_lora(lora_id)
 
     # -- adapters --------------------------------------------------------------------
 
@@ -115,7 +123,7 @@ class VLLMBackend:
         self.requests[name] = request
         self.versions[name] = version
         if old is not None:
-            self.llm.llm_engine.remove_lora(old.lora_int_id)
+            self._remove_lora(old.lora_int_id)
             shutil.rmtree(old.lora_path, ignore_errors=True)
         return request
 
@@ -153,22 +161,48 @@ class VLLMBackend:
         params: SamplingParams | None = None,
         adapter: str | Sequence[str] | None = None,
         seeds: Sequence[int] | None = None,
+        stream: Emit | None = None,
     ) -> list[Completion]:
         """Same contract as :meth:`HFBackend.generate`; all rows go to vLLM in one call.
 
         vLLM seeds per request: row ``i`` gets ``seeds[i]``, else ``params.seed + i``, so
-        a call is reproducible whatever the engine's batching.
+        a call is reproducible whatever the engine's batching. ``stream`` hears each row's whole
+        text when the call ends (``vllm.LLM`` returns at once; the server streams tokens through
+        :mod:`~agon_env.agents.vllm_async`).
         """
         params = params or SamplingParams()
+        rows = self._rows(prompts, params, adapter, seeds)
+        if not rows:
+            return []
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": r.ids} for r in rows],
+            [r.params for r in rows],
+            lora_request=[r.lora for r in rows],
+            use_tqdm=False,
+        )
+        completions = [
+            self._completion(r, out.outputs[0], params) for r, out in zip(rows, outputs, strict=True)
+        ]
+        if stream is not None:
+            for row, c in enumerate(completions):
+                if c.text:
+                    stream(row, c.text)
+        return completions
+
+    def _rows(
+        self,
+        prompts: Sequence[str] | Sequence[Sequence[int]],
+        params: SamplingParams,
+        adapter: str | Sequence[str] | None,
+        seeds: Sequence[int] | None,
+    ) -> list[Row]:
+        """Each prompt as a vLLM request: its token ids, vLLM sampling params and LoRA request."""
         if len(prompts) == 0:
             return []
         names = [adapter] * len(prompts) if adapter is None or isinstance(adapter, str) else list(adapter)
         if len(names) != len(prompts):
             raise ValueError(f"got {len(names)} adapter names for {len(prompts)} prompts")
-        ids = [
-            list(self.tokenizer(p, add_special_tokens=False)["input_ids"]) if isinstance(p, str) else list(p)
-            for p in prompts
-        ]
+        ids = [self._encode(p) if isinstance(p, str) else list(p) for p in prompts]
         if seeds is not None and len(seeds) != len(ids):
             raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
         row_seeds = (
@@ -176,37 +210,40 @@ class VLLMBackend:
             if seeds is not None
             else [None if params.seed is None else params.seed + i for i in range(len(ids))]
         )
-        vparams = [self._vllm_params(params, x) for x in row_seeds]
-        outputs = self.llm.generate(
-            [{"prompt_token_ids": x} for x in ids],
-            vparams,
-            lora_request=[self._lora(n) for n in names],
-            use_tqdm=False,
+        return [
+            Row(x, name, self._vllm_params(params, seed), self._lora(name))
+            for x, name, seed in zip(ids, names, row_seeds, strict=True)
+        ]
+
+    def _encode(self, prompt: str) -> list[int]:
+        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    def _decode(self, token_ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+
+    def _cut(self, token_ids: list[int], params: SamplingParams) -> int:
+        return cut_at_stop(self.tokenizer, token_ids, params)
+
+    def _completion(self, row: Row, o: Any, params: SamplingParams) -> Completion:
+        """Row ``row``'s completion from vLLM's output ``o`` (a ``CompletionOutput``)."""
+        token_ids = list(o.token_ids)
+        # logprobs=0 asks for the sampled token's entry at every step.
+        steps = o.logprobs or []
+        logprobs = [float(step[t].logprob) for t, step in zip(token_ids, steps, strict=bool(steps))]
+        finish = "length" if o.finish_reason == "length" else "stop"
+        if params.stop_after and params.stop:
+            cut = self._cut(token_ids, params)
+            if cut < len(token_ids):
+                token_ids, logprobs, finish = token_ids[:cut], logprobs[:cut], "stop"
+        return Completion(
+            text=self._decode(token_ids),
+            prompt_ids=row.ids,
+            completion_ids=token_ids,
+            logprobs=logprobs,
+            finish_reason=finish,
+            meta={"adapter": row.adapter if row.adapter is not None else self.base.active, "backend": "vllm"},
+            temperature=params.temperature,
         )
-        completions = []
-        for x, name, out in zip(ids, names, outputs, strict=True):
-            o = out.outputs[0]
-            token_ids = list(o.token_ids)
-            # logprobs=0 asks for the sampled token's entry at every step.
-            steps = o.logprobs or []
-            logprobs = [float(step[t].logprob) for t, step in zip(token_ids, steps, strict=bool(steps))]
-            finish = "length" if o.finish_reason == "length" else "stop"
-            if params.stop_after and params.stop:
-                cut = cut_at_stop(self.tokenizer, token_ids, params)
-                if cut < len(token_ids):
-                    token_ids, logprobs, finish = token_ids[:cut], logprobs[:cut], "stop"
-            completions.append(
-                Completion(
-                    text=self.tokenizer.decode(token_ids, skip_special_tokens=True),
-                    prompt_ids=x,
-                    completion_ids=token_ids,
-                    logprobs=logprobs,
-                    finish_reason=finish,
-                    meta={"adapter": name if name is not None else self.base.active, "backend": "vllm"},
-                    temperature=params.temperature,
-                )
-            )
-        return completions
 
     def close(self) -> None:
         """Stop the engine and remove the synced adapter folders we created."""
@@ -219,6 +256,18 @@ class VLLMBackend:
             self.llm = None
         if self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One prompt of a call as vLLM takes it."""
+
+    ids: list[int]
+    adapter: str | None
+    params: Any
+    """``vllm.SamplingParams``."""
+    lora: Any
+    """``vllm.lora.request.LoRARequest`` (``None``: the base)."""
 
 
 def cut_at_stop(tokenizer: Any, token_ids: Sequence[int], params: SamplingParams) -> int:

@@ -53,7 +53,8 @@ class PairArgs(CommandArgs):
     """torch CPU threads for generation (0: torch's default, one per core). On a machine others
     share, 1 is often faster than the default: threads that wait for a busy core stall the rest."""
 
-    def cascade(self) -> Any:
+    def cascade(self, continuous: bool = False) -> Any:
+        """The run's pair as asked (``continuous``: a server's, :meth:`Cascade.from_run`)."""
         from agon_env.serving.cascade import Cascade
 
         if not self.run:
@@ -72,6 +73,7 @@ class PairArgs(CommandArgs):
             engine=self.engine,
             early_stop=self.early_stop,
             seed=self.seed,
+            continuous=continuous,
         )
 
 

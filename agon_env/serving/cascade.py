@@ -127,6 +127,9 @@ class Cascade:
     """What generates: ``hf`` (transformers in-process) or ``vllm`` (one engine, both adapters)."""
     engine_window: int | None = None
     """The engine's own context limit where it sets one below the model's (vLLM's ``max_model_len``)."""
+    continuous: bool = False
+    """The engine batches calls made from several threads by itself (vLLM's async engine): a server
+    sends each request at once instead of batching requests."""
     timings: list[dict[str, float]] = field(default_factory=list, repr=False)
 
     # -- building ------------------------------------------------------------------
@@ -142,13 +145,16 @@ class Cascade:
         engine: str = "auto",
         early_stop: bool = True,
         seed: int = 0,
+        continuous: bool = False,
     ) -> Cascade:
         """Load ``run_dir``: its resolved run, adapters and the direction ``agon eval`` chose.
 
         ``direction``: ``"agent_b>agent_a"`` (or a pair) overrides the recorded choice;
         ``eval_report``: an ``eval.json`` to read the choice from (default ``RUN/eval/eval.json``).
         ``engine``: ``hf`` (in-process), ``vllm`` (:mod:`agon_env.agents.vllm_backend`: one engine, both
-        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`)."""
+        adapters as LoRA requests, each stage one ``generate`` call) or ``auto`` (:func:`pick_engine`).
+        ``continuous``: on vLLM, its async engine (:mod:`agon_env.agents.vllm_async`), which batches
+        calls from several threads continuously (a server's); HF generates one call at a time."""
         run_dir = Path(run_dir)
         run = load_resolved(run_dir)
         channel = CHANNELS[run.exchange]
@@ -169,10 +175,11 @@ class Cascade:
         base = loader.shared_base(run.config.model.name)
         window = None
         if engine == "vllm":
+            from agon_env.agents.vllm_async import AsyncVLLMBackend
             from agon_env.agents.vllm_backend import VLLMBackend
 
             window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
-            backend = VLLMBackend(base, max_model_len=window)
+            backend = (AsyncVLLMBackend if continuous else VLLMBackend)(base, max_model_len=window)
             for agent in agents.values():
                 agent.backend = backend
         return cls(
@@ -186,6 +193,7 @@ class Cascade:
             label=run_dir.name,
             engine=engine,
             engine_window=window,
+            continuous=continuous and engine == "vllm",
         )
 
     def close(self) -> None:
@@ -283,10 +291,13 @@ class Cascade:
         ids: Sequence[str],
         references: Sequence[Any],
         seeds: Sequence[int] | None = None,
-        on_draft: Any = None,
+        stream: Listener | None = None,
     ) -> tuple[list[Episode], dict[str, float]]:
         problems = [Problem(i, q, r) for i, q, r in zip(ids, questions, references, strict=True)]
-        timed = {seat: _Timed(agent, on_draft if seat == AGENT_A else None) for seat, agent in seats.items()}
+        last = list(seats)[-1]  # the answering seat: the challenger, or the adapter alone
+        timed = {
+            seat: _Timed(agent, ANSWER if seat == last else DRAFT, stream) for seat, agent in seats.items()
+        }
         roots = list(seeds) if seeds is not None else [self.seed] * len(questions)
 
         def seed_of(index: int, seat: str, turn: int) -> int:
@@ -304,21 +315,22 @@ class Cascade:
         *,
         sampling: Mapping[str, Any] | None = None,
         seeds: Sequence[int] | None = None,
-        on_draft: Callable[[list[str]], None] | None = None,
+        stream: Listener | None = None,
     ) -> list[CascadeAnswer]:
         """Each question drafted and then challenged; each stage is one batched call for all.
 
         ``sampling``: overrides of the challenger's sampling (:func:`tuned`; the draft keeps the
         run's, the format the challenger was trained to read); ``seeds``: one root seed per question
-        (default: ``self.seed`` for all); ``on_draft``: called with the drafts' texts, in question
-        order, as soon as the draft stage ends (the server streams them before the answer)."""
+        (default: ``self.seed`` for all); ``stream``: told ``(question index, DRAFT or ANSWER, text)``
+        as each stage's tokens are generated (the server streams them; the agents' backend must
+        stream, as :mod:`~agon_env.agents.hf_backend` does)."""
         if not questions:
             return []
         ids = list(ids) if ids is not None else [str(i) for i in range(len(questions))]
         refs = list(references) if references is not None else [None] * len(questions)
         drafter, challenger = self.direction
         seats = {AGENT_A: self._drafter(), AGENT_B: tuned(self.agents[challenger], sampling)}
-        episodes, seconds = self._play(questions, "challenge", seats, ids, refs, seeds, on_draft)
+        episodes, seconds = self._play(questions, "challenge", seats, ids, refs, seeds, stream)
         out = []
         for e, q, ref in zip(episodes, questions, refs, strict=True):
             draft, challenge = e.draft, e.challenge
@@ -348,16 +360,24 @@ class Cascade:
         *,
         sampling: Mapping[str, Any] | None = None,
         seeds: Sequence[int] | None = None,
+        stream: Listener | None = None,
     ) -> list[Stage]:
         """Each question answered by ``adapter`` alone (the env's ``solo`` mode: ``agon eval``'s
-        standalone row); ``sampling`` and ``seeds`` as in :meth:`answer_many`."""
+        standalone row); ``sampling``, ``seeds`` and ``stream`` (its one stage is ``ANSWER``) as in
+        :meth:`answer_many`."""
         if adapter not in self.agents:
             raise CascadeError(f"no adapter {adapter!r} in this run; adapters: {sorted(self.agents)}")
         ids = [str(i) for i in range(len(questions))]
         seat = {AGENT_A: tuned(self.agents[adapter], sampling)}
-        episodes, seconds = self._play(questions, "solo", seat, ids, [None] * len(questions), seeds)
+        episodes, seconds = self._play(questions, "solo", seat, ids, [None] * len(questions), seeds, stream)
         return [_stage(e.draft, adapter, seconds[AGENT_A]) for e in episodes]
 
+
+DRAFT, ANSWER = "draft", "answer"
+"""The stages a :data:`Listener` hears: the cascade's draft, and the answer (the challenger's, or an
+adapter's alone)."""
+Listener = Callable[[int, str, str], None]
+"""``(question index, stage, text)``: the next piece of that question's stage, as it is generated."""
 
 ENGINES = ("auto", "hf", "vllm")
 VLLM_MAX_MODEL_LEN = 4096
@@ -395,21 +415,23 @@ def tuned(agent: Any, sampling: Mapping[str, Any] | None) -> Any:
 
 
 class _Timed:
-    """An agent that records how long its (one, batched) act call took, and tells ``on_act`` the
-    texts of its first call (the drafter's: every question's draft, in order)."""
+    """An agent that records how long its (one, batched) act call took, and streams its text to
+    ``stream`` as ``stage``. A cascade's every episode plays each seat once, all in one call, so
+    row ``i`` of that call is question ``i``."""
 
-    def __init__(self, agent: Any, on_act: Callable[[list[str]], None] | None = None) -> None:
-        self.agent, self.name, self.seconds, self.on_act = agent, agent.name, 0.0, on_act
+    def __init__(self, agent: Any, stage: str, stream: Listener | None = None) -> None:
+        self.agent, self.name, self.seconds, self.stage, self.stream = agent, agent.name, 0.0, stage, stream
 
     def act(
         self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
     ) -> list[Any]:
         t0 = time.perf_counter()
-        out = self.agent.act(observations, seeds=seeds)
+        listen, stage = self.stream, self.stage
+        if listen is None:
+            out = self.agent.act(observations, seeds=seeds)
+        else:
+            out = self.agent.act(observations, seeds=seeds, stream=lambda row, text: listen(row, stage, text))
         self.seconds += time.perf_counter() - t0
-        if self.on_act is not None:
-            on_act, self.on_act = self.on_act, None
-            on_act([str(getattr(c, "text", c)) for c in out])
         return out
 
 

@@ -77,7 +77,7 @@ def run(args: ServeArgs) -> int:
 
     key = args.api_key or os.environ.get(API_KEY_ENV) or None
     check(args, key)
-    cascade = args.cascade()
+    cascade = args.cascade(continuous=True)
     app = build_app(
         cascade,
         api_key=key,

@@ -28,10 +28,9 @@ unknown model or path, 405 for a wrong method, 503 with ``Retry-After`` when the
 504 past the request time-out. A refused request changes nothing for the others, and an unexpected
 failure is a JSON 500, never a plain-text one.
 
-Requests are micro-batched (:class:`Batcher`): those that arrive while a batch is generating, or
-within ``window_s`` of the first, are answered by the next batched call (one per model and sampling
-asked for), so concurrent clients share each forward pass instead of queueing behind one another.
-At most ``max_queue`` requests wait or generate at once; more are told to retry (503), not held.
+Requests are scheduled by :mod:`~agon_env.serving.scheduling` (micro-batched on HF, sent at once to
+vLLM's async engine). At most ``max_queue`` requests wait or generate at once; more are told to
+retry (503), not held.
 """
 
 from __future__ import annotations
@@ -44,8 +43,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -55,11 +53,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agon_env.seeding import derive_seed
-from agon_env.serving.cascade import Cascade, CascadeAnswer, QuestionError, Stage
+from agon_env.serving.cascade import DRAFT, Cascade, CascadeAnswer, QuestionError, Stage
 from agon_env.serving.metrics import CONTENT_TYPE, Metrics
 from agon_env.serving.requests import ChatRequest, RequestError, parse_chat
+from agon_env.serving.scheduling import CASCADE_MODEL, Batcher, Direct, Listen, QueueFull
 
-CASCADE_MODEL = "cascade"
 EXTRA = "agon"
 """The extra response field of a ``cascade`` reply (OpenAI clients keep unknown fields:
 ``response.model_extra["agon"]`` in the ``openai`` package)."""
@@ -91,135 +89,6 @@ def cascade_extra(a: CascadeAnswer) -> dict[str, Any]:
         "challenge": dataclasses.asdict(a.challenge),
         "answer": a.answer,
     }
-
-
-class QueueFull(RuntimeError):
-    """More requests than ``max_queue`` wait or generate: the client is told to retry (503)."""
-
-
-@dataclasses.dataclass
-class Job:
-    """One question waiting for its batch."""
-
-    model: str
-    question: str
-    sampling: tuple[tuple[str, Any], ...]
-    """The answering stage's overrides (hashable: jobs that share them share a call)."""
-    seed: int
-    future: asyncio.Future[Any]
-    on_draft: Callable[[str], None] | None = None
-
-
-class Batcher:
-    """Collects concurrent requests into batches and runs each batch in one worker thread."""
-
-    def __init__(
-        self, cascade: Cascade, window_s: float = 0.01, max_batch: int = 32, max_queue: int = 256
-    ) -> None:
-        self.cascade, self.window_s, self.max_batch, self.max_queue = cascade, window_s, max_batch, max_queue
-        self.queue: asyncio.Queue[Job] | None = None
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="agon-generate")  # one model, one at a time
-        self.batches: list[int] = []
-        """The size of every batch run so far (the tests read it: concurrency really batches)."""
-        self.pending = 0
-        """Requests submitted and not yet answered (queued or generating): the queue depth."""
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self.queue = asyncio.Queue()
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        self.executor.shutdown(wait=False, cancel_futures=True)
-
-    async def submit(
-        self,
-        model: str,
-        question: str,
-        sampling: Mapping[str, Any] | None = None,
-        seed: int | None = None,
-        on_draft: Callable[[str], None] | None = None,
-    ) -> Any:
-        """``model``'s answer to ``question`` (a :class:`CascadeAnswer` or a :class:`Stage`);
-        :class:`QueueFull` at once when ``max_queue`` requests are pending already."""
-        assert self.queue is not None, "the batcher is started with the app"
-        if self.pending >= self.max_queue:
-            raise QueueFull(
-                f"{self.pending} requests are queued or generating (--max-queue {self.max_queue})"
-            )
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        key = tuple(sorted((sampling or {}).items()))
-        root = getattr(self.cascade, "seed", 0) if seed is None else seed
-        job = Job(model, question, key, root, future, on_draft)
-        self.pending += 1
-        try:
-            await self.queue.put(job)
-            return await future
-        finally:
-            self.pending -= 1
-
-    async def _loop(self) -> None:
-        assert self.queue is not None
-        loop = asyncio.get_running_loop()
-        while True:
-            batch = [await self.queue.get()]
-            deadline = loop.time() + self.window_s
-            while len(batch) < self.max_batch:
-                try:
-                    batch.append(await asyncio.wait_for(self.queue.get(), max(0.0, deadline - loop.time())))
-                except asyncio.TimeoutError:
-                    break
-            batch = [job for job in batch if not job.future.done()]  # a client gone or timed out
-            if not batch:
-                continue
-            self.batches.append(len(batch))
-            groups: dict[tuple[str, Any], list[Job]] = {}
-            for job in batch:
-                groups.setdefault((job.model, job.sampling), []).append(job)
-            for items in groups.values():
-                await self._run(items, alone_on_failure=len(items) > 1)
-
-    async def _run(self, items: list[Job], alone_on_failure: bool) -> None:
-        """Answer ``items`` in one batched call. When the call fails, each is asked again alone, so
-        only the request that broke it gets the error; nothing raised here ends the loop."""
-        loop = asyncio.get_running_loop()
-        try:
-            results = await loop.run_in_executor(self.executor, self._generate, items, loop)
-            if len(results) != len(items):
-                raise RuntimeError(f"{len(results)} answers for {len(items)} questions")
-        except Exception as exc:  # the server goes on
-            if alone_on_failure:
-                for item in items:
-                    await self._run([item], alone_on_failure=False)
-                return
-            for job in items:
-                if not job.future.done():
-                    job.future.set_exception(exc)
-            return
-        for job, result in zip(items, results, strict=True):
-            if not job.future.done():  # a client that went away cancelled its future
-                job.future.set_result(result)
-
-    def _generate(self, items: Sequence[Job], loop: asyncio.AbstractEventLoop) -> list[Any]:
-        model, sampling = items[0].model, dict(items[0].sampling)
-        questions, seeds = [j.question for j in items], [j.seed for j in items]
-        if model != CASCADE_MODEL:
-            return list(
-                self.cascade.alone_many(model.rpartition("/")[2], questions, sampling=sampling, seeds=seeds)
-            )
-        listeners = [j.on_draft for j in items]
-
-        def on_draft(drafts: list[str]) -> None:  # in this worker thread: hand over to the loop
-            for listen, draft in zip(listeners, drafts, strict=True):
-                if listen is not None:
-                    loop.call_soon_threadsafe(listen, draft)
-
-        kwargs: dict[str, Any] = {"sampling": sampling, "seeds": seeds}
-        if any(listeners):
-            kwargs["on_draft"] = on_draft
-        return list(self.cascade.answer_many(questions, **kwargs))
 
 
 def _usage(stages: Sequence[Stage]) -> dict[str, int]:
@@ -277,7 +146,11 @@ def build_app(
     ``max_queue``: most requests pending at once (more get a 503 with ``Retry-After``);
     ``timeout_s``: a request not answered by then gets a 504; ``served_name``: the prefix of the
     adapters' model ids (default: the run folder's name)."""
-    batcher = Batcher(cascade, window_s, max_batch, max_queue)
+    batcher = (
+        Direct(cascade, max_queue)
+        if getattr(cascade, "continuous", False)
+        else Batcher(cascade, window_s, max_batch, max_queue)
+    )
     metrics = Metrics(lambda: batcher.pending)
     adapters = {f"{served_name or cascade.label}/{name}": name for name in cascade.agents}
     models = [CASCADE_MODEL, *adapters]
@@ -303,9 +176,9 @@ def build_app(
     async def metrics_route(request: Request) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    async def answer(request: ChatRequest, seed: int, on_draft: Any = None) -> Any:
+    async def answer(request: ChatRequest, seed: int, listen: Listen | None = None) -> Any:
         return await asyncio.wait_for(
-            batcher.submit(request.model, request.question, request.sampling, seed, on_draft), timeout_s
+            batcher.submit(request.model, request.question, request.sampling, seed, listen), timeout_s
         )
 
     def parse(raw: bytes) -> ChatRequest:
@@ -375,23 +248,38 @@ def build_app(
         return out
 
     def stream(request: ChatRequest, t0: float) -> StreamingResponse:
-        """Server-sent chunks: the role, the draft as ``reasoning_content`` as soon as the draft
-        stage ends (``cascade``), the answer as ``content``, the finish reason, the usage chunk
-        when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
+        """Server-sent chunks as the engine generates: the role, then for ``cascade`` the draft as
+        ``reasoning_content`` and then the answer as ``content``, token by token, the finish reason,
+        the usage chunk when ``stream_options.include_usage`` asks for it, then ``[DONE]``."""
         rid, made = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-        drafts: asyncio.Queue[str] = asyncio.Queue()
+        pieces: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+        def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
+            return _chunk(rid, made, request.model, delta, finish)
 
         async def events() -> AsyncIterator[bytes]:
             status = 200
             try:
-                yield _chunk(rid, made, request.model, {"role": "assistant", "content": ""})
-                task = asyncio.ensure_future(answer(request, _seeds(request)[0], drafts.put_nowait))
-                draft = asyncio.ensure_future(drafts.get())
-                await asyncio.wait({task, draft}, return_when=asyncio.FIRST_COMPLETED)
-                if draft.done():
-                    yield _chunk(rid, made, request.model, {"reasoning_content": draft.result()})
-                else:
-                    draft.cancel()
+                yield chunk({"role": "assistant", "content": ""})
+                task = asyncio.ensure_future(
+                    answer(request, _seeds(request)[0], lambda stage, text: pieces.put_nowait((stage, text)))
+                )
+                reasoning, content = "", _Held(request.stop)
+                while not task.done() or not pieces.empty():
+                    if pieces.empty():
+                        got = asyncio.ensure_future(pieces.get())
+                        await asyncio.wait({task, got}, return_when=asyncio.FIRST_COMPLETED)
+                        if not got.done():
+                            got.cancel()
+                            continue
+                        stage, text = got.result()
+                    else:
+                        stage, text = pieces.get_nowait()
+                    if stage == DRAFT:
+                        reasoning += text
+                        yield chunk({"reasoning_content": text})
+                    elif new := content.add(text):
+                        yield chunk({"content": new})
                 try:
                     result = await task
                 except QueueFull as exc:
@@ -407,9 +295,11 @@ def build_app(
                     yield _error_event(500, f"generation failed: {type(exc).__name__}: {exc}")
                     return
                 text, reason = _final(result, request.stop)
-                if text:
-                    yield _chunk(rid, made, request.model, {"content": text})
-                yield _chunk(rid, made, request.model, {}, reason)
+                if isinstance(result, CascadeAnswer) and (rest := _rest(result.draft.completion, reasoning)):
+                    yield chunk({"reasoning_content": rest})  # what a streaming engine held back
+                if rest := _rest(text, content.sent):
+                    yield chunk({"content": rest})
+                yield chunk({}, reason)
                 usage = _usage(_stages(result))
                 metrics.add_tokens(usage["prompt_tokens"], usage["completion_tokens"])
                 if request.include_usage:
@@ -465,6 +355,34 @@ def build_app(
     if api_key:
         app.add_middleware(_KeyCheck, api_key=api_key)
     return app
+
+
+class _Held:
+    """The answer's streamed text, held back where it may be the start of a request's stop string
+    (the reply ends before a stop string and does not show it, as OpenAI's does)."""
+
+    def __init__(self, stop: Sequence[str]) -> None:
+        self.stop, self.text, self.sent, self.stopped = tuple(stop), "", "", False
+        self.hold = max((len(s) for s in self.stop), default=1) - 1
+
+    def add(self, text: str) -> str:
+        """The part of the answer, ``text`` added, that is now safe to send."""
+        if self.stopped:
+            return ""
+        self.text += text
+        cuts = [self.text.find(s) for s in self.stop if s in self.text]
+        if cuts:
+            self.stopped, safe = True, self.text[: min(cuts)]
+        else:
+            safe = self.text[: max(0, len(self.text) - self.hold)]
+        new, self.sent = safe[len(self.sent) :], safe
+        return new
+
+
+def _rest(final: str, sent: str) -> str:
+    """What of ``final`` a stream that sent ``sent`` has still to send (nothing where it sent
+    something else: a stage generated again after a failed batch)."""
+    return final[len(sent) :] if final.startswith(sent) else ""
 
 
 def _error_event(status: int, message: str) -> bytes:

@@ -171,3 +171,35 @@ def test_metrics_are_prometheus_text(api):
     assert "agon_queue_depth 0" in text and 'agon_tokens_total{kind="completion"}' in text
     errors = next(line for line in text.splitlines() if line.startswith("agon_request_errors_total "))
     assert int(errors.split()[1]) >= 1
+
+
+def streamed(api, **fields) -> list[dict]:
+    body = {"model": "cascade", "messages": [{"role": "user", "content": "What is 2 + 3?"}], **fields}
+    with api.stream("POST", "/v1/chat/completions", json={**body, "stream": True}, headers=AUTH) as got:
+        lines = [line for line in got.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    return [c["choices"][0]["delta"] for c in (json.loads(line[6:]) for line in lines[:-1]) if c["choices"]]
+
+
+@pytest.mark.parametrize("model", ["cascade", "pair/agent_b"])
+def test_streaming_is_token_by_token_and_joins_to_the_greedy_answer(api, model):
+    fields = {"model": model, "temperature": 0, "max_tokens": 12, "seed": 4}
+    whole = chat(api, **fields).json()
+    deltas = streamed(api, **fields)
+    content = [d["content"] for d in deltas if d.get("content")]
+    assert "".join(content) == whole["choices"][0]["message"]["content"]
+    assert len(content) > 2  # the answer arrives as it is generated, not in one piece when it ends
+    if model == "cascade":
+        reasoning = [d["reasoning_content"] for d in deltas if d.get("reasoning_content")]
+        assert "".join(reasoning) == whole["agon"]["draft"]["completion"] and len(reasoning) > 2
+
+
+def test_a_streamed_answer_stops_before_a_stop_string_as_the_whole_one_does(api):
+    sampled = {"temperature": 1.0, "max_tokens": 16, "seed": 4}
+    answer = chat(api, **sampled).json()["choices"][0]["message"]["content"]
+    assert len(answer) >= 8
+    stop = answer[len(answer) // 2 :][:2]  # a string the answer writes after its first characters
+    whole = chat(api, **sampled, stop=[stop]).json()["choices"][0]
+    content = [d["content"] for d in streamed(api, **sampled, stop=[stop]) if d.get("content")]
+    assert "".join(content) == whole["message"]["content"] and len(content) > 1
+    assert stop not in whole["message"]["content"] and whole["finish_reason"] == "stop"

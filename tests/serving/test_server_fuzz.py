@@ -40,12 +40,12 @@ class Instant:
         n = (sampling or {}).get("max_new_tokens", 4)
         return Stage(name, "x " * n, 10, n, 0.0, "length", None, None)
 
-    def alone_many(self, adapter, questions, *, sampling=None, seeds=None):
+    def alone_many(self, adapter, questions, *, sampling=None, seeds=None, stream=None):
         return [self._stage(adapter, sampling) for _ in questions]
 
-    def answer_many(self, questions, *, sampling=None, seeds=None, on_draft=None):
-        if on_draft is not None:
-            on_draft(["draft"] * len(questions))
+    def answer_many(self, questions, *, sampling=None, seeds=None, stream=None):
+        for i in range(len(questions)) if stream is not None else ():
+            stream(i, "draft", "draft")
         draft, answer = self._stage(self.direction[0], None), self._stage(self.direction[1], sampling)
         return [CascadeAnswer(q, draft, "draft", q, answer) for q in questions]
 

@@ -87,3 +87,39 @@ def test_threads_sets_torchs_threads(tiny_run, capsys):
         torch.set_num_threads(before)
     assert main(["answer", str(tiny_run), "hi", "--threads", "-1"]) == 2
     assert "--threads -1" in capsys.readouterr().err
+
+
+class Continuous(Slow):
+    """A stand-in for vLLM's async engine (``continuous``): calls from several threads run at once,
+    each as long as its ``max_tokens`` asks (a hundredth of a second a token)."""
+
+    continuous = True
+
+    def alone_many(self, adapter, questions, *, sampling=None, seeds=None):
+        seconds = (sampling or {}).get("max_new_tokens", 1) / 100
+        time.sleep(seconds)
+        return [Stage(adapter, "ok", 1, 1, seconds, "stop", None, None) for _ in questions]
+
+
+def test_on_a_continuous_engine_a_short_request_sent_during_a_long_one_finishes_first():
+    app = build_app(Continuous(0), window_s=0.05)
+    done: list[str] = []
+
+    async def ask(name: str, tokens: int, after: float, c: httpx.AsyncClient) -> int:
+        await asyncio.sleep(after)
+        body = {"model": "slow/agent_a", "messages": [{"role": "user", "content": name}]}
+        got = await c.post("/v1/chat/completions", json={**body, "max_tokens": tokens})
+        done.append(name)
+        return got.status_code
+
+    async def go():
+        await app.state.batcher.start()
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                return await asyncio.gather(ask("long", 150, 0, c), ask("short", 5, 0.3, c))
+        finally:
+            await app.state.batcher.stop()
+
+    assert asyncio.run(go()) == [200, 200]
+    assert done == ["short", "long"]  # admitted at once, not after the long one's batch

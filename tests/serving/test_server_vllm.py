@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
+import time
 
 import pytest
 from serving_run import write_tiny_run
@@ -52,3 +54,42 @@ def test_the_cascade_is_served_by_one_vllm_engine(vllm_server):
     with pytest.raises(openai.NotFoundError):
         c.chat.completions.create(**ask("qwen-pair/agent_c"))
     assert c.chat.completions.create(**ask("qwen-pair/agent_b")).choices[0].message.role == "assistant"
+
+
+def test_vllm_streams_token_by_token_what_it_answers_whole(vllm_server):
+    c = client(vllm_server)
+    how = {"temperature": 0, "max_tokens": 12, "seed": 3}
+    whole = c.chat.completions.create(**ask("cascade"), **how)
+    chunks = list(c.chat.completions.create(**ask("cascade"), **how, stream=True))
+    deltas = [x.choices[0].delta for x in chunks if x.choices]
+    content = [d.content for d in deltas if d.content]
+    reasoning = [r for d in deltas if (r := (d.model_extra or {}).get("reasoning_content"))]
+    assert "".join(content) == whole.choices[0].message.content and len(content) > 2
+    assert "".join(reasoning) == whole.model_extra["agon"]["draft"]["completion"] and len(reasoning) > 2
+
+
+def test_a_short_request_sent_while_a_long_one_generates_finishes_first(vllm_server):
+    c = client(vllm_server)
+    arrivals: list[float] = []  # when each of the long answer's pieces arrived
+    generating = threading.Event()
+
+    def long() -> None:
+        how = {"temperature": 0, "max_tokens": 3000, "stream": True}
+        for chunk in c.chat.completions.create(**ask("qwen-pair/agent_a"), **how):
+            if chunk.choices and chunk.choices[0].delta.content:
+                arrivals.append(time.perf_counter())
+                generating.set()
+
+    reader = threading.Thread(target=long)
+    reader.start()
+    assert generating.wait(300)
+    short = c.chat.completions.create(**ask("qwen-pair/agent_b"), temperature=0, max_tokens=2)
+    answered = time.perf_counter()
+    reader.join(600)
+    print(
+        f"long: {len(arrivals)} pieces over {arrivals[-1] - arrivals[0]:.2f} s, short answered "
+        f"{answered - arrivals[0]:.2f} s after its first"
+    )
+    assert short.usage.completion_tokens <= 2 and len(arrivals) > 20
+    # admitted while the long one generated, not after its batch: the long one went on streaming after
+    assert answered < arrivals[-1] and sum(t > answered for t in arrivals) > 5
