@@ -18,6 +18,11 @@ a reader reads through, the env's keywords are looked up here.
                                        --> resolved.yaml --> RunFolder.resolved()
                                                                --> agon eval (Settings, the eval env)
                                                                --> agon probe (a run's adapter)
+                                                               --> agon answer / serve (Cascade)
+
+A finished run's base loads on this machine's device (``auto`` unless a command says
+otherwise, never the training machine's) in the run's ``model.dtype`` through
+:func:`dtype_on`, the rule training itself follows.
 
 This module is part of the floor: torch-free, and it imports nothing above
 :mod:`agon_env.config`, :mod:`agon_env.options` and :mod:`agon_env.vocabulary`. The
@@ -106,6 +111,14 @@ class ResolvedRun:
         if "temperature" in given:
             config = dataclasses.replace(config, temperatures={})
         return dataclasses.replace(self, config=config, sampling=sampling)
+
+
+def dtype_on(dtype: str, device: str) -> str:
+    """The one rule for a base's dtype on the machine that loads it: a run's ``model.dtype`` as
+    set, ``auto`` as bf16 on CUDA and fp32 on CPU (where bf16 matmuls run ~300x slower). Training,
+    ``agon eval``, the probe and the server read a run's setting through it, so a run trained in
+    bf16 on a GPU is evaluated in bf16 there and in fp32 on a CPU machine, as it would train there."""
+    return dtype if dtype != "auto" else "bfloat16" if device == "cuda" else "float32"
 
 
 def settle(

@@ -9,27 +9,14 @@ and log-probs for whoever trains it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.prompts import RolePrompts, render_prompt
-from agon_env.agents.protocol import Completion, SamplingParams
+from agon_env.agents.protocol import Backend, Completion, SamplingParams
 from agon_env.agents.streaming import Emit
 from agon_env.vocabulary import REFERENCE
-
-
-class Backend(Protocol):
-    """What an agent needs from a generation backend (HF or vLLM). One that streams also takes
-    ``stream`` (:mod:`agon_env.agents.streaming`); an agent passes it only when asked to stream."""
-
-    def generate(
-        self,
-        prompts: Sequence[str] | Sequence[Sequence[int]],
-        params: SamplingParams | None = None,
-        adapter: str | Sequence[str] | None = None,
-        seeds: Sequence[int] | None = None,
-    ) -> list[Completion]: ...
 
 
 class LLMAgent:

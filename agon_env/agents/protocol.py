@@ -88,6 +88,9 @@ class Backend(Protocol):
 
     One that keeps its own copy of the adapters (vLLM) also has ``sync(adapter)``, called after
     every update, and ``versions`` (adapter -> the version it serves), read by the on-policy guard.
+    One that streams also takes ``stream`` (:mod:`agon_env.agents.streaming`); an agent passes it
+    only when asked to stream. The one protocol of a backend: agents, the trainer and the
+    server all name this one.
     """
 
     def generate(

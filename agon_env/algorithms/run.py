@@ -23,7 +23,6 @@ from agon_env.algorithms.learning import LearningWatch
 from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig, to_dict
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, write_resolved
@@ -52,17 +51,16 @@ def _heldout_fit(problems: int, reserve_s: float, left_s: float) -> int:
     return min(problems, max(0, int(left_s / (reserve_s / problems))))
 
 
-def train(run: TrainConfig | ResolvedRun) -> Path:
-    """Run (or resume) a training run; return its folder. A config is resolved first
-    (:func:`~agon_env.algorithms.validation.resolve`: the checks the command line's get).
+def train(run: ResolvedRun) -> Path:
+    """Run (or resume) a training run; return its folder. ``run`` is a config resolved once
+    (:func:`~agon_env.algorithms.validation.resolve`: ``train(resolve(cfg))``, the checks the
+    command line's get); nothing below resolves it again.
 
     Launched by ``torchrun`` (or ``accelerate launch --multi_gpu``), every process runs this same
     function: they join one process group, share the step's problems, and rank 0 alone
     writes the run folder.
     """
     started = time.perf_counter()
-    if isinstance(run, TrainConfig):
-        run = resolve(run)
     ctx = dist.init_from_env(run.device)
     try:
         return _train(run, ctx, started)

@@ -52,7 +52,6 @@ from agon_env.algorithms.rollout_correction import OnPolicyError
 from agon_env.algorithms.sampler import ProblemSampler
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.update import NonFiniteWeights, StreamBatch, Update, all_finite, sampled_temperature
-from agon_env.algorithms.validation import resolve
 from agon_env.config import TrainConfig, to_dict
 from agon_env.episodes import TaskEnv
 from agon_env.resolved import ResolvedRun
@@ -115,11 +114,9 @@ class Trainer:
         return self.run.config
 
     @classmethod
-    def build(cls, run: ResolvedRun | TrainConfig, ctx: DistContext | None = None) -> Trainer:
-        """The trainer of ``run``; a config is resolved first
-        (:func:`~agon_env.algorithms.validation.resolve`)."""
-        if isinstance(run, TrainConfig):
-            run = resolve(run)
+    def build(cls, run: ResolvedRun, ctx: DistContext | None = None) -> Trainer:
+        """The trainer of ``run``, a config resolved once
+        (:func:`~agon_env.algorithms.validation.resolve`: ``Trainer.build(resolve(cfg))``)."""
         cfg = run.config
         ctx = ctx or DistContext(device=run.device)
         dist.check_batch(cfg.batch_problems, ctx)

@@ -15,7 +15,7 @@ from typing import Any
 
 from agon_env.config import ConfigError, TrainConfig, compose, import_modules, leaf_keys
 from agon_env.options import ENV_KWARGS
-from agon_env.resolved import ResolvedRun, settle
+from agon_env.resolved import ResolvedRun, dtype_on, settle
 
 
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
@@ -175,8 +175,7 @@ def resolve(cfg: TrainConfig) -> ResolvedRun:
     ready(cfg)
     plugin = get_algorithm(cfg.algo).mirrored(cfg.first_drafter)
     device = resolve_device(cfg.model.device)
-    # fp32 on CPU: bf16 matmuls run ~300x slower than fp32 on the cores we target.
-    dtype = cfg.model.dtype if cfg.model.dtype != "auto" else "bfloat16" if device == "cuda" else "float32"
+    dtype = dtype_on(cfg.model.dtype, device)
     return settle(
         cfg,
         adapters=plugin.adapters,

@@ -54,8 +54,8 @@ class ProbeConfig:
     """Show the prompt family's worked examples (None: as the run trained; on by default)."""
     prompt_family: str | None = None
     """Prompt family (None: the run's, else the task's own)."""
-    device: str = "cpu"
-    """``cpu`` or ``cuda``."""
+    device: str = "auto"
+    """``cpu``, ``cuda`` or ``auto`` (CUDA when this machine has it), as ``agon eval`` reads it."""
     out: str = "probe.json"
     """Where the JSON result goes."""
     imports: list[str] = field(default_factory=list)
@@ -90,8 +90,9 @@ def _agent(cfg: ProbeConfig, task: Any) -> Any:
 
 def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
     """The env id and keywords to probe. With ``--run``, as ``agon eval`` reads a run: its task
-    keywords when the env is its own, and the exchange channel it trained on, so its adapter
-    reads drafts as it learned to; ``--env-kwargs`` override both."""
+    keywords when the env is its own, and its env options (the exchange channel it trained on, so
+    its adapter reads drafts as it learned to, and ``lam``, ``gamma``, ``max_text_length``, ...);
+    ``--env-kwargs`` override them."""
     from agon_env.config import EnvConfig, parse_assignments
     from agon_env.evaluation.runs import run_task_kwargs
     from agon_env.run_folder import load_resolved
@@ -101,7 +102,8 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
         return cfg.env or EnvConfig().id, given
     run = load_resolved(cfg.run)
     env_id = cfg.env or run.env_id
-    return env_id, {**run_task_kwargs(run.config, env_id), "exchange": run.exchange, **given}
+    own = {**run.reader_options(), "exchange": run.exchange}  # lam, gamma, max_text_length, ...
+    return env_id, {**run_task_kwargs(run.config, env_id), **own, **given}
 
 
 def probe(cfg: ProbeConfig) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from agon_env.agents.prompts import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies
-from agon_env.resolved import ResolvedRun
+from agon_env.resolved import ResolvedRun, dtype_on
 from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
 
@@ -114,12 +114,14 @@ def _reads(settings: Settings) -> Any:
     return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))
 
 
-def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any) -> str:
+def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any, dtype: str = "float32") -> str:
     prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
     # How a batch is split does not change what is sampled; seeds are per row.
     for k in ("max_batch_size", "max_batch_tokens", "seed"):
         s.pop(k)
+    # Another dtype samples other completions; fp32 identities stay as they were recorded.
+    model = model if dtype == "float32" else f"{model}@{dtype}"
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
@@ -129,18 +131,30 @@ def run_task_kwargs(cfg: TrainConfig, env_id: str) -> dict[str, Any]:
 
 
 class PolicyLoader:
-    """Loads each base model once and builds agents over it, each with its run's :class:`Settings`."""
+    """Loads each base model once and builds agents over it, each with its run's :class:`Settings`.
 
-    def __init__(self, device: str = "cpu") -> None:
-        self.device = device
-        self._bases: dict[str, Any] = {}
+    ``device``: where the bases live (``auto``: CUDA when this machine has it, the rule training
+    follows); each base in its run's ``model.dtype`` on that device (:func:`agon_env.resolved.dtype_on`)."""
 
-    def shared_base(self, model: str) -> Any:
-        if model not in self._bases:
+    def __init__(self, device: str = "auto") -> None:
+        from agon_env.agents.models import resolve_device
+
+        self.device = resolve_device(device)
+        self._bases: dict[tuple[str, str], Any] = {}
+
+    def dtype(self, cfg: TrainConfig) -> str:
+        """The dtype a run's base loads in here."""
+        return dtype_on(cfg.model.dtype, self.device)
+
+    def shared_base(self, model: str, dtype: str = "float32") -> Any:
+        if (model, dtype) not in self._bases:
+            import torch
+
             from agon_env.agents.adapters import SharedBase
 
-            self._bases[model] = SharedBase.from_source(model, device=self.device)
-        return self._bases[model]
+            base = SharedBase.from_source(model, dtype=getattr(torch, dtype), device=self.device)
+            self._bases[model, dtype] = base
+        return self._bases[model, dtype]
 
     def _agent(self, name: str, base: Any, adapter: str, settings: Settings) -> Any:
         from agon_env.agents import HFBackend, LLMAgent
@@ -156,11 +170,12 @@ class PolicyLoader:
         )
 
     def base_policies(self, model: str, settings: Settings, label: str = "base") -> Policies:
-        base = self.shared_base(model)
+        dtype = self.dtype(settings.cfg)
+        base = self.shared_base(model, dtype)
         return Policies(
             label=label,
             base=self._agent(BASE, base, REFERENCE, settings),
-            identities={BASE: _identity(model, "base", settings.sampling(BASE), _reads(settings))},
+            identities={BASE: _identity(model, "base", settings.sampling(BASE), _reads(settings), dtype)},
         )
 
     def run_policies(
@@ -173,7 +188,8 @@ class PolicyLoader:
         policies = self.base_policies(model, settings, label=str(run_dir))
         policies.algo, policies.exchange, policies.latent = cfg.algo, settings.run.exchange, cfg.latent
         policies.env_options = settings.run.reader_options()
-        base = self.shared_base(model)
+        dtype = self.dtype(cfg)
+        base = self.shared_base(model, dtype)
         for name, source in _adapter_sources(run_dir).items():
             unique = f"r{index}_{name}"
             if unique not in base.adapters:
@@ -190,6 +206,7 @@ class PolicyLoader:
                 f"adapter:{name}:{_fingerprint(source)}",
                 settings.sampling(name),
                 _reads(settings),
+                dtype,
             )
         return policies
 

@@ -40,7 +40,8 @@ class PairArgs(CommandArgs):
     eval_report: str | None = None
     """The ``eval.json`` that records the chosen direction (None: ``RUN/eval/eval.json``)."""
     device: str | None = None
-    """``cpu`` or ``cuda`` (None: the device the run trained on)."""
+    """``cpu`` or ``cuda`` (None: ``auto``, CUDA when this machine has it, as training and
+    ``agon eval`` read it)."""
     engine: str = "auto"
     """``hf`` (transformers, in-process), ``vllm`` (one vLLM engine, both adapters as LoRA modules)
     or ``auto`` (vLLM when it is installed and the model is a folder or Hub id, else hf)."""

@@ -168,18 +168,20 @@ class Cascade:
         pair = _direction(run_dir, _adapter_names(run_dir, run), direction, eval_report)
         task = make(run.env_id, **run.task_kwargs).unwrapped.task
         settings = settings_for(run, task)
-        loader = PolicyLoader(device=device or run.device)
+        loader = PolicyLoader(device=device or "auto")  # this machine's, by the rule training follows
         policies = loader.run_policies(run_dir, settings)
         _direction(run_dir, list(policies.adapters), pair, None)  # the loaded adapters hold both
         agents = dict(policies.adapters)
-        base = loader.shared_base(run.config.model.name)
+        dtype = loader.dtype(run.config)
+        base = loader.shared_base(run.config.model.name, dtype)
         window = None
         if engine == "vllm":
             from agon_env.agents.vllm_async import AsyncVLLMBackend
             from agon_env.agents.vllm_backend import VLLMBackend
 
             window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
-            backend = (AsyncVLLMBackend if continuous else VLLMBackend)(base, max_model_len=window)
+            engine_cls = AsyncVLLMBackend if continuous else VLLMBackend
+            backend = engine_cls(base, max_model_len=window, dtype=dtype)  # the HF base's dtype
             for agent in agents.values():
                 agent.backend = backend
         return cls(

@@ -8,7 +8,7 @@ import time
 
 from agon_env.algorithms.run import _heldout_fit, train
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 from agon_env.evaluation.evaluate import Evaluator
 from agon_env.run_folder import read_metrics
 
@@ -52,7 +52,7 @@ def test_a_slow_machine_spends_its_budget_to_within_one_step(tmp_path, monkeypat
         },
     )
     started = time.perf_counter()
-    run_dir = train(cfg)
+    run_dir = train(resolve(cfg))
     used = time.perf_counter() - started
     step_s = [r["time/step"] for r in read_metrics(run_dir)]
     # The whole check ran, on every problem planned: the reserve left it room.

@@ -21,6 +21,7 @@ from agon_env.algorithms import stream_prefix as SP
 from agon_env.algorithms import update as U
 from agon_env.algorithms.registry import algorithm_names
 from agon_env.algorithms.run import train
+from agon_env.algorithms.validation import resolve
 from agon_env.run_folder import read_metrics
 
 LEVERS = {
@@ -60,7 +61,7 @@ def _run(tmp_path, algo: str, name: str, updates: dict) -> list[dict]:
         samples_per_role=0,
         **{"grpo.micro_batch": 3, **updates},
     )
-    return read_metrics(train(cfg))
+    return read_metrics(train(resolve(cfg)))
 
 
 def _switch(monkeypatch, lever: str, on: bool) -> dict:

@@ -15,6 +15,7 @@ from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.grpo import token_weights
 from agon_env.algorithms.metrics import merge_samples, summarize
+from agon_env.algorithms.validation import resolve
 
 HERE = Path(__file__).parent
 TINY = [
@@ -91,7 +92,7 @@ def test_uneven_global_batch_is_refused_with_what_to_fix(tmp_path, capsys):
 
     cfg = load_config(None, {"model.name": "tiny", "batch_problems": 3, "out_dir": str(tmp_path / "r")})
     with pytest.raises(ConfigError, match="multiple of 2"):
-        Trainer.build(cfg, dist.DistContext(rank=0, world=2))
+        Trainer.build(resolve(cfg), dist.DistContext(rank=0, world=2))
 
 
 def _adapters(run: Path) -> dict[str, torch.Tensor]:

@@ -11,6 +11,7 @@ from algo_helpers import TINY_CLI, tiny_config, with_rewards
 from agon_env.algorithms.cli_train import main
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.validation import resolve
 
 pytestmark = pytest.mark.usefixtures("parity_on_path")
 
@@ -48,7 +49,7 @@ def _poisoned(tr: Trainer, adapter: str) -> None:
 def test_weights_that_go_non_finite_are_rolled_back_counted_and_stop_the_run(tmp_path: Path) -> None:
     from agon_env.algorithms.update import NonFiniteWeights
 
-    tr = Trainer.build(tiny_config(tmp_path))
+    tr = Trainer.build(resolve(tiny_config(tmp_path)))
     batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
     sb, _ = tr.update.stream(batch, "drafter")
     before = [p.detach().clone() for p in tr.base.parameters("agent_a")]
@@ -65,7 +66,7 @@ def test_weights_that_go_non_finite_are_rolled_back_counted_and_stop_the_run(tmp
 def test_a_nan_adapter_is_never_saved(tmp_path: Path) -> None:
     from agon_env.algorithms.update import NonFiniteWeights
 
-    tr = Trainer.build(tiny_config(tmp_path))
+    tr = Trainer.build(resolve(tiny_config(tmp_path)))
     with torch.no_grad():
         next(iter(tr.base.parameters("agent_b"))).fill_(float("nan"))
     with pytest.raises(NonFiniteWeights, match="agent_b's weights are not finite; not saved"):

@@ -20,6 +20,7 @@ from agon_env.algorithms.rollout_correction import (
     guard,
 )
 from agon_env.algorithms.trainer import Trainer
+from agon_env.algorithms.validation import resolve
 
 # Two sequences; the second has one real token. δ = trainer - sampler.
 TRAINER = torch.tensor([[-1.0, -2.0, -0.5], [-0.1, 0.0, 0.0]])
@@ -84,7 +85,7 @@ def test_nonfinite_log_probs_are_left_to_the_loss():
 
 
 def _trainer(tmp_path, **updates):
-    return Trainer.build(tiny_config(tmp_path, **updates))
+    return Trainer.build(resolve(tiny_config(tmp_path, **updates)))
 
 
 pytestmark = pytest.mark.usefixtures("parity_on_path")

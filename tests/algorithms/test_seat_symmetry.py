@@ -17,7 +17,7 @@ from algo_helpers import tiny_config
 from agon_env.algorithms import builders, rollout
 from agon_env.algorithms.registry import get_algorithm
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.validation import validate
+from agon_env.algorithms.validation import resolve, validate
 from agon_env.config import ConfigError
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import AGENT_A, AGENT_B, CHALLENGER, DRAFTER
@@ -47,7 +47,7 @@ def test_a_single_adapter_run_refuses_agent_b_as_first_drafter(tmp_path):
 
 
 def _run(tmp_path: Path, steps: int, **updates) -> dict[str, list[torch.Tensor]]:
-    tr = Trainer.build(tiny_config(tmp_path, algo="agon", steps=steps, **updates))
+    tr = Trainer.build(resolve(tiny_config(tmp_path, algo="agon", steps=steps, **updates)))
     for _ in range(steps):
         tr.train_step()
     return {n: [p.detach().clone() for p in tr.base.parameters(n)] for n in tr.plugin.adapters}

@@ -20,7 +20,7 @@ from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.update import Update
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 from agon_env.run_folder import read_metrics
 
 HERE = Path(__file__).parent
@@ -109,7 +109,7 @@ def test_time_budget_stops_cleanly(tmp_path, capsys):
     ("role", "adapter", "other"), [("drafter", "agent_a", "agent_b"), ("challenger", "agent_b", "agent_a")]
 )
 def test_update_changes_only_its_adapter(tmp_path, role, adapter, other):
-    tr = Trainer.build(_cfg(tmp_path))
+    tr = Trainer.build(resolve(_cfg(tmp_path)))
     frozen = {n: p.detach().clone() for n, p in tr.base.base_model.named_parameters() if "lora_" not in n}
     other_before = [p.detach().clone() for p in tr.base.parameters(other)]
     own_before = [p.detach().clone() for p in tr.base.parameters(adapter)]
@@ -126,7 +126,7 @@ def test_update_changes_only_its_adapter(tmp_path, role, adapter, other):
 
 
 def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
-    tr = Trainer.build(_cfg(tmp_path))
+    tr = Trainer.build(resolve(_cfg(tmp_path)))
     batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
     sb, _ = tr.update.stream(batch, "drafter")
     sb.turns[0].completion.logprobs[0] = float("nan")
@@ -138,14 +138,16 @@ def test_nan_loss_skips_the_update_and_is_counted(tmp_path):
 
 
 def test_divergent_rivals(tmp_path):
-    same = Trainer.build(_cfg(tmp_path, steps=1, divergence_kl_rollouts=4)).train_step()
+    same = Trainer.build(resolve(_cfg(tmp_path, steps=1, divergence_kl_rollouts=4))).train_step()
     rivals = Trainer.build(
-        _cfg(
-            tmp_path,
-            steps=3,
-            divergence_kl_rollouts=4,
-            **{"model.lora_b_init_std": 0.05},
-            temperatures={"agent_b": 1.5},
+        resolve(
+            _cfg(
+                tmp_path,
+                steps=3,
+                divergence_kl_rollouts=4,
+                **{"model.lora_b_init_std": 0.05},
+                temperatures={"agent_b": 1.5},
+            )
         )
     )
     # Step until agent_b has trained once (a step may drop all of its groups).
@@ -167,13 +169,13 @@ def test_backend_sync_after_updates_and_restore(tmp_path, monkeypatch):
 
     monkeypatch.setitem(builders.BACKENDS, "hf", lambda cfg, base: SyncingHF(base))
     cfg = _cfg(tmp_path, algo="grpo", steps=2)
-    tr = Trainer.build(cfg)
+    tr = Trainer.build(resolve(cfg))
     m = tr.train_step()
     assert "loss/agent_a" in m and synced == ["agent_a"]
     (tmp_path / "run").mkdir()
     tr.save(tmp_path / "run")
     synced.clear()
-    Trainer.build(cfg).restore(tmp_path / "run")
+    Trainer.build(resolve(cfg)).restore(tmp_path / "run")
     assert synced == ["agent_a"]  # restored weights are published before the next rollout
 
 
@@ -219,14 +221,14 @@ def test_an_adapter_trained_by_two_streams_takes_their_mean(tmp_path, monkeypatc
         return original(self, adapter, streams, optimizer, step=step, version=version, scale=scale)
 
     monkeypatch.setattr(Update, "apply", spy)
-    Trainer.build(_cfg(tmp_path, algo="self-refine")).train_step()
+    Trainer.build(resolve(_cfg(tmp_path, algo="self-refine"))).train_step()
     assert scales == {"agent_a": 0.5}  # drafts and refinements: one stream's scale
-    Trainer.build(_cfg(tmp_path, algo="agon")).train_step()
+    Trainer.build(resolve(_cfg(tmp_path, algo="agon"))).train_step()
     assert scales == {"agent_a": 1.0, "agent_b": 1.0}
     # The scale multiplies the loss (and so the gradient) exactly.
     losses = []
     for scale in (1.0, 0.5):
-        tr = Trainer.build(_cfg(tmp_path))
+        tr = Trainer.build(resolve(_cfg(tmp_path)))
         batch = with_rewards(rollout(tr.env, tr.agents, [0], 4, drafter="agent_a"), "drafter", [0, 1, 0, 1])
         sb, _ = tr.update.stream(batch, "drafter")
         stats = original(tr.update, "agent_a", [sb], tr.optimizers["agent_a"], step=0, scale=scale)
@@ -280,19 +282,21 @@ def test_agents_get_their_tasks_prompt_family_or_the_configured_one(tmp_path):
         "env.id": "agon/mbpp-v0",
         "env.kwargs": {"path": str(write_mbpp_fixture(tmp_path / "mbpp.jsonl"))},
     }
-    tr = Trainer.build(_cfg(tmp_path, **code))
+    tr = Trainer.build(resolve(_cfg(tmp_path, **code)))
     assert tr.agents["agent_a"].prompts == PROMPT_FAMILIES["code-function"]
-    tr = Trainer.build(_cfg(tmp_path, **code, **{"prompts.family": "math", "prompts.few_shot": False}))
+    tr = Trainer.build(
+        resolve(_cfg(tmp_path, **code, **{"prompts.family": "math", "prompts.few_shot": False}))
+    )
     assert tr.agents["agent_b"].prompts.drafter_system == PROMPT_FAMILIES["math"].drafter_system
     assert not tr.agents["agent_b"].prompts.few_shot
     with pytest.raises(SetupError, match="unknown prompt family 'poetry'"):
-        Trainer.build(_cfg(tmp_path, **{"prompts.family": "poetry"}))
+        Trainer.build(resolve(_cfg(tmp_path, **{"prompts.family": "poetry"})))
 
 
 @pytest.mark.parametrize("extra", [{"model.gradient_checkpointing": True}, {"grpo.micro_batch_tokens": 16}])
 def test_checkpointing_and_token_sized_micro_batches_do_not_change_the_update(tmp_path, extra):
     def grad_after_one_stream(**kw):
-        tr = Trainer.build(_cfg(tmp_path, **kw))
+        tr = Trainer.build(resolve(_cfg(tmp_path, **kw)))
         assert tr.base.model.is_gradient_checkpointing == bool(kw.get("model.gradient_checkpointing"))
         batch = with_rewards(rollout(tr.env, tr.agents, [0, 1], 4, drafter="agent_a"), "drafter", [0, 1] * 4)
         sb, _ = tr.update.stream(batch, "drafter")

@@ -9,7 +9,7 @@ from algo_helpers import with_rewards
 from agon_env.agents import smollm2_available
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.validation import load_config
+from agon_env.algorithms.validation import load_config, resolve
 
 pytestmark = [
     pytest.mark.model,
@@ -30,7 +30,7 @@ def test_smollm2_update_starts_at_ratio_one(tmp_path):
             "threads": 1,
         },
     )
-    tr = Trainer.build(cfg)
+    tr = Trainer.build(resolve(cfg))
     batch = rollout(tr.env, tr.agents, [0], 2, drafter="agent_a")  # solo: one drafting stage
     # Force variance: this checks the update, not the model's skill.
     batch = with_rewards(batch, "drafter", [0.0, 1.0])

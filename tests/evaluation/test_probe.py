@@ -123,12 +123,15 @@ def _run_folder(tmp_path, **env) -> str:
 def test_a_run_is_probed_through_its_own_task_and_channel(tmp_path) -> None:
     from agon_env.evaluation.probe_cli import ProbeConfig, probe_env
 
-    run = _run_folder(tmp_path, kwargs={"difficulty": 3}, exchange="redacted")
-    assert probe_env(ProbeConfig(run=run)) == ("agon/arith-v0", {"difficulty": 3, "exchange": "redacted"})
-    # The command's keywords win; another env drops the run's task keywords, not its channel.
-    given = ProbeConfig(run=run, env_kwargs=["difficulty=2", "exchange=trace"])
-    assert probe_env(given) == ("agon/arith-v0", {"difficulty": 2, "exchange": "trace"})
-    assert probe_env(ProbeConfig(run=run, env="agon/math-v0")) == ("agon/math-v0", {"exchange": "redacted"})
+    run = _run_folder(tmp_path, kwargs={"difficulty": 3}, exchange="redacted", lam=0.25, max_text_length=300)
+    env_id, kwargs = probe_env(ProbeConfig(run=run))
+    assert env_id == "agon/arith-v0" and kwargs["difficulty"] == 3 and kwargs["exchange"] == "redacted"
+    assert kwargs["lam"] == 0.25 and kwargs["max_text_length"] == 300  # the run's env options, all of them
+    # The command's keywords win; another env drops the run's task keywords, not its env options.
+    _, given = probe_env(ProbeConfig(run=run, env_kwargs=["difficulty=2", "exchange=trace"]))
+    assert (given["difficulty"], given["exchange"], given["lam"]) == (2, "trace", 0.25)
+    env_id, other = probe_env(ProbeConfig(run=run, env="agon/math-v0"))
+    assert env_id == "agon/math-v0" and "difficulty" not in other and other["exchange"] == "redacted"
     # The base: the default task, only what the command says.
     assert probe_env(ProbeConfig(env_kwargs=["difficulty=2.5"])) == ("agon/arith-v0", {"difficulty": 2.5})
 
