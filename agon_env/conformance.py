@@ -60,8 +60,9 @@ def check_problems_fit(env: Any, limit: int = 200) -> int:
 
 def check_episode_contract(env: Any) -> None:
     """The drafter acts first; the challenger never sees the drafter's answer block, and sees
-    its reasoning only in the ``trace`` channel, its summary only in a text channel, and no
-    draft text at all in the ``latent`` one (there ``draft`` names the draft)."""
+    its reasoning and its summary exactly where the channel table says (``Channel.reasoning``,
+    ``Channel.summary``: no draft text at all in ``none`` and ``latent``; there ``draft`` names
+    the draft)."""
     channel = getattr(getattr(env, "unwrapped", env), "channel", CHANNELS["summary"])
     env.reset(seed=0, options={"drafter": AGENT_B})
     assert env.agent_selection == AGENT_B, "the drafter named in reset options must act first"
@@ -78,9 +79,10 @@ def check_episode_contract(env: Any) -> None:
             assert secret_reasoning in obs["draft"], f"the {channel.name} channel lacks the draft's reasoning"
         if channel.cache:
             assert is_handle(obs["draft"]), "a latent observation must name its draft with a handle"
-            assert "SUMMARY-OK" not in text, "the latent channel's observation carries draft text"
-        elif obs["draft"]:
-            assert "SUMMARY-OK" in obs["draft"], "the challenger's observation lacks the drafter's summary"
+        if channel.summary:
+            assert "SUMMARY-OK" in obs["draft"], f"the {channel.name} channel lacks the drafter's summary"
+        else:
+            assert "SUMMARY-OK" not in text, f"the {channel.name} channel's observation carries draft text"
 
 
 SAMPLE_ANSWERS = ("42", "", "-1.5", "\\frac{1}{2}", "x^2 + 1", "def f(x):\n    return x", "日本 🙂 <answer>")

@@ -107,6 +107,9 @@ class Channel:
     """The generation backends that can run it (``None``: every one)."""
     refusal: str = ""
     """The one line that refuses it on another backend."""
+    summary: bool = True
+    """The shown draft holds the draft's summary block (the conformance check holds it to that);
+    a channel that shows no draft text (``none``, ``latent``) says False."""
     summary_only: bool = False
     """What is shown is read from the draft's summary block alone (not its reasoning, not its
     answer): a draft may stop as soon as ``</summary>`` closes (:data:`SUMMARY_CLOSE`) and the
@@ -119,12 +122,13 @@ CHANNELS: dict[str, Channel] = {
         Channel("summary", _summary, summary_only=True),
         Channel("redacted", _redacted),
         Channel("trace", _trace, words=trace_text, reasoning=True),
-        Channel("none", _none, text=False),
+        Channel("none", _none, text=False, summary=False),
         Channel(
             "latent",
             _latent,
             words=latent_text,
             text=False,
+            summary=False,
             cache=True,
             backends=("hf",),
             refusal=VLLM_REFUSAL,
