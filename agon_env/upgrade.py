@@ -14,7 +14,13 @@ what an older version wrote                what it is today
 ``grpo.stream_prefix``                     docs/benchmarks.md, "Cost levers"): dropped
 method ``zero-shot`` (results up to        ``base-few-shot``: it showed the worked
 35d8054, e.g. replication_cpu.json)        examples (the default ``prompts.few_shot``)
+training rate ``divergence/answer_          kept under its own name (:data:`LEGACY_CHANGED`),
+disagreement`` (runs before its rename)    flagged as the old definition where shown
 =========================================  ===========================================
+
+Each file has one reader that calls in here: ``eval.json`` :mod:`agon_env.evaluation.report_file`,
+a study's ``results.json`` :mod:`agon_env.study.results_file`, a run's config
+:func:`agon_env.resolved.load_resolved`.
 
 A config built in code or given on the command line is never upgraded: an old key there is
 an unknown key, refused with a suggestion like any other.
@@ -28,6 +34,12 @@ from typing import Any
 
 _DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"))
 _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
+
+LEGACY_CHANGED = "divergence/answer_disagreement"
+"""How runs logged before the rename call today's ``divergence/answer_changed`` (there a missing
+answer counted as a change): read under its own name, never as today's metric."""
+_UNIT_METHOD_KEYS = ("outcomes", "first_outcomes", "mean_length", "mean_final_length")
+"""The per-method maps of a study unit that older versions keyed by the old method names."""
 
 
 def upgrade_config(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,3 +61,30 @@ def method_id(stored: str) -> str:
     today's spelling (``base-few-shot:base``)."""
     family, sep, rest = stored.partition(":")
     return _RENAMED_METHODS.get(family, family) + sep + rest
+
+
+def current_methods(methods: Mapping[str, Any]) -> dict[str, Any]:
+    """``methods`` keyed by today's method names (:func:`method_id` of each key)."""
+    return {method_id(k): v for k, v in methods.items()}
+
+
+def upgrade_eval_report(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An ``eval.json`` document in today's layout (each run's ``methods`` by today's names); a copy."""
+    out = copy.deepcopy(dict(doc))
+    for run in out.get("runs") or []:
+        if isinstance(run, dict) and isinstance(run.get("methods"), dict):
+            run["methods"] = current_methods(run["methods"])
+    return out
+
+
+def upgrade_results(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A study's ``results.json`` document in today's layout (every unit's per-method maps by
+    today's method names); a copy."""
+    out = copy.deepcopy(dict(doc))
+    o = out.get("outcomes") or {}
+    units = [o.get("base"), *[r for seeds in (o.get("arms") or {}).values() for r in seeds.values()]]
+    for unit in units:
+        for key in _UNIT_METHOD_KEYS:
+            if unit and isinstance(unit.get(key), dict):
+                unit[key] = current_methods(unit[key])
+    return out

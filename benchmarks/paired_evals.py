@@ -29,9 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.evaluate import stored_episodes
+from agon_env.evaluation.report_file import read_eval_report
 from agon_env.stats import paired_bootstrap
+from agon_env.study.results_file import ResultsFileError, read_results
 
 STANDALONE = ("standalone:agent_a", "standalone:agent_b")
+
+
+def _episode(problem_id: str, correct: int, first: list[int] | None, i: int) -> dict[str, Any]:
+    """Outcome ``i`` of a unit as an eval report's episode (two turns where it has draft outcomes)."""
+    return {
+        "problem_id": problem_id,
+        "correct": bool(correct),
+        "first_correct": None if first is None else bool(first[i]),
+        "turns": [{}] if first is None else [{}, {}],
+    }
 
 
 def unit_report(doc: dict[str, Any], unit: str, label: str) -> dict[str, Any]:
@@ -50,11 +62,7 @@ def unit_report(doc: dict[str, Any], unit: str, label: str) -> dict[str, Any]:
         first = r["first_outcomes"].get(m)
         if len(outcomes) != len(ids) * len(seeds):
             raise SystemExit(f"{label} {unit} {m}: {len(outcomes)} outcomes for {len(ids)} problems")
-        methods[m] = {"episodes": [
-            {"problem_id": ids[i % len(ids)], "correct": bool(c), "first_correct": None if first is None
-             else bool(first[i]), "turns": [{}] if first is None else [{}, {}]}
-            for i, c in enumerate(outcomes)
-        ]}  # fmt: skip
+        methods[m] = {"episodes": [_episode(ids[i % len(ids)], c, first, i) for i, c in enumerate(outcomes)]}
     run = {"label": f"{arm}-seed{seed} of {label}", "methods": methods}
     if r.get("chosen_cascade"):
         run["selection"] = {"chosen": r["chosen_cascade"]}
@@ -63,11 +71,14 @@ def unit_report(doc: dict[str, Any], unit: str, label: str) -> dict[str, Any]:
 
 def read(path: Path, unit: str | None) -> dict[str, Any]:
     """An eval report, or ``unit`` of a study results file."""
-    doc = json.loads(path.read_text())
-    if "runs" in doc:
+    try:
+        doc = read_results(path).document
+    except ResultsFileError:  # not a study's results: an eval report
         if unit:
-            raise SystemExit(f"{path} is an eval report, not a study results file: drop its --*-unit")
-        return doc
+            raise SystemExit(
+                f"{path} is an eval report, not a study results file: drop its --*-unit"
+            ) from None
+        return dict(read_eval_report(path).document)
     if not unit:
         raise SystemExit(f"{path} is a study results file: name a unit (--x-unit/--y-unit ARM:SEED)")
     return unit_report(doc, unit, str(path))

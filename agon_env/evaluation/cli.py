@@ -134,7 +134,8 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     """Evaluate as ``args`` say; ``argv`` is what the report records as its command."""
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
-    from agon_env.evaluation.report import across_runs, write_report
+    from agon_env.evaluation.report import across_runs
+    from agon_env.evaluation.report_file import write_eval_report
     from agon_env.evaluation.runs import PolicyLoader, settings_for
     from agon_env.evaluation.splits import (
         HOW_CHECKED,
@@ -218,7 +219,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         "seconds": time.perf_counter() - start,
         "command": " ".join(["agon eval", *map(str, argv)]),
     }
-    jpath, mpath = write_report(report, out)
+    jpath, mpath = write_eval_report(report, out)
     if not args.quiet:
         print(mpath.read_text())
     log(f"wrote {jpath} and {mpath} in {report['seconds']:.0f} s")

@@ -20,7 +20,6 @@ a figure with no matching key says so on its panel instead of failing.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 
 from agon_env import metric_names as M
 from agon_env.errors import UserError
+from agon_env.evaluation.report_file import read_eval_report
 from agon_env.figures import palette, pyplot, save
 from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder, read_metrics
 from agon_env.stats import smoothed
@@ -186,15 +186,6 @@ def _suptitle(text: str, window: int) -> str:
     return text + (f" (centred moving mean over {window} steps; raw faint)" if window > 1 else "")
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if path.is_dir():
-        path = path / EVAL_REPORT
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no eval report (agon eval writes eval.json)")
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
 def plot_all(
     run_dirs: Sequence[str | Path],
     out: str | Path,
@@ -218,7 +209,7 @@ def plot_all(
     loaded = []
     for p in dict.fromkeys(report_paths):
         label = p.parent.parent.name if p.name == EVAL_REPORT and p.parent.name == EVAL else p.stem
-        loaded.append((label, load_report(p)))
+        loaded.append((label, read_eval_report(p).document))
     if loaded:
         from agon_env.evaluation.tradeoff import plot_accuracy_vs_length
 

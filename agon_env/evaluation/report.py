@@ -1,7 +1,8 @@
-"""Writing an evaluation: one JSON file and a Markdown report shaped like the paper's Table 1.
+"""Rendering an evaluation: the Markdown report shaped like the paper's Table 1.
 
-The JSON is the record (per-episode outcomes included); the Markdown is rendered from
-it alone, so ``render_markdown(json.load(f))`` reproduces a report from a saved file.
+The JSON (``eval.json``, per-episode outcomes included) is the record, written and read by
+:mod:`agon_env.evaluation.report_file`; the Markdown is rendered from it alone, so
+``render_markdown(read_eval_report(path).document)`` reproduces a report from a saved file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 from agon_env.evaluation.methods import METHODS, method_of
 from agon_env.evaluation.splits import overlap_count
-from agon_env.run_folder import EVAL_REPORT
 from agon_env.stats import Rate, pooled, spread, t_interval
 from agon_env.upgrade import method_id
 
@@ -344,29 +344,16 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _clean(x: Any) -> Any:
+def clean(x: Any) -> Any:
+    """``x`` as JSON can hold it (string keys, lists for tuples)."""
     # JSON has no NaN/inf: undefined statistics are written as null.
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): clean(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [clean(v) for v in x]
     return x
-
-
-def write_report(
-    report: dict[str, Any], out_dir: str | Path, stem: str = Path(EVAL_REPORT).stem
-) -> tuple[Path, Path]:
-    """``<stem>.json`` and ``<stem>.md`` in ``out_dir``; returns both paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    report = _clean({"version": REPORT_VERSION, **report})
-    jpath, mpath = out / f"{stem}.json", out / f"{stem}.md"
-    mpath.write_text(render_markdown(report), encoding="utf-8")
-    # The JSON last and whole: scripts take its presence to mean "evaluated".
-    write_text_atomic(jpath, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    return jpath, mpath
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.errors import UserError
 from agon_env.evaluation.methods import method_of
+from agon_env.evaluation.report_file import EvalReportError, read_eval_report
 from agon_env.evaluation.runs import PolicyLoader, settings_for
 from agon_env.registry import make
 from agon_env.resolved import ResolvedRun
@@ -458,15 +458,10 @@ def recorded_direction(run_dir: str | Path, eval_report: str | Path | None = Non
     if not path.is_file():
         return None
     try:
-        runs = json.loads(path.read_text()).get("runs", [])
-    except (json.JSONDecodeError, AttributeError):
-        raise CascadeError(f"{path}: not an eval report written by `agon eval`") from None
-    target = Path(run_dir).resolve()
-    mine = [r for r in runs if Path(str(r.get("label", ""))).resolve() == target]
-    if not mine and len(runs) == 1:
-        mine = runs  # a report of this one run, moved or read from elsewhere
-    chosen = [(r.get("selection") or {}).get("chosen") for r in mine]
-    return next((c for c in chosen if c), None)
+        mine = read_eval_report(path).run_of(run_dir)
+    except EvalReportError as exc:
+        raise CascadeError(str(exc)) from None
+    return mine.chosen if mine else None
 
 
 def _adapter_names(run_dir: Path, run: ResolvedRun) -> list[str]:

@@ -150,6 +150,7 @@ def _rate(r: Mapping[str, Any]) -> str:
 def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | None]:
     """The card's result lines (held-out check, eval methods) and the cascade direction chosen."""
     from agon_env.evaluation.report import method_interval
+    from agon_env.evaluation.report_file import read_eval_report
 
     lines: list[str] = []
     folder = RunFolder(run_dir)
@@ -170,30 +171,23 @@ def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | N
         lines.append("")
     direction = None
     report_path = eval_report or folder.eval_report
-    if report_path.is_file():
-        report = json.loads(report_path.read_text())
-        runs = report.get("runs", [])
-        mine = [r for r in runs if Path(str(r.get("label", ""))).resolve() == run_dir.resolve()]
-        if not mine and len(runs) == 1:
-            mine = runs  # a report of this one run, moved or read from elsewhere (as agon serve reads it)
-        if mine:
-            r = mine[0]
-            direction = (r.get("selection") or {}).get("chosen")
-            data = report.get("data", {})
-            many = len(report.get("seeds", [])) > 1  # then agon eval's interval is problem-clustered
-            lines += [
-                f"`agon eval` (`{report_path.name}`, {data.get('env', '')} "
-                f"{data.get('split', 'test')} split; pass@1 with its interval, as `agon eval` reports it):",
-                "",
-                "| method | pass@1 [interval] (right/trials) |",
-                "|---|---|",
-            ]
-            for method_id, m in r.get("methods", {}).items():
-                chosen = " (direction chosen on validation)" if method_id == direction else ""
-                ci = method_interval(m, many)
-                shown = {**m["pass@1"], "low": ci["low"], "high": ci["high"]}
-                lines.append(f"| {method_id}{chosen} | {_rate(shown)} |")
-            lines.append("")
+    report = read_eval_report(report_path) if report_path.is_file() else None
+    r = report.run_of(run_dir) if report else None
+    if report and r:
+        direction, data = r.chosen, report.data
+        lines += [
+            f"`agon eval` (`{report_path.name}`, {data.get('env', '')} "
+            f"{data.get('split', 'test')} split; pass@1 with its interval, as `agon eval` reports it):",
+            "",
+            "| method | pass@1 [interval] (right/trials) |",
+            "|---|---|",
+        ]
+        for method_id, m in r.methods.items():
+            chosen = " (direction chosen on validation)" if method_id == direction else ""
+            ci = method_interval(m, report.many_seeds)  # several seeds: a problem-clustered interval
+            shown = {**m["pass@1"], "low": ci["low"], "high": ci["high"]}
+            lines.append(f"| {method_id}{chosen} | {_rate(shown)} |")
+        lines.append("")
     return lines, direction
 
 

@@ -25,9 +25,6 @@ from agon_env.stats import Difference, least_discordant, paired_bootstrap, verdi
 from agon_env.study.plan import unit_name
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
-LEGACY_CHANGED = "divergence/answer_disagreement"
-"""What runs before issue #22 logged instead: the same comparison, but with a missing answer on
-one side counted as a change (both missing: no change) and unusable drafts included."""
 PER_STEP = (CHANGED, "conversion_rate", "time/step")
 PAIRS = (
     ("agon", "grpo"),

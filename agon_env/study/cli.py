@@ -22,6 +22,8 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ConfigError
+from agon_env.evaluation.report_file import read_eval_report
+from agon_env.study.results_file import RESULTS, read_results, write_results
 
 Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
 
@@ -210,8 +212,7 @@ def calibrate(plan: Any, out: Path, launch: Callable[[dict[str, Path]], dict[str
             failed = launch(write_specs(out, [unit]))
             if failed:
                 raise RuntimeError(f"calibration failed: {failed[unit.name]}")
-            report = json.loads((Path(unit.eval_dir) / "eval.json").read_text())
-            r = report["runs"][0]["methods"]["base-few-shot"]["pass@1"]
+            r = read_eval_report(unit.eval_dir).runs[0].methods["base-few-shot"]["pass@1"]
             key = f"{cal.keyword}={level(value)}"
             measured[key] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
             say(f"base few-shot at {key}: {100 * r['rate']:.1f}%")
@@ -327,12 +328,11 @@ def _report(
     from agon_env.study.analysis import summary_from_outcomes
     from agon_env.study.plan import load, split
     from agon_env.study.registration import REGISTRATION, read
-    from agon_env.study.results import RESULTS, build
-    from agon_env.study.verify import read as read_results
+    from agon_env.study.results import build
 
     added = [split(c) for c in compare]
     if study.suffix == ".json":
-        doc = read_results(study)
+        doc = read_results(study).document
         if added:
             arms = doc["outcomes"]["arms"]
             for pair in added:
@@ -366,7 +366,7 @@ def _report(
             if not (study / RESULTS).is_file():
                 raise
             print(f"agon study report: {exc}; rendering {study / RESULTS} as recorded", file=sys.stderr)
-            doc = read_results(study / RESULTS)
+            doc = read_results(study / RESULTS).document
             if added:
                 doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
             doc["summary"] = summary_from_outcomes(doc)
@@ -375,11 +375,11 @@ def _report(
 
             if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
                 doc[TRANSFER] = transferred
-            tables.save_results(doc, study / RESULTS)
+            write_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
     if results is not None:
-        tables.save_results(doc, Path(results))
+        write_results(doc, Path(results))
     if docs is not None:
         print(tables.regenerate(doc, Path(docs), block, label))
     elif study.suffix == ".json":
@@ -423,12 +423,9 @@ def verify(args: VerifyArgs) -> int:
 
 def diff(args: DiffArgs) -> int:
     from agon_env.study.diff import differences, render
-    from agon_env.study.results import RESULTS
-
-    docs = []
-    for given in (_required(args.a, "two results files A B"), _required(args.b, "two results files A B")):
-        path = Path(given) / RESULTS if Path(given).is_dir() else Path(given)
-        docs.append(json.loads(path.read_text()))
+    docs = [
+        read_results(_required(given, "two results files A B")).document for given in (args.a, args.b)
+    ]
     lines = differences(*docs, only=args.unit)
     print(render(lines) if lines else f"{args.a} and {args.b}: every outcome and mean length agree")
     return 1 if lines else 0
@@ -444,10 +441,9 @@ def status(args: StatusArgs) -> int:
 
 def transfer(args: TransferArgs) -> int:
     from agon_env.config import parse_assignments
-    from agon_env.study import tables
     from agon_env.study.launchers import LAUNCHERS, say
     from agon_env.study.plan import load
-    from agon_env.study.results import RESULTS, plan_record
+    from agon_env.study.results import plan_record
     from agon_env.study.transfer import TRANSFER, sections, slug, table, units
     from agon_env.study.units import write_specs
 
@@ -470,9 +466,9 @@ def transfer(args: TransferArgs) -> int:
     done = sections(plan, study)
     results = study / RESULTS
     if results.is_file():  # the study's results gain the section; its summary is untouched
-        doc = json.loads(results.read_text())
+        doc = read_results(results).document
         doc[TRANSFER] = done
-        tables.save_results(doc, results)
+        write_results(doc, results)
     name = slug(env_id, kwargs, args.split)
     if name in done:
         print(table(name, done[name], plan_record(plan)))

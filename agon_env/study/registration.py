@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.config import ConfigError
+from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.plan import StudyPlan
+from agon_env.study.results_file import RESULTS
 
 REGISTRATION = "registration.json"
 
@@ -168,7 +170,7 @@ def register(
             raise ConfigError(f"{out} is registered with another plan (sha256 {sha}, registered {when}); "
                               "a new plan needs a new --out")  # fmt: skip
         return old, False
-    if (out / "results.json").is_file() or any((out / "eval").glob("*/eval.json")):
+    if (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
         raise ConfigError(
             f"{out} already holds results: a registration must come before them; use a new --out"
         )

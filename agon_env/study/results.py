@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
+from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT, read_metrics
-from agon_env.study.analysis import LEGACY_CHANGED, PER_STEP, TRAINING_RATES, summary_from_outcomes
+from agon_env.study.analysis import PER_STEP, TRAINING_RATES, summary_from_outcomes
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.units import UNIT_RECORD
-from agon_env.upgrade import method_id
+from agon_env.upgrade import LEGACY_CHANGED
 
-RESULTS = "results.json"
 FAILED = "failed.json"
 """The units that failed in a study's last run, each with its log's last line (``agon study run``)."""
 
@@ -89,17 +89,10 @@ def training(run_dir: Path, steps: int) -> dict[str, Any]:
     }
 
 
-def current_methods(methods: dict[str, Any]) -> dict[str, Any]:
-    """``methods`` keyed by today's method names. Files written up to 35d8054 (``eval.json``s and
-    ``docs/results/replication_cpu.json``) call the few-shot base ``zero-shot``; it is read as
-    ``base-few-shot`` (:func:`agon_env.upgrade.method_id`)."""
-    return {method_id(k): v for k, v in methods.items()}
-
-
-def check_eval(report: dict[str, Any], plan: StudyPlan, task: dict[str, Any], path: Path) -> None:
+def check_eval(report: EvalReport, plan: StudyPlan, task: dict[str, Any], path: Path) -> None:
     """Refuse an ``eval.json`` of another task, split or size: problem ids are positions, so
     another level's ``test-86`` would silently pair with this one's."""
-    data, e = report["data"], plan.evaluation
+    data, e = report.data, plan.evaluation
     want = {"env": plan.base_config().env.id, "task_kwargs": task_kwargs(plan, task), "split": "test",
             "test_problems": e.test_problems, "validation_problems": e.val_problems}  # fmt: skip
     got = {k: data.get(k) for k in want}
@@ -117,10 +110,10 @@ def written_at(eval_dir: Path) -> str:
     return datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def unit_record(report: dict[str, Any], ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
+def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
     """One evaluated unit: outcomes and draft outcomes per method, lengths, verifier failures."""
-    run = report["runs"][0]
-    methods = current_methods(run["methods"])
+    run = report.runs[0]
+    methods = run.methods
     return {
         "outcomes": {m: outcomes(v, ids) for m, v in methods.items()},
         "first_outcomes": _first(methods, ids),
@@ -131,7 +124,7 @@ def unit_record(report: dict[str, Any], ids: Sequence[str], eval_dir: Path) -> d
         "score_timeouts": {m: v.get("score_timeouts") for m, v in methods.items()},
         # What the unit sampled at, as its run resolved it (each adapter at its own temperature),
         # not the plan's base config: eval.json's settings come from the run's resolved.yaml.
-        "settings": run.get("settings"),
+        "settings": run.record.get("settings"),
         "written_at": written_at(eval_dir),
     }
 
@@ -147,17 +140,17 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
             if not path.is_file():
                 missing.append(name)
                 continue
-            report = json.loads(path.read_text())
+            report = read_eval_report(path)
             check_eval(report, plan, task, path)
-            run = report["runs"][0]
-            selection = run.get("selection") or {}
+            run = report.runs[0]
+            selection = run.selection
             steps = plan.unit_config(arm, seed).steps
             arms.setdefault(arm, {})[str(seed)] = {
                 **unit_record(report, ids, path.parent),
                 "chosen_cascade": selection.get("chosen"),
                 "validation": selection.get("validation"),
                 "post_hoc_differs": selection.get("post_hoc_differs"),
-                "answers_differ": ((run.get("complementarity") or {}).get("adapters") or {}).get(
+                "answers_differ": ((run.record.get("complementarity") or {}).get("adapters") or {}).get(
                     "answers_differ"
                 ),
                 "training": training(out / "runs" / name, steps),
@@ -166,7 +159,7 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
     base = None
     base_path = out / "eval" / "base" / EVAL_REPORT
     if base_path.is_file():
-        report = json.loads(base_path.read_text())
+        report = read_eval_report(base_path)
         check_eval(report, plan, task, base_path)
         base = unit_record(report, ids, base_path.parent)
     elif plan.evaluation.base_methods:

@@ -8,7 +8,6 @@ challenger's answer differs from the draft it read.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from pathlib import Path
@@ -21,7 +20,6 @@ from agon_env.stats import least_discordant, smoothed
 from agon_env.study.analysis import (
     CHANGED,
     LATENT_EMPTY,
-    LEGACY_CHANGED,
     LEGACY_NOT_SHOWN,
     NOT_SHOWN,
     compared,
@@ -37,6 +35,7 @@ from agon_env.study.plan import split
 from agon_env.study.registration import describe
 from agon_env.study.transfer import markdown as transfer_markdown
 from agon_env.study.verify import late, unbound
+from agon_env.upgrade import LEGACY_CHANGED
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
 """The first replication's figure, relative to the docs file (it is written next to it)."""
@@ -428,12 +427,6 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     if bx.get_legend_handles_labels()[0]:
         bx.legend(fontsize=8)
     return save(fig, path)
-
-
-def save_results(doc: dict[str, Any], path: Path) -> None:
-    """The results file, compact (~9 units × 6 methods × 300 outcomes)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\n")
 
 
 def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str:

@@ -11,11 +11,11 @@ the command resumes.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
@@ -77,9 +77,9 @@ def units(
     return found
 
 
-def _ids(report: dict[str, Any]) -> list[str]:
+def _ids(report: EvalReport) -> list[str]:
     """The problem ids a report evaluated, in their order (its first method's episodes)."""
-    methods = report["runs"][0]["methods"]
+    methods = report.runs[0].methods
     episodes = next(iter(methods.values()))["episodes"]
     return list(dict.fromkeys(e["problem_id"] for e in episodes))
 
@@ -97,12 +97,12 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
                 path = folder / unit_name(arm, seed) / EVAL_REPORT
                 if not path.is_file():
                     continue
-                report = json.loads(path.read_text())
+                report = read_eval_report(path)
                 if ids is None:
-                    ids, data = _ids(report), report["data"]
+                    ids, data = _ids(report), dict(report.data)
                 elif _ids(report) != ids:
                     raise ValueError(f"{path} evaluated other problems than the other units of {folder.name}")
-                chosen = (report["runs"][0].get("selection") or {}).get("chosen")  # on this task's validation
+                chosen = report.runs[0].chosen  # on this task's validation
                 record = {**unit_record(report, ids, path.parent), "chosen_cascade": chosen}
                 arms.setdefault(arm, {})[str(seed)] = record
         if ids is not None:

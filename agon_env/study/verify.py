@@ -3,12 +3,15 @@
 Also checks what the summary rests on: every outcome list is 0/1 and as long as the test
 problem ids (and their prompt hashes), and ``complete`` says what ``missing`` says. Any
 mismatch is named by its path in the document (``summary.paired.agon − grpo, standalone.mean``).
+The summary is compared on the keys this version recomputes: a field added to the summary since a
+file was recorded is not a tampering (the file holds every outcome it is recomputed from), while an
+arm, seed, method or comparison missing from the recorded summary is.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,45 +19,51 @@ from agon_env.errors import UserError
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.diff import units
 from agon_env.study.plan import unit_name
-from agon_env.study.results import current_methods
+from agon_env.study.results_file import read_results
 
 
 class VerifyError(UserError, ValueError):
     """A results file whose numbers do not follow from its outcome lists."""
 
 
-LATER = frozenset({"discordant", "floor"})
-"""Summary keys added after results files were recorded (issue #46): a recorded file without them
-still verifies on the keys it holds; one that holds them is checked like every other."""
+FIELD = re.compile(r"[a-z][a-z_]*")
+"""How a summary field is named (``discordant``, ``per_seed``). Arms, seeds, methods
+(``standalone:agent_a``) and comparisons (``agon − grpo``) are named by the study's data instead."""
 
 
-def differences(a: Any, b: Any, path: str = "") -> list[str]:
+def data_names(doc: dict[str, Any]) -> frozenset[str]:
+    """Every name the study's own data gives a summary key: its arms, seeds, units, methods and
+    comparisons (any key of its outcomes, and the plan's arms)."""
+    names: set[str] = set(doc.get("plan", {}).get("arms") or [])
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            names.update(map(str, x))
+            for v in x.values():
+                walk(v)
+
+    walk(doc["outcomes"])
+    return frozenset(names)
+
+
+def differences(a: Any, b: Any, path: str = "", data: frozenset[str] | None = None) -> list[str]:
     """Where ``a`` (recomputed) and ``b`` (recorded) differ (exactly: the summary is recomputed by
-    the same code), as paths."""
+    the same code), as paths. A key only the recomputed side has is a field added after the file
+    was written, not a difference, when it is named like a field (:data:`FIELD`) and not by the
+    study's data (``data``: :func:`data_names`; None: every missing key is a difference): a missing
+    arm, seed, method or comparison always is. A recorded key this code does not recompute is a
+    difference too: nothing vouches for it."""
     if isinstance(a, dict) and isinstance(b, dict):
-        odd = (set(a) ^ set(b)) - ((set(a) - set(b)) & LATER)
+        new = {k for k in set(a) - set(b) if data is not None and FIELD.fullmatch(str(k)) and k not in data}
+        odd = (set(a) ^ set(b)) - new
         out = [f"{path}.{k}: missing on one side" for k in sorted(odd, key=str)]
-        return out + [d for k in a if k in b for d in differences(a[k], b[k], f"{path}.{k}")]
+        return out + [d for k in a if k in b for d in differences(a[k], b[k], f"{path}.{k}", data)]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [
             d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")
         ]
     both_nan = isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
     return [] if a == b or both_nan else [f"{path}: recorded {b!r}, recomputed {a!r}"]
-
-
-def read(path: Path) -> dict[str, Any]:
-    """A results file, its method names as today's (files up to 35d8054 call the few-shot base
-    ``zero-shot``)."""
-    if not path.is_file():
-        raise FileNotFoundError(f"no results file {path}")
-    doc = json.loads(path.read_text())
-    o = doc["outcomes"]
-    for unit in [o.get("base"), *[r for seeds in o["arms"].values() for r in seeds.values()]]:
-        for key in ("outcomes", "first_outcomes", "mean_length", "mean_final_length"):
-            if unit and key in unit:
-                unit[key] = current_methods(unit[key])
-    return doc
 
 
 def problems(doc: dict[str, Any]) -> list[str]:
@@ -178,10 +187,10 @@ def late(doc: dict[str, Any]) -> str | None:
 def verify(path: Path) -> dict[str, Any]:
     """The document at ``path`` when its summary recomputes and it is bound to its registration;
     a :class:`VerifyError` naming every mismatch otherwise."""
-    doc = read(path)
+    doc = read_results(path).document
     wrong = problems(doc)  # the summary is recomputed only from well-formed outcome lists
     wrong += unbound(doc) + [w for w in [late(doc)] if w]
-    wrong = wrong or differences(summary_from_outcomes(doc), doc["summary"], "summary")
+    wrong = wrong or differences(summary_from_outcomes(doc), doc["summary"], "summary", data_names(doc))
     if wrong:
         shown = "; ".join(wrong[:5]) + (f"; and {len(wrong) - 5} more" if len(wrong) > 5 else "")
         raise VerifyError(

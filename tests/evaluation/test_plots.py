@@ -8,7 +8,7 @@ from agon_env import metric_names as M
 from agon_env.evaluation.evaluate import Evaluator
 from agon_env.evaluation.methods import Policies
 from agon_env.evaluation.plots import NoMetricsError, load_run, plot_all
-from agon_env.evaluation.report import write_report
+from agon_env.evaluation.report_file import write_eval_report
 from agon_env.evaluation.splits import load_eval_data
 
 
@@ -54,7 +54,7 @@ def fake_eval(folder, seed):
     )
     ev = Evaluator(data, seeds=[0])
     report = {"data": data.describe(), "seeds": [0], "confidence": 0.95, "runs": [ev.evaluate(pol)]}
-    return write_report(report, folder / "eval")
+    return write_eval_report(report, folder / "eval")
 
 
 def test_load_run_tolerates_a_torn_line_and_finds_keys(tmp_path):

@@ -11,8 +11,8 @@ from agon_env.evaluation.report import (
     across_runs,
     method_label,
     render_markdown,
-    write_report,
 )
+from agon_env.evaluation.report_file import write_eval_report
 from agon_env.evaluation.splits import load_eval_data
 
 
@@ -79,7 +79,7 @@ def test_markdown_has_table_one_pass_at_k_and_across_runs(report):
 
 def test_written_json_is_strict_and_rerenders(report, tmp_path):
     bad = {**report, "seconds": float("nan")}
-    jpath, mpath = write_report(bad, tmp_path)
+    jpath, mpath = write_eval_report(bad, tmp_path)
     loaded = json.loads(jpath.read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert loaded["seconds"] is None and loaded["version"] == 1
     assert render_markdown(loaded) == mpath.read_text()

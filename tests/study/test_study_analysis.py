@@ -14,7 +14,8 @@ import pytest
 
 from agon_env.study import analysis as rr
 from agon_env.study import tables as rt
-from agon_env.study.verify import read as read_results
+from agon_env.study.results_file import read_results
+from agon_env.upgrade import LEGACY_CHANGED
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "replication_cpu.json"
 
@@ -108,8 +109,8 @@ def test_alike_adds_the_adapters_answer_differences_only_when_every_run_recorded
 
 
 def test_the_training_table_reads_the_renamed_metric_and_flags_the_legacy_one() -> None:
-    new, old = {"training": {rr.CHANGED: {"all": 0.4}}}, {"training": {rr.LEGACY_CHANGED: {"all": 0.7}}}
-    assert rt.changed_key([new, old]) == rr.CHANGED and rt.changed_key([old]) == rr.LEGACY_CHANGED
+    new, old = {"training": {rr.CHANGED: {"all": 0.4}}}, {"training": {LEGACY_CHANGED: {"all": 0.7}}}
+    assert rt.changed_key([new, old]) == rr.CHANGED and rt.changed_key([old]) == LEGACY_CHANGED
     doc = json.loads(RESULTS.read_text()) if RESULTS.is_file() else None
     if doc is not None:  # the recorded replication predates the rename: its column is flagged
         table = rt.markdown(doc)
@@ -126,7 +127,7 @@ def test_a_results_file_with_the_old_method_names_reads_as_today(tmp_path: Path)
         base[key] = {("zero-shot" if k == "base-few-shot" else k): v for k, v in base[key].items()}
     old = tmp_path / "replication_cpu.json"
     old.write_text(json.dumps(doc))
-    read = read_results(old)
+    read = read_results(old).document
     assert "zero-shot" not in read["outcomes"]["base"]["outcomes"]
     assert read["outcomes"]["base"]["outcomes"]["base-few-shot"] == base["outcomes"]["zero-shot"]
     read["summary"] = rr.summary_from_outcomes(read)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from agon_env.config import ConfigError
+from agon_env.evaluation.report_file import EvalReport
 from agon_env.study import registration
 from agon_env.study.cli import main
 from agon_env.study.plan import from_dict, load
@@ -50,13 +51,17 @@ def test_a_run_is_trained_once_its_last_step_and_its_adapters_are_written(tmp_pa
 
 def test_an_evaluation_of_another_task_or_size_is_refused(tmp_path: Path) -> None:
     plan = load(SMOKE)
-    data = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 1, "size": 500}, "split": "test",
-            "test_problems": 6, "validation_problems": 3}  # fmt: skip
-    check_eval({"data": data}, plan, {}, tmp_path)
+    task = {"env": "agon/arith-v0", "task_kwargs": {"difficulty": 1, "size": 500}, "split": "test"}
+    data = {**task, "test_problems": 6, "validation_problems": 3}
+
+    def report(data: dict) -> EvalReport:
+        return EvalReport.from_document({"data": data, "runs": []})
+
+    check_eval(report(data), plan, {}, tmp_path)
     with pytest.raises(ValueError, match="difficulty"):
-        check_eval({"data": data}, plan, {"difficulty": 2}, tmp_path)
+        check_eval(report(data), plan, {"difficulty": 2}, tmp_path)
     with pytest.raises(ValueError, match="test_problems"):
-        check_eval({"data": data | {"test_problems": 7}}, plan, {}, tmp_path)
+        check_eval(report(data | {"test_problems": 7}), plan, {}, tmp_path)
 
 
 def test_each_unit_trains_its_arms_resolved_config_and_evaluates_its_run_alone(tmp_path: Path) -> None:
