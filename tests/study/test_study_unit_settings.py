@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from agon_env.config import TrainConfig
+from agon_env.evaluation.report_file import EvalReport
 from agon_env.evaluation.runs import settings_for
 from agon_env.resolved import settle
 from agon_env.study.results import unit_record
@@ -21,6 +22,7 @@ def test_a_unit_records_the_temperatures_its_run_resolved(tmp_path: Path) -> Non
     task = make(run.env_id).unwrapped.task
     settings = settings_for(run, task).describe(("agent_a", "agent_b"))
     (tmp_path / UNIT_RECORD).write_text(json.dumps({"written_at": "2026-01-01T00:00:00Z"}))
-    record = unit_record({"runs": [{"methods": {}, "settings": settings}]}, [], tmp_path)
+    report = EvalReport.from_document({"runs": [{"methods": {}, "settings": settings}]})
+    record = unit_record(report, [], tmp_path)
     temperatures = record["settings"]["temperatures"]
     assert temperatures["agent_b"] == 1.1 and temperatures["agent_a"] == cfg.sampling.temperature
