@@ -40,8 +40,10 @@ class GpuMemory:
             try:
                 out = subprocess.run(
                     ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
-                    capture_output=True, text=True, timeout=5,
-                ).stdout  # fmt: skip
+                    capture_output=True,
+                    text=True,
+                    timeout=5,
+                ).stdout
                 self.peak_mib = max(self.peak_mib, float(out.strip().splitlines()[0]))
             except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
                 pass
@@ -79,11 +81,28 @@ def main() -> int:
     fixture = write_deepmath_fixture(work / "deepmath.parquet", n=400)
     run = work / "run"
     argv = [
-        "--config", PRESET, "--model", a.model, "--steps", str(a.steps),
-        "--batch-problems", str(a.batch_problems), "--n", str(a.n),
-        "--sampling.max-new-tokens", str(a.max_new_tokens), "--env.kwargs", f"path={fixture}",
-        "--model.device", a.device, "--model.backend", a.backend, "--out-dir", str(run), "--no-progress",
-    ]  # fmt: skip
+        "--config",
+        PRESET,
+        "--model",
+        a.model,
+        "--steps",
+        str(a.steps),
+        "--batch-problems",
+        str(a.batch_problems),
+        "--n",
+        str(a.n),
+        "--sampling.max-new-tokens",
+        str(a.max_new_tokens),
+        "--env.kwargs",
+        f"path={fixture}",
+        "--model.device",
+        a.device,
+        "--model.backend",
+        a.backend,
+        "--out-dir",
+        str(run),
+        "--no-progress",
+    ]
     cuda = a.device == "cuda" and torch.cuda.is_available()
     started = time.perf_counter()
     with GpuMemory() as mem:

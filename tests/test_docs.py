@@ -58,7 +58,10 @@ def test_the_example_tasks_train(cls: str, env_id: str, tmp_path: Path) -> None:
     tiny += ["--sampling.max-new-tokens", "8", "--heldout-problems", "0", "--no-progress", "--threads", "1"]
     r = subprocess.run(
         [sys.executable, "-m", "agon_env.cli", "train", "--imports", "example_task", "--env", env_id, *tiny],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, f"{cls} does not train as shown:\n{r.stderr[-3000:]}"
     assert (tmp_path / "runs" / "agon-seed0" / "metrics.jsonl").is_file()

@@ -25,8 +25,20 @@ from agon_env.envs.tasks.fixtures import FIXTURE_DROPPED, write_deepmath_fixture
 from agon_env.run_folder import read_metrics
 
 PRESET = "paper-qwen3-0.6b-deepmath"
-SHRUNK = ["--model", "tiny-qwen3", "--steps", "2", "--batch-problems", "2", "--n", "4",
-          "--sampling.max-new-tokens", "72", "--heldout-problems", "2"]  # fmt: skip
+SHRUNK = [
+    "--model",
+    "tiny-qwen3",
+    "--steps",
+    "2",
+    "--batch-problems",
+    "2",
+    "--n",
+    "4",
+    "--sampling.max-new-tokens",
+    "72",
+    "--heldout-problems",
+    "2",
+]
 # 72 tokens: the taught format ends at ~55; at 48 every completion was cut before </answer>, so every
 # group had one reward and was dropped, and whether a step updated at all was down to float round-off.
 ON_CPU = ["--model.device", "cpu"]  # the preset says cuda
@@ -80,8 +92,20 @@ def _check_eval(python: str, run: Path) -> None:
 def test_paper_preset_trains_and_evaluates_offline_hf(tmp_path):
     fixture = write_deepmath_fixture(tmp_path / "deepmath.parquet")
     run = tmp_path / "run"
-    argv = ["train", "--config", PRESET, *SHRUNK, *ON_CPU, "--model.backend", "hf",
-            "--env.kwargs", f"path={fixture}", "--out-dir", str(run), "--no-progress"]  # fmt: skip
+    argv = [
+        "train",
+        "--config",
+        PRESET,
+        *SHRUNK,
+        *ON_CPU,
+        "--model.backend",
+        "hf",
+        "--env.kwargs",
+        f"path={fixture}",
+        "--out-dir",
+        str(run),
+        "--no-progress",
+    ]
     proc = _agon(sys.executable, *argv)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = _check_run(run, fixture)
@@ -99,8 +123,18 @@ def _vllm_env(tmp_path: Path) -> dict[str, str]:
 def test_paper_preset_trains_and_evaluates_offline_vllm(tmp_path, vllm_interpreter):
     fixture = write_deepmath_fixture(tmp_path / "deepmath.parquet")
     run = tmp_path / "run"
-    argv = ["train", "--config", PRESET, *SHRUNK, *ON_CPU, "--env.kwargs", f"path={fixture}",
-            "--out-dir", str(run), "--no-progress"]  # fmt: skip
+    argv = [
+        "train",
+        "--config",
+        PRESET,
+        *SHRUNK,
+        *ON_CPU,
+        "--env.kwargs",
+        f"path={fixture}",
+        "--out-dir",
+        str(run),
+        "--no-progress",
+    ]
     proc = _agon(vllm_interpreter, *argv, env=_vllm_env(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert yaml.safe_load((run / "config.yaml").read_text())["model"]["backend"] == "vllm"
@@ -142,9 +176,24 @@ def test_a_stale_adapter_in_vllm_stops_the_run_naming_it(tmp_path, vllm_interpre
     fixture = write_deepmath_fixture(tmp_path / "deepmath.parquet")
     run = tmp_path / "run"
     # A large learning rate, so one update moves the policy far past the sampler's round-off.
-    argv = ["train", "--config", PRESET, *SHRUNK, *ON_CPU, "--steps", "6", "--lr", "0.05",
-            "--imports", "stale_sync", "--env.kwargs", f"path={fixture}", "--out-dir", str(run),
-            "--no-progress"]  # fmt: skip
+    argv = [
+        "train",
+        "--config",
+        PRESET,
+        *SHRUNK,
+        *ON_CPU,
+        "--steps",
+        "6",
+        "--lr",
+        "0.05",
+        "--imports",
+        "stale_sync",
+        "--env.kwargs",
+        f"path={fixture}",
+        "--out-dir",
+        str(run),
+        "--no-progress",
+    ]
     env = {**_vllm_env(tmp_path), "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = _agon(vllm_interpreter, *argv, env=env)
     assert proc.returncode == 2, proc.stderr[-3000:]

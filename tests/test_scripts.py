@@ -24,9 +24,24 @@ def test_gpu_check_refuses_in_one_line_without_a_gpu():
 
 @pytest.mark.slow
 def test_gpu_check_dry_run_on_cpu_prints_its_json_line(tmp_path):
-    cmd = [sys.executable, str(REPO / "scripts/gpu_check.py"), "--device", "cpu", "--backend", "hf",
-           "--steps", "2", "--batch-problems", "2", "--n", "4", "--max-new-tokens", "24",
-           "--out", str(tmp_path)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(REPO / "scripts/gpu_check.py"),
+        "--device",
+        "cpu",
+        "--backend",
+        "hf",
+        "--steps",
+        "2",
+        "--batch-problems",
+        "2",
+        "--n",
+        "4",
+        "--max-new-tokens",
+        "24",
+        "--out",
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -120,8 +120,11 @@ def test_no_gradient_reaches_the_drafters_adapter_through_the_cache(tiny_pair):
     with tiny_pair.use("agent_a"):
         tiny_pair.model(input_ids=ids, past_key_values=cache, use_cache=True)
     n = len(d.prompt_ids)
-    leaky = LatentPrefix(tuple(layer.keys[0, :, n:] for layer in cache.layers),
-                         tuple(layer.values[0, :, n:] for layer in cache.layers), n)  # fmt: skip
+    leaky = LatentPrefix(
+        tuple(layer.keys[0, :, n:] for layer in cache.layers),
+        tuple(layer.values[0, :, n:] for layer in cache.layers),
+        n,
+    )
     assert leaky.keys[0].requires_grad  # so the check below tests the detach, not an empty graph
     _update_logprobs(tiny_pair, [dataclasses.replace(c, meta={**c.meta, PREFIX: leaky})]).sum().backward()
     assert all(g is None or not g.any() for g in _grads(tiny_pair, "agent_a"))

@@ -75,9 +75,20 @@ def tiny_config(tmp_path: Any, **updates: Any) -> Any:
 
 HERE = Path(__file__).parent
 TINY_CLI = [  # the smallest `agon train` run: flags for a CLI test
-    "--model", "tiny", "--batch-problems", "1", "--grpo.num-generations", "2",
-    "--sampling.max-new-tokens", "8", "--heldout-problems", "0", "--no-progress", "--threads", "1",
-]  # fmt: skip
+    "--model",
+    "tiny",
+    "--batch-problems",
+    "1",
+    "--grpo.num-generations",
+    "2",
+    "--sampling.max-new-tokens",
+    "8",
+    "--heldout-problems",
+    "0",
+    "--no-progress",
+    "--threads",
+    "1",
+]
 
 
 def agon(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -85,5 +96,9 @@ def agon(*args: str, cwd: Path | None = None, timeout: float = 300) -> subproces
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
         [sys.executable, "-m", "agon_env.cli", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

@@ -19,10 +19,28 @@ from agon_env.algorithms.validation import resolve
 
 HERE = Path(__file__).parent
 TINY = [
-    "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
-    "--batch-problems", "4", "--grpo.num-generations", "4", "--sampling.max-new-tokens", "6", "--no-progress",
-    "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1", "--seed", "5",
-]  # fmt: skip
+    "--model",
+    "tiny",
+    "--imports",
+    "parity_env",
+    "--env",
+    "test/parity-v0",
+    "--batch-problems",
+    "4",
+    "--grpo.num-generations",
+    "4",
+    "--sampling.max-new-tokens",
+    "6",
+    "--no-progress",
+    "--lr",
+    "1e-2",
+    "--divergence-kl-rollouts",
+    "2",
+    "--threads",
+    "1",
+    "--seed",
+    "5",
+]
 TOLERANCE = 5e-5
 """Adam turns a near-zero gradient component into a step of up to ±lr, so the float rounding
 of gradients summed over two ranks shows as ~1e-5 after 3 steps at lr 1e-2 (measured 1.1e-5,
@@ -117,9 +135,19 @@ def test_two_gloo_processes_match_one_process(tmp_path):
         "OMP_NUM_THREADS": "1",
     }
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-        "-m", "agon_env.algorithms.cli_train", *TINY, *steps, "--out-dir", str(two),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "agon_env.algorithms.cli_train",
+        *TINY,
+        *steps,
+        "--out-dir",
+        str(two),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
 

@@ -16,9 +16,18 @@ def test_a_score_that_never_returns_stops_the_run_in_one_line(tmp_path: Path) ->
     run = tmp_path / "run"
     start = time.monotonic()
     r = agon(
-        "train", *TINY, "--steps", "50", "--imports", "hang_env", "--env", "test/hanging-scorer-v0",
-        "--out-dir", str(run), timeout=240,
-    )  # fmt: skip
+        "train",
+        *TINY,
+        "--steps",
+        "50",
+        "--imports",
+        "hang_env",
+        "--env",
+        "test/hanging-scorer-v0",
+        "--out-dir",
+        str(run),
+        timeout=240,
+    )
     took = time.monotonic() - start
     assert r.returncode == 2, r.stderr[-3000:]
     assert took < 120  # 50 steps of 4 answers one after another would wait 200 limits

@@ -10,10 +10,26 @@ from agon_env.algorithms.cli_train import main
 from agon_env.run_folder import read_metrics
 
 TINY = [
-    "--model", "tiny", "--imports", "latent_parity_env", "--env", "test/parity-latent-v0",
-    "--batch-problems", "2", "--n", "4", "--sampling.max-new-tokens", "4", "--no-progress",
-    "--lr", "1e-2", "--threads", "1", "--heldout-problems", "0",
-]  # fmt: skip
+    "--model",
+    "tiny",
+    "--imports",
+    "latent_parity_env",
+    "--env",
+    "test/parity-latent-v0",
+    "--batch-problems",
+    "2",
+    "--n",
+    "4",
+    "--sampling.max-new-tokens",
+    "4",
+    "--no-progress",
+    "--lr",
+    "1e-2",
+    "--threads",
+    "1",
+    "--heldout-problems",
+    "0",
+]
 
 
 pytestmark = pytest.mark.usefixtures("parity_on_path")

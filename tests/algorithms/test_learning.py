@@ -63,9 +63,16 @@ def test_the_reason_is_what_the_completions_did(step: dict, said: str) -> None:
 def test_agon_train_says_it_is_not_learning_and_stops(tmp_path: Path) -> None:
     run = tmp_path / "run"
     r = agon(
-        "train", *TINY, "--steps", "4", "--not-learning-steps", "2", "--stop-if-not-learning",
-        "--out-dir", str(run),
-    )  # fmt: skip
+        "train",
+        *TINY,
+        "--steps",
+        "4",
+        "--not-learning-steps",
+        "2",
+        "--stop-if-not-learning",
+        "--out-dir",
+        str(run),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     # the tiny random model never writes the answer format: every group is dropped
     assert (

@@ -25,10 +25,26 @@ from agon_env.run_folder import read_metrics
 
 HERE = Path(__file__).parent
 TINY = [
-    "--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0",
-    "--batch-problems", "2", "--n", "2", "--sampling.max-new-tokens", "4", "--no-progress",
-    "--lr", "1e-2", "--divergence-kl-rollouts", "2", "--threads", "1",
-]  # fmt: skip
+    "--model",
+    "tiny",
+    "--imports",
+    "parity_env",
+    "--env",
+    "test/parity-v0",
+    "--batch-problems",
+    "2",
+    "--n",
+    "2",
+    "--sampling.max-new-tokens",
+    "4",
+    "--no-progress",
+    "--lr",
+    "1e-2",
+    "--divergence-kl-rollouts",
+    "2",
+    "--threads",
+    "1",
+]
 
 
 pytestmark = pytest.mark.usefixtures("parity_on_path")
@@ -318,8 +334,21 @@ def test_a_budget_that_cannot_fit_max_seq_len_is_refused():
         load_config(None, {"sampling.max_new_tokens": 4096, "model.max_seq_len": 4096})
 
 
-TINY_ARITH = ["--model", "tiny", "--env.kwargs", "difficulty=1", "--batch-problems", "2", "--n", "2",
-              "--sampling.max-new-tokens", "4", "--no-progress", "--threads", "1"]  # fmt: skip
+TINY_ARITH = [
+    "--model",
+    "tiny",
+    "--env.kwargs",
+    "difficulty=1",
+    "--batch-problems",
+    "2",
+    "--n",
+    "2",
+    "--sampling.max-new-tokens",
+    "4",
+    "--no-progress",
+    "--threads",
+    "1",
+]
 """The tiny model on a real task with a test split (the parity env has none): the held-out check runs."""
 
 

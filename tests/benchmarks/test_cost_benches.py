@@ -18,8 +18,20 @@ def _last_json(cmd: list[str]) -> dict:
 
 
 def test_challenger_prompt_bench_renders_fewer_worked_challenges_as_shorter_prompts() -> None:
-    result = _last_json([sys.executable, str(BENCH / "challenger_prompt_bench.py"), "--model", "tiny",
-                         "--batches", "3", "--max-new-tokens", "4", "--threads", "1"])  # fmt: skip
+    result = _last_json(
+        [
+            sys.executable,
+            str(BENCH / "challenger_prompt_bench.py"),
+            "--model",
+            "tiny",
+            "--batches",
+            "3",
+            "--max-new-tokens",
+            "4",
+            "--threads",
+            "1",
+        ]
+    )
     row = result["results"]["3"]
     assert row["2"]["prompt_tokens"] > row["1"]["prompt_tokens"] > row["0"]["prompt_tokens"]
     assert row["2"]["turn_time_over_two_examples"] == 1.0 and row["0"]["turn_time_over_two_examples"] > 0

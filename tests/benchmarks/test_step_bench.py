@@ -11,8 +11,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_step_bench_reports_each_ratio_and_each_lever(tmp_path: Path) -> None:
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "step_bench.py"), "--model", "tiny", "--reps", "1",
-           "--threads", "1", "--scratch", str(tmp_path), "--lever", "grpo.micro_batch_tokens=64"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "step_bench.py"),
+        "--model",
+        "tiny",
+        "--reps",
+        "1",
+        "--threads",
+        "1",
+        "--scratch",
+        str(tmp_path),
+        "--lever",
+        "grpo.micro_batch_tokens=64",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -20,8 +20,10 @@ def setup():
     base.add_adapter("agent_a", LoraSpec(init_seed=1, init_b_std=0.05))
     base.add_adapter("agent_b", LoraSpec(init_seed=2, init_b_std=0.05))
     backend, sp = HFBackend(base), SamplingParams(temperature=1.0, max_new_tokens=6)
-    agents = {n: LLMAgent(n, base, adapter=n if n != "base" else REFERENCE, backend=backend, sampling=sp)
-              for n in ("base", "agent_a", "agent_b")}  # fmt: skip
+    agents = {
+        n: LLMAgent(n, base, adapter=n if n != "base" else REFERENCE, backend=backend, sampling=sp)
+        for n in ("base", "agent_a", "agent_b")
+    }
     data = load_eval_data("agon/arith-v0", {"difficulty": 1}, problems=4, val_problems=2, seed=0)
     return agents, data
 

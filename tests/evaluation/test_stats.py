@@ -146,8 +146,12 @@ def test_paired_bootstrap_hand_computed():
     assert (same.mean, same.low, same.high) == (0.0, 0.0, 0.0)
     # A constant shift of 1 on every (seed, problem): the interval collapses onto it.
     assert paired_bootstrap([[1, 1], [1, 1]], [[0, 0], [0, 0]]).to_dict() == {
-        "mean": 1.0, "low": 1.0, "high": 1.0, "seeds": 2, "problems": 2,
-    }  # fmt: skip
+        "mean": 1.0,
+        "low": 1.0,
+        "high": 1.0,
+        "seeds": 2,
+        "problems": 2,
+    }
     with pytest.raises(ValueError, match="equal non-empty"):
         paired_bootstrap([[1, 0]], [[1]])
 
