@@ -10,7 +10,10 @@ One invocation, one model, the same ``--requests`` questions (``agon/arith-v0``'
 Per request of ``served``: latency (send to last chunk) and time to first token (send to the first
 chunk that carries text: the draft, streamed as ``reasoning_content``). Reported: throughput
 (requests/s and completion tokens/s), p50 / p95 latency and time to first token, and
-``served_over_raw`` = served wall ÷ raw wall (the goal: within 1.10). The raw run comes first, in
+``served_over_raw`` = served wall ÷ raw wall (the goal: within 1.10), and the same per completion
+token (``served_over_raw_per_token``: the served requests draw their own seeds, so the two runs
+sample other completions of other lengths); ``batches`` and ``largest_batch``: how the server
+grouped the burst (its ``/health``). The raw run comes first, in
 a child process of its own that exits before the server starts (a vLLM engine is only freed with its
 process), so the two never share the cores or the memory.
 
@@ -153,12 +156,15 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
             threading.Thread(target=_stream, args=(url, key, q, r))
             for q, r in zip(asked, results, strict=True)
         ]
+        auth = {"Authorization": f"Bearer {key}"}
+        before = httpx.get(f"{url}/health", headers=auth).json()
         t0 = time.perf_counter()
         for w in workers:
             w.start()
         for w in workers:
             w.join()
         seconds = time.perf_counter() - t0
+        after = httpx.get(f"{url}/health", headers=auth).json()
     finally:
         server.terminate()
         server.wait(timeout=60)
@@ -178,6 +184,9 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
         "latency_p95": pct(latencies, 0.95),
         "ttft_p50": statistics.median(ttfts) if ttfts else None,
         "ttft_p95": pct(ttfts, 0.95) if ttfts else None,
+        # how the server grouped the burst (on vLLM one per request: the engine batches itself)
+        "batches": after["batches"] - before["batches"],
+        "largest_batch": after["largest_batch"],
     }
 
 
@@ -230,6 +239,9 @@ def main() -> None:
                 "raw": r,
                 "served": s,
                 "served_over_raw": s["seconds"] / r["seconds"],
+                # the requests draw their own seeds, so the two sample other completions: per token too
+                "served_over_raw_per_token": (s["seconds"] / max(s["completion_tokens"], 1))
+                / (r["seconds"] / max(r["completion_tokens"], 1)),
             }
         )
     )
