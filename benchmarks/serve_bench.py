@@ -109,7 +109,9 @@ def _stream(url: str, key: str, question: str, out: dict[str, Any]) -> None:
     out.update(latency=time.perf_counter() - t0, ttft=first, tokens=(usage or {}).get("completion_tokens", 0))
 
 
-def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, Any]:
+def served(
+    run: Path, asked: list[str], engine: str, threads: int, window_ms: float | None = None
+) -> dict[str, Any]:
     import httpx
 
     port, key = _free_port(), secrets.token_hex(8)
@@ -132,6 +134,7 @@ def served(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, 
         "agent_a>agent_b",
         "--log-level",
         "warning",
+        *(["--batch-window-ms", str(window_ms)] if window_ms is not None else []),
     ]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -198,6 +201,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=80)
     ap.add_argument("--engine", default="hf", choices=("hf", "vllm"))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch-window-ms", type=float, default=None, help="agon serve's (default: its own)")
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -226,7 +230,7 @@ def main() -> None:
         if done.returncode:
             raise RuntimeError(f"the raw run failed: {done.stderr[-2000:]}")
         r = json.loads((Path(tmp) / "raw.json").read_text())
-        s = served(run, asked, args.engine, args.threads)
+        s = served(run, asked, args.engine, args.threads, args.batch_window_ms)
     print(
         json.dumps(
             {
@@ -235,6 +239,7 @@ def main() -> None:
                 "engine": args.engine,
                 "requests": args.requests,
                 "threads": args.threads,
+                "batch_window_ms": args.batch_window_ms,
                 "max_new_tokens": args.max_new_tokens,
                 "raw": r,
                 "served": s,
