@@ -1,12 +1,13 @@
 """Which prompts an agent adds (a task's family) and their chat-template rendering of env observations.
 
-The env emits ``{"text", "problem", "draft", "role", "own"}`` and words the user turn itself
+The env emits ``{"text", "problem", "draft", "role", "own", "words"}`` and words the user turn itself
 (``text``; see :func:`agon_env.vocabulary.challenger_text`), so what the model
 reads is decided in one place. An agent adds only what is about the *model*: a system
 message and worked examples for its role (:class:`RolePrompts`, worded in
 :mod:`agon_env.agents.prompt_families`), then ``text`` verbatim as the last user turn.
 A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challenger's
-system message and examples, rendered through the same ``challenger_text``, or, when the
+system message and examples, rendered through the same wording as ``text`` (the channel's,
+which the observation names in ``words``), or, when the
 draft is the player's own (``own`` is 1: self mode's second turn), the self-refinement
 ones, so a self-refining model never reads of a rival; any other turn (drafting, or
 reading an empty draft, as on the ``none`` channel) gets the drafter's.
@@ -28,7 +29,7 @@ from typing import Any
 from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
 from agon_env.agents.prompt_families import CODE_FUNCTION, CODE_STDIO, MATH, RolePrompts
 from agon_env.errors import UserError, unknown_id_message
-from agon_env.vocabulary import CHALLENGE, challenger_text, is_handle, latent_text
+from agon_env.vocabulary import CHALLENGE, WORDINGS, Words, challenger_text
 
 __all__ = [
     "DEFAULT_FAMILY",
@@ -63,6 +64,16 @@ def _system(messages: list[dict[str, str]], content: str | None) -> None:
         messages.append({"role": "system", "content": content})
 
 
+def _wording(obs: Mapping[str, object]) -> Words:
+    """How the observation's channel words the challenger's turn (its ``words`` field, which the
+    env reads from the channel table), so the worked examples say what the real turn says; an
+    observation that names none (built by hand) is worded as the default channel."""
+    name = str(obs.get("words") or challenger_text.__name__)
+    if name not in WORDINGS:
+        raise ValueError(f"observation field words={name!r}: not one of {sorted(WORDINGS)}")
+    return WORDINGS[name]
+
+
 def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = None) -> list[dict[str, str]]:
     """Chat messages for one observation: system, worked examples, then the env's ``text``."""
     p = prompts or RolePrompts()
@@ -70,8 +81,7 @@ def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = N
     messages: list[dict[str, str]] = []
     if reading:
         own = bool(obs.get("own", 0))
-        # A latent turn's examples are worded as it is: no draft text (the draft is a KV cache).
-        words = latent_text if is_handle(obs.get("draft")) else challenger_text
+        words = _wording(obs)
         system = p.self_system if own else p.challenger_system
         examples = p.self_examples if own else p.challenger_examples
         _system(messages, system)

@@ -20,14 +20,15 @@ mode           seats   what happens
                        (self-refinement); its reward is the sum over both turns
 =============  ======  =============================================================
 
-Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
+Observations are ``{"text", "problem", "draft", "role", "own", "words"}``. ``text`` is the user turn
 the player reads, worded in one place (:func:`agon_env.vocabulary.challenger_text`); an LLM agent
 sends it verbatim after its system prompt and worked examples. ``problem`` and
 ``draft`` are its parts: ``draft`` is what the challenger is shown of the draft, as the
 ``exchange`` channel says (:data:`~agon_env.envs.exchange.CHANNELS`; by default its summary
 without answer blocks, or ``NO_SUMMARY``), empty when none is shown (drafting, ``none``).
 ``role`` is 0 for drafting and 1 for challenging; ``own`` is 1 when the draft shown is the
-reader's own (self mode). Actions are the agent's
+reader's own (self mode); ``words`` names the channel's wording of the challenger's turn (one
+of :data:`agon_env.vocabulary.WORDINGS`), by which an agent words its worked examples. Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
 ``Completion``. Any string is a legal action: malformed completions score format 0, and one outside
@@ -215,7 +216,9 @@ class DraftChallengeEnv(AECEnv):
         self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)
-        self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
+        self._obs_space = Dict(
+            {"text": text, "problem": text, "draft": text, "role": flag, "own": flag, "words": text}
+        )
         self._act_space = UnicodeText(self.max_text_length)
         self._np_random, _ = gymnasium.utils.seeding.np_random(None)
         self.agents = []
@@ -325,7 +328,8 @@ class DraftChallengeEnv(AECEnv):
                 f"problem {self.problem.id}: the observation is {len(text)} characters, over "
                 f"max_text_length={cap}; raise max_text_length"
             )
-        return {"text": text, "problem": problem, "draft": draft, "role": role, "own": own}
+        words = self.channel.words.__name__  # the agents word their worked examples by it
+        return {"text": text, "problem": problem, "draft": draft, "role": role, "own": own, "words": words}
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection

@@ -13,7 +13,7 @@ terminated, truncated, info)``. :func:`solo` wraps any registered id as such an 
   challenger's under the env's reward scheme (the conversion bonus by default).
 
 Observations, actions and ``info`` are the AEC env's own (``{"text", "problem",
-"draft", "role", "own"}``, a completion string, the seat's ``infos`` entry), so a policy
+"draft", "role", "own", "words"}``, a completion string, the seat's ``infos`` entry), so a policy
 trained here acts unchanged in the two-player env. Gymnasium's own registry has it too:
 ``gymnasium.make("agon/Solo-v0", env_id=..., opponent=...)``. ``reset(seed=s)`` seeds the problem
 draw; a stochastic opponent is seeded by whoever builds it. It passes
