@@ -24,7 +24,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Protocol
 
 from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
 from agon_env.agents.prompt_families import CODE_FUNCTION, CODE_STDIO, MATH, RolePrompts
@@ -59,6 +59,27 @@ DEFAULT_FAMILY = "math"
 """The family of a task that names none (a final answer in ``<answer>``, reasoning first)."""
 
 
+class ChatTemplate(Protocol):
+    """A tokenizer with a chat template (a ``transformers`` tokenizer): what renders the messages."""
+
+    def apply_chat_template(
+        self,
+        conversation: list[dict[str, str]],
+        /,
+        *,
+        tokenize: bool,
+        add_generation_prompt: bool,
+        **kwargs: object,
+    ) -> str: ...
+
+
+class PromptSection(Protocol):
+    """A run config's ``prompts`` section (:class:`agon_env.config.PromptConfig`)."""
+
+    family: str | None
+    few_shot: bool
+
+
 def _system(messages: list[dict[str, str]], content: str | None) -> None:
     if content:
         messages.append({"role": "system", "content": content})
@@ -74,7 +95,9 @@ def _wording(obs: Mapping[str, object]) -> Words:
     return WORDINGS[name]
 
 
-def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = None) -> list[dict[str, str]]:
+def observation_messages(
+    obs: Mapping[str, object], prompts: RolePrompts | None = None
+) -> list[dict[str, str]]:
     """Chat messages for one observation: system, worked examples, then the env's ``text``."""
     p = prompts or RolePrompts()
     reading = int(obs.get("role", 0)) == CHALLENGE and bool(obs.get("draft"))
@@ -100,10 +123,10 @@ def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = N
 
 
 def render_prompt(
-    obs: Mapping[str, Any],
-    tokenizer: Any,
+    obs: Mapping[str, object],
+    tokenizer: ChatTemplate,
     prompts: RolePrompts | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
+    template_kwargs: Mapping[str, object] | None = None,
 ) -> str:
     """The observation as prompt text, ending with the assistant generation header.
 
@@ -118,10 +141,10 @@ def render_prompt(
 
 
 def render_prompts(
-    observations: Sequence[Mapping[str, Any]],
-    tokenizer: Any,
+    observations: Sequence[Mapping[str, object]],
+    tokenizer: ChatTemplate,
     prompts: RolePrompts | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
+    template_kwargs: Mapping[str, object] | None = None,
 ) -> list[str]:
     return [render_prompt(o, tokenizer, prompts, template_kwargs) for o in observations]
 
@@ -153,7 +176,7 @@ _DEFAULTED: set[str] = set()
 """Tasks already told that they fell back to the default family (once per task per process)."""
 
 
-def family_of(task: Any, family: str | None = None) -> str:
+def family_of(task: object, family: str | None = None) -> str:
     """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`
     (said once per task: a code task would otherwise be prompted with math examples unawares)."""
     name = family or getattr(task, "prompt_family", None)
@@ -173,12 +196,12 @@ def family_of(task: Any, family: str | None = None) -> str:
     return name
 
 
-def prompts_for(task: Any, family: str | None = None, few_shot: bool = True) -> RolePrompts:
+def prompts_for(task: object, family: str | None = None, few_shot: bool = True) -> RolePrompts:
     """The :class:`RolePrompts` an agent uses on ``task`` (see :func:`family_of`)."""
     return replace(PROMPT_FAMILIES[family_of(task, family)], few_shot=few_shot)
 
 
-def role_prompts(task: Any, section: Any) -> RolePrompts:
+def role_prompts(task: object, section: PromptSection) -> RolePrompts:
     """The prompts of a run on ``task`` as its config's ``prompts`` section sets them (its
     ``family`` and ``few_shot``: :class:`agon_env.config.PromptConfig`). ``agon train``'s agents,
     its held-out check and ``agon eval`` all ask here, so they read the same prompts."""
