@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+
+from agon_env.json_value import JSONRecord, JSONValue
 
 _DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"))
 _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
 
 
-def upgrade_config(data: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_config(data: Mapping[str, JSONValue]) -> JSONRecord:
     """A stored run config (``config.yaml``, nested) in today's layout; a copy."""
     out = copy.deepcopy(dict(data))
     for section, key in _DROPPED:
