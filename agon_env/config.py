@@ -30,11 +30,12 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
 from agon_env.errors import UserError, close_matches
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import EnvOptions, LatentConfig, SamplingParams
 
 
@@ -247,7 +248,7 @@ change; every other key is what the run *is*, and a resumed run keeps it (``step
 with ``extend``)."""
 
 
-def differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any, Any]]:
+def differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, object, object]]:
     """``(key, stored value, given value)`` for every leaf key (:func:`leaf_keys`) on which the
     two configs differ, in the order of the config tree."""
     out = []
@@ -263,15 +264,15 @@ def differences(stored: TrainConfig, given: TrainConfig) -> list[tuple[str, Any,
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     """Each field's type (inherited fields too; class variables are no config keys)."""
     hints = typing.get_type_hints(cls)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
 
 
-def leaf_keys(cls: type = TrainConfig, prefix: str = "") -> dict[str, Any]:
+def leaf_keys(cls: type = TrainConfig, prefix: str = "") -> dict[str, object]:
     """``{"optim.lr": float, ...}``: every leaf of the config tree and its type."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, tp in _hints(cls).items():
         if dataclasses.is_dataclass(tp):
             out.update(leaf_keys(tp, f"{prefix}{name}."))  # type: ignore[arg-type]
@@ -280,11 +281,11 @@ def leaf_keys(cls: type = TrainConfig, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _type_name(tp: Any) -> str:
+def _type_name(tp: object) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
-def convert(key: str, tp: Any, value: Any) -> Any:
+def convert(key: str, tp: object, value: JSONValue) -> object:
     """``value`` (from YAML) as the field type ``tp``, or a :class:`ConfigError` naming ``key``."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
@@ -312,9 +313,9 @@ def convert(key: str, tp: Any, value: Any) -> Any:
     raise ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r}")
 
 
-def parse_assignments(items: list[str], what: str = "entry") -> dict[str, Any]:
+def parse_assignments(items: list[str], what: str = "entry") -> JSONRecord:
     """``["difficulty=3", "split=test"]`` -> ``{"difficulty": 3, "split": "test"}``; values are YAML."""
-    out: dict[str, Any] = {}
+    out: JSONRecord = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -333,7 +334,7 @@ def _unknown(key: str) -> ConfigError:
     return ConfigError(f"unknown config key {key!r}: {hint}")
 
 
-def _unknown_keys(cls: type, data: Mapping[str, Any], prefix: str = "") -> list[str]:
+def _unknown_keys(cls: type, data: Mapping[str, JSONValue], prefix: str = "") -> list[str]:
     """Every key of ``data`` the config tree has no field for (all of them, not the first)."""
     hints, out = _hints(cls), []
     for name, value in data.items():
@@ -344,9 +345,13 @@ def _unknown_keys(cls: type, data: Mapping[str, Any], prefix: str = "") -> list[
     return out
 
 
-def _build(obj: Any, data: Mapping[str, Any], prefix: str) -> Any:
+_Config = TypeVar("_Config")
+"""A config dataclass (the whole config or one of its sections)."""
+
+
+def _build(obj: _Config, data: Mapping[str, JSONValue], prefix: str) -> _Config:
     hints = _hints(type(obj))
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     if not prefix and (unknown := _unknown_keys(type(obj), data)):  # a preset's typos, all at once
         raise ConfigError("; ".join(str(_unknown(k)) for k in unknown))
     for name, value in data.items():
@@ -366,9 +371,9 @@ def _build(obj: Any, data: Mapping[str, Any], prefix: str) -> Any:
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: {exc}") from None
 
 
-def _nest(updates: Mapping[str, Any]) -> dict[str, Any]:
+def _nest(updates: Mapping[str, JSONValue]) -> JSONRecord:
     """``{"optim.lr": x, "grpo": {...}}`` -> nested; a dotted key splits at every dot."""
-    out: dict[str, Any] = {}
+    out: JSONRecord = {}
     for key, value in updates.items():
         *path, leaf = str(key).split(".")
         node = out
@@ -381,21 +386,21 @@ def _nest(updates: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def from_dict(data: Mapping[str, Any], base: TrainConfig | None = None) -> TrainConfig:
+def from_dict(data: Mapping[str, JSONValue], base: TrainConfig | None = None) -> TrainConfig:
     """``base`` (default ``TrainConfig()``) with ``data``'s nested or dotted keys; dicts replace whole."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"a config must be a mapping of keys to values, got {type(data).__name__}")
     return _build(copy.deepcopy(base) if base else TrainConfig(), _nest(data), "")
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> JSONValue:
     """``value`` with tuples as lists, nested: what ``yaml.safe_dump`` writes."""
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return [plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
-def to_dict(cfg: TrainConfig) -> dict[str, Any]:
+def to_dict(cfg: TrainConfig) -> JSONRecord:
     """Plain nested dict (tuples as lists) for ``yaml.safe_dump``; :func:`from_dict` reads it back."""
     return plain(dataclasses.asdict(cfg))
 
@@ -408,7 +413,7 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []
 
 
-def read_yaml(path: Path, what: str) -> dict[str, Any]:
+def read_yaml(path: Path, what: str) -> JSONRecord:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -447,7 +452,7 @@ def preset_config(name: str) -> TrainConfig:
         raise ConfigError(f"preset {path}: {exc}") from None
 
 
-def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+def compose(preset: str | None = None, overrides: Mapping[str, JSONValue] | None = None) -> TrainConfig:
     """``TrainConfig()`` or ``preset``, then ``overrides`` (nested or dotted keys); not yet
     validated (:func:`agon_env.algorithms.validation.load_config` is this, checked).
 
@@ -461,7 +466,7 @@ def compose(preset: str | None = None, overrides: Mapping[str, Any] | None = Non
     return from_dict(updates, base)
 
 
-def task_kwargs(base: EnvConfig, env_id: str, given: Mapping[str, Any] | None) -> dict[str, Any]:
+def task_kwargs(base: EnvConfig, env_id: str, given: Mapping[str, JSONValue] | None) -> JSONRecord:
     """The task keywords of a run on ``env_id`` when ``given`` (``None``: none given) goes on top
     of ``base``: on the base's own task they update its keywords (a local path keeps its
     filters); another task drops them, since they belong to the base's. The one rule for

@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pettingzoo.test import api_test, seed_test
 
@@ -27,7 +27,10 @@ from agon_env.envs.scoring import score_answer, score_limit
 from agon_env.registry import make
 from agon_env.vocabulary import AGENT_B, is_handle
 
-EnvFactory = Callable[[], Any]
+if TYPE_CHECKING:
+    from pettingzoo import AECEnv
+
+EnvFactory = Callable[[], "AECEnv"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,7 @@ def _factory(env: str | EnvFactory, **kwargs: Any) -> tuple[str, EnvFactory]:
     return getattr(env, "__name__", "env"), env
 
 
-def check_problems_fit(env: Any, limit: int = 200) -> int:
+def check_problems_fit(env: AECEnv, limit: int = 200) -> int:
     """Every one of the first ``limit`` problems yields observations inside the space."""
     n = min(limit, len(env.task))
     for i in range(n):
@@ -58,7 +61,7 @@ def check_problems_fit(env: Any, limit: int = 200) -> int:
     return n
 
 
-def check_episode_contract(env: Any) -> None:
+def check_episode_contract(env: AECEnv) -> None:
     """The drafter acts first; the challenger never sees the drafter's answer block, and sees
     its reasoning and its summary exactly where the channel table says (``Channel.reasoning``,
     ``Channel.summary``: no draft text at all in ``none`` and ``latent``; there ``draft`` names
@@ -89,7 +92,7 @@ SAMPLE_ANSWERS = ("42", "", "-1.5", "\\frac{1}{2}", "x^2 + 1", "def f(x):\n    r
 """Answers every task's ``score`` must judge without raising (the env would score them 0)."""
 
 
-def check_scores(env: Any, limit: int = 5) -> None:
+def check_scores(env: AECEnv, limit: int = 5) -> None:
     """``task.score`` returns a bool on sample answers for the first problems, in time, never raises.
 
     The env catches a raising ``score`` (a run must survive odd model text) and abandons one

@@ -26,13 +26,17 @@ import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from agon_env.agents.protocol import Agent
+from agon_env.agents.protocol import Agent, Completion
 from agon_env.envs import scoring
 from agon_env.envs.tasks.base import Task
 from agon_env.envs.turns import TurnResult
+from agon_env.json_value import JSONRecord
 from agon_env.vocabulary import CHALLENGER, LATENT_TOKENS, is_handle
+
+if TYPE_CHECKING:
+    from pettingzoo import AECEnv
 
 SeedFn = Callable[[int, str, int], int]
 """``(episode index, seat, turn number within the episode) -> sampling seed``."""
@@ -44,7 +48,7 @@ class TaskEnv(Protocol):
 
     task: Task
 
-    def spawn(self) -> Any:
+    def spawn(self) -> AECEnv:
         """A fresh env sharing this one's task."""
         ...
 
@@ -64,12 +68,14 @@ class Turn(TurnResult):
 
     episode: int
     """Index of the episode in the list given to :func:`play_episodes`."""
-    observation: Mapping[str, Any]
-    completion: Any
+    observation: Mapping[str, object]
+    completion: Completion
     """What the agent returned (a :class:`~agon_env.agents.protocol.Completion` for LLM agents)."""
 
     @classmethod
-    def of(cls, result: TurnResult, episode: int, observation: Mapping[str, Any], completion: Any) -> Turn:
+    def of(
+        cls, result: TurnResult, episode: int, observation: Mapping[str, object], completion: Completion
+    ) -> Turn:
         own = {f.name: getattr(result, f.name) for f in fields(TurnResult)}
         return cls(**own, episode=episode, observation=observation, completion=completion)
 
@@ -130,7 +136,7 @@ class Episode:
     def chars(self) -> int:
         return sum(t.chars for t in self.turns)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONRecord:
         """JSON-ready outcome (no completion text): what ``eval.json`` stores per episode."""
         return {
             "problem_index": self.problem_index,
@@ -156,13 +162,13 @@ class Played:
     """Seconds inside ``env.step`` (parsing, verification, rewards)."""
 
 
-def spawn(env: Any) -> Any:
+def spawn(env: AECEnv) -> AECEnv:
     """A fresh copy of ``env`` to play one episode in (the template is never stepped)."""
     # DraftChallengeEnv.spawn shares the (possibly large) task; other AEC envs get a copy.
     return env.spawn() if hasattr(env, "spawn") else copy.deepcopy(env)
 
 
-def _done(env: Any) -> bool:
+def _done(env: AECEnv) -> bool:
     return all(env.terminations.get(a, False) or env.truncations.get(a, False) for a in env.agents)
 
 
@@ -191,7 +197,7 @@ def _play(
     envs = [spawn(env) for _ in starts]
     for e, s in zip(envs, starts, strict=True):
         e.reset(seed=s.seed, options={"drafter": s.drafter, "problem_index": int(s.problem_index)})
-    seen: list[list[tuple[Mapping[str, Any], Any]]] = [[] for _ in envs]
+    seen: list[list[tuple[Mapping[str, object], Completion]]] = [[] for _ in envs]
     played = Played([])
     while True:
         waiting: dict[str, list[int]] = {}

@@ -10,10 +10,14 @@ figure is drawn.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
-def pyplot() -> Any:
+def pyplot() -> ModuleType:
     """``matplotlib.pyplot`` on the Agg backend (files only, no display), with the figures' fonts."""
     import matplotlib
 
@@ -24,13 +28,17 @@ def pyplot() -> Any:
     return plt
 
 
-def palette(n: int) -> list[Any]:
+Color = tuple[float, float, float, float]
+"""An RGBA colour, as :func:`palette` gives it."""
+
+
+def palette(n: int) -> list[Color]:
     """``n`` distinct colours (tab10, cycled): one per run or method."""
     cmap = pyplot().get_cmap("tab10")
     return [cmap(i % 10) for i in range(n)]
 
 
-def save(fig: Any, path: Path) -> Path:
+def save(fig: Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` as a PNG (its folder created) and close it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()

@@ -72,7 +72,7 @@ class EnvSpec:
     """One registered id."""
 
     id: str
-    entry_point: str | Callable[..., Any]
+    entry_point: str | Callable[..., object]
     """``"module.path:attr"`` (imported on ``make``) or a callable."""
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Defaults; ``make(id, **overrides)`` overrides them key by key."""
@@ -83,14 +83,14 @@ class EnvSpec:
     """Files it reads from the offline data folder (``$AGON_DATA_DIR``) when there is no hub
     (:func:`agon_env.envs.tasks.data.offline_status` says whether they are here)."""
 
-    def load(self) -> Callable[..., Any]:
+    def load(self) -> Callable[..., object]:
         if callable(self.entry_point):
             return self.entry_point
         module, _, attr = self.entry_point.partition(":")
         if not attr:
             raise ValueError(f"entry point {self.entry_point!r} of {self.id!r} must look like 'module:attr'")
         try:
-            obj: Any = importlib.import_module(module)
+            obj: object = importlib.import_module(module)
             for part in attr.split("."):
                 obj = getattr(obj, part)
         except (ImportError, AttributeError) as exc:
@@ -134,7 +134,7 @@ _SCANNED: list[bool] = []
 
 def register(
     id: str,
-    entry_point: str | Callable[..., Any],
+    entry_point: str | Callable[..., object],
     kwargs: dict[str, Any] | None = None,
     description: str = "",
     offline: bool = True,
@@ -183,11 +183,11 @@ def resolve_id(id: str) -> str:
     return name
 
 
-_TASK_ENV: list[Any] = []
+_TASK_ENV: list[type[AECEnv]] = []
 """The env class a task is wrapped in (one at most; :func:`register_task_env` sets it)."""
 
 
-def register_task_env(env_class: Any) -> None:
+def register_task_env(env_class: type[AECEnv]) -> None:
     """Wrap every task ``make`` builds in ``env_class``: an ``AECEnv`` subclass built as
     ``env_class(task, **keywords)``, whose ``keywords()`` names the keywords it takes.
 
@@ -196,7 +196,7 @@ def register_task_env(env_class: Any) -> None:
     _TASK_ENV[:] = [env_class]
 
 
-def task_env() -> Any:
+def task_env() -> type[AECEnv]:
     """The env class tasks are wrapped in."""
     if not _TASK_ENV:
         raise RuntimeError(
@@ -209,7 +209,9 @@ class UnknownKeywordError(UserError, TypeError):
     """``make`` was given a keyword neither the task (or env class) nor the env takes."""
 
 
-def _check_keywords(id: str, entry: Any, given: Iterable[str], env_keywords: Iterable[str] = ()) -> None:
+def _check_keywords(
+    id: str, entry: Callable[..., object], given: Iterable[str], env_keywords: Iterable[str] = ()
+) -> None:
     """Refuse, naming the close matches, keywords ``entry`` does not take (one that takes
     ``**kwargs`` takes any): ``dificulty=3`` is a typo of ``difficulty``, not a bare TypeError."""
     try:
@@ -239,7 +241,7 @@ def _check_keywords(id: str, entry: Any, given: Iterable[str], env_keywords: Ite
     )
 
 
-_PLAIN: dict[Any, Callable[[Any], bool]] = {
+_PLAIN: dict[type, Callable[[object], bool]] = {
     int: lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool),
     float: lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool),
     str: lambda v: isinstance(v, (str, os.PathLike)),  # a path where a str path is taken
@@ -248,7 +250,7 @@ _PLAIN: dict[Any, Callable[[Any], bool]] = {
 """The plain annotations a keyword's value is checked against (anything richer is the task's)."""
 
 
-def _check_types(id: str, entry: Any, given: dict[str, Any]) -> None:
+def _check_types(id: str, entry: Callable[..., object], given: dict[str, Any]) -> None:
     """Refuse a keyword whose value is not of its plain annotated type (``seed="a"`` for an
     ``int``): the task would take it and fail later, or worse, not at all."""
     try:
@@ -330,7 +332,9 @@ class _OrderEnforced(OrderEnforcingWrapper):
     """PettingZoo's order check; ``last()`` after the episode asks the env, which can say why
     (PettingZoo's own ``last()`` reads the wrapper's reward dicts and ends in a bare ``KeyError``)."""
 
-    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def last(
+        self, observe: bool = True
+    ) -> tuple[dict[str, object] | None, float, bool, bool, dict[str, object]]:
         if not self.agents:
             return self.env.last(observe)
         return super().last(observe)

@@ -36,9 +36,9 @@ import dataclasses
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agon_env.config import ConfigError, TrainConfig, convert, plain
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import ENV_KWARGS, EnvOptions, SamplingParams
 from agon_env.vocabulary import BASE
 
@@ -77,16 +77,16 @@ class ResolvedRun:
         return self.config.env.id
 
     @property
-    def task_kwargs(self) -> dict[str, Any]:
+    def task_kwargs(self) -> JSONRecord:
         """The task's keywords (``difficulty``...), without the env's."""
         return dict(self.config.env.kwargs)
 
-    def env_keywords(self) -> dict[str, Any]:
+    def env_keywords(self) -> JSONRecord:
         """The env's keywords as the run trains on them, for ``agon_env.make`` (evaluation
         takes :meth:`reader_options` instead and picks the rest per method)."""
         return dataclasses.asdict(self.env)
 
-    def reader_options(self) -> dict[str, Any]:
+    def reader_options(self) -> JSONRecord:
         """The env keywords an evaluation env takes from this run (``lam``, ``gamma``,
         ``max_text_length``, ...): all but the three evaluation picks per method (``mode``,
         ``exchange``; the reward scheme is irrelevant to accuracy)."""
@@ -98,7 +98,7 @@ class ResolvedRun:
         run does not know samples as the base (a renamed or extra adapter in a folder)."""
         return self.sampling.get(name) or self.sampling[BASE]
 
-    def with_sampling(self, **overrides: Any) -> ResolvedRun:
+    def with_sampling(self, **overrides: JSONValue) -> ResolvedRun:
         """This run with the command line's sampling ``overrides`` (``None``: keep the run's).
 
         A temperature given there is every policy's: it replaces the per-adapter ones too
@@ -157,7 +157,7 @@ def settle(
 # -- resolved.yaml ---------------------------------------------------------------------
 
 
-def to_record(run: ResolvedRun) -> dict[str, Any]:
+def to_record(run: ResolvedRun) -> JSONRecord:
     """What ``resolved.yaml`` holds: every derived field (the config is ``config.yaml``)."""
     return {
         "algo": run.algo,
@@ -170,7 +170,7 @@ def to_record(run: ResolvedRun) -> dict[str, Any]:
     }
 
 
-def from_record(cfg: TrainConfig, record: Mapping[str, Any]) -> ResolvedRun:
+def from_record(cfg: TrainConfig, record: Mapping[str, JSONValue]) -> ResolvedRun:
     """A :class:`ResolvedRun` from ``config.yaml``'s config and ``resolved.yaml``'s record."""
     try:
         sampling = {
@@ -193,7 +193,7 @@ def from_record(cfg: TrainConfig, record: Mapping[str, Any]) -> ResolvedRun:
         ) from None
 
 
-def _typed(cls: type, key: str, value: Any) -> Any:
+def _typed(cls: type, key: str, value: JSONValue) -> object:
     hints = typing.get_type_hints(cls)
     if key not in hints:
         raise KeyError(f"{cls.__name__} has no field {key!r}")

@@ -29,12 +29,12 @@ import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml, to_dict
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun, from_record, settle, to_record
 from agon_env.upgrade import upgrade_config
 
@@ -216,7 +216,7 @@ def check_file_writable(path: str | Path, flag: str) -> None:
     check_writable(path.parent, flag, shown=path)
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+def read_metrics(run_dir: str | Path) -> list[JSONRecord]:
     """Every step's record in ``<run_dir>/metrics.jsonl``, in order (``[]`` when there is no file).
 
     A run killed while writing a step leaves that last line half-written: it is skipped, so a

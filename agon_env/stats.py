@@ -24,7 +24,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from agon_env.json_value import JSONRecord
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -60,7 +61,7 @@ class Rate:
     def rate(self) -> float | None:
         return self.successes / self.trials if self.trials else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONRecord:
         return {**asdict(self), "rate": self.rate}
 
 
@@ -170,7 +171,7 @@ class Complementarity:
     def exactly_one_wrong_rate(self) -> float | None:
         return self.exactly_one_wrong / self.n if self.n else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONRecord:
         return {
             **asdict(self),
             "both_wrong_rate": self.both_wrong_rate,
@@ -228,7 +229,7 @@ class AnswerAgreement:
     def rate(self) -> float | None:
         return self.differ / self.both_answered if self.both_answered else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONRecord:
         return {**asdict(self), "rate": self.rate}
 
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+
+from agon_env.json_value import JSONRecord, JSONValue
 
 _DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"))
 _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
@@ -42,7 +43,7 @@ _UNIT_METHOD_KEYS = ("outcomes", "first_outcomes", "mean_length", "mean_final_le
 """The per-method maps of a study unit that older versions keyed by the old method names."""
 
 
-def upgrade_config(data: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_config(data: Mapping[str, JSONValue]) -> JSONRecord:
     """A stored run config (``config.yaml``, nested) in today's layout; a copy."""
     out = copy.deepcopy(dict(data))
     for section, key in _DROPPED:
@@ -63,12 +64,12 @@ def method_id(stored: str) -> str:
     return _RENAMED_METHODS.get(family, family) + sep + rest
 
 
-def current_methods(methods: Mapping[str, Any]) -> dict[str, Any]:
+def current_methods(methods: Mapping[str, JSONValue]) -> JSONRecord:
     """``methods`` keyed by today's method names (:func:`method_id` of each key)."""
     return {method_id(k): v for k, v in methods.items()}
 
 
-def upgrade_eval_report(doc: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_eval_report(doc: Mapping[str, JSONValue]) -> JSONRecord:
     """An ``eval.json`` document in today's layout (each run's ``methods`` by today's names); a copy."""
     out = copy.deepcopy(dict(doc))
     for run in out.get("runs") or []:
@@ -77,7 +78,7 @@ def upgrade_eval_report(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def upgrade_results(doc: Mapping[str, Any]) -> dict[str, Any]:
+def upgrade_results(doc: Mapping[str, JSONValue]) -> JSONRecord:
     """A study's ``results.json`` document in today's layout (every unit's per-method maps by
     today's method names); a copy."""
     out = copy.deepcopy(dict(doc))

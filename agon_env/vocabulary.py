@@ -18,6 +18,7 @@ imports either.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Final
 
 AGENT_A: Final = "agent_a"
@@ -85,6 +86,14 @@ def latent_text(problem: str, draft: str, own: bool = False) -> str:
         f"{problem}\n\n{_whose(own)} precedes this conversation in your context, without its answer "
         f"block.\n\n{_CHECK_IT}"
     )
+
+
+Words = Callable[[str, str, bool], str]
+"""``(problem, shown draft, own) -> the challenger's user turn``: one wording of it."""
+WORDINGS: Final[dict[str, Words]] = {w.__name__: w for w in (challenger_text, trace_text, latent_text)}
+"""The challenger's user turns by name. A channel picks one (``Channel.words`` in
+:data:`agon_env.envs.exchange.CHANNELS`) and its observations name it in their ``words`` field,
+so an agent, which imports no env, words its worked examples as the env words the real turn."""
 
 
 def draft_handle(problem: str, draft: str) -> str:

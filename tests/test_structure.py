@@ -27,7 +27,7 @@ _spec.loader.exec_module(graph)  # type: ignore[union-attr]
 EDGES = graph.edges(ROOT)
 FLOOR = ("config", "options", "resolved", "upgrade", "run_folder", "errors", "stats", "metric_names")
 FLOOR = tuple(f"agon_env.{m}" for m in FLOOR)
-LEAVES = ("agon_env.vocabulary", "agon_env.blocks")
+LEAVES = ("agon_env.vocabulary", "agon_env.blocks", "agon_env.json_value")
 """Modules that import nothing of the package: the floor may use them."""
 
 

@@ -1,12 +1,13 @@
 """Which prompts an agent adds (a task's family) and their chat-template rendering of env observations.
 
-The env emits ``{"text", "problem", "draft", "role", "own"}`` and words the user turn itself
+The env emits ``{"text", "problem", "draft", "role", "own", "words"}`` and words the user turn itself
 (``text``; see :func:`agon_env.vocabulary.challenger_text`), so what the model
 reads is decided in one place. An agent adds only what is about the *model*: a system
 message and worked examples for its role (:class:`RolePrompts`, worded in
 :mod:`agon_env.agents.prompt_families`), then ``text`` verbatim as the last user turn.
 A turn that is shown a draft (role 1 with a non-empty ``draft``) gets the challenger's
-system message and examples, rendered through the same ``challenger_text``, or, when the
+system message and examples, rendered through the same wording as ``text`` (the channel's,
+which the observation names in ``words``), or, when the
 draft is the player's own (``own`` is 1: self mode's second turn), the self-refinement
 ones, so a self-refining model never reads of a rival; any other turn (drafting, or
 reading an empty draft, as on the ``none`` channel) gets the drafter's.
@@ -23,12 +24,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Protocol
 
 from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
 from agon_env.agents.prompt_families import CODE_FUNCTION, CODE_STDIO, MATH, RolePrompts
 from agon_env.errors import UserError, unknown_id_message
-from agon_env.vocabulary import CHALLENGE, challenger_text, is_handle, latent_text
+from agon_env.vocabulary import CHALLENGE, WORDINGS, Words, challenger_text
 
 __all__ = [
     "DEFAULT_FAMILY",
@@ -58,20 +59,52 @@ DEFAULT_FAMILY = "math"
 """The family of a task that names none (a final answer in ``<answer>``, reasoning first)."""
 
 
+class ChatTemplate(Protocol):
+    """A tokenizer with a chat template (a ``transformers`` tokenizer): what renders the messages."""
+
+    def apply_chat_template(
+        self,
+        conversation: list[dict[str, str]],
+        /,
+        *,
+        tokenize: bool,
+        add_generation_prompt: bool,
+        **kwargs: object,
+    ) -> str: ...
+
+
+class PromptSection(Protocol):
+    """A run config's ``prompts`` section (:class:`agon_env.config.PromptConfig`)."""
+
+    family: str | None
+    few_shot: bool
+
+
 def _system(messages: list[dict[str, str]], content: str | None) -> None:
     if content:
         messages.append({"role": "system", "content": content})
 
 
-def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = None) -> list[dict[str, str]]:
+def _wording(obs: Mapping[str, object]) -> Words:
+    """How the observation's channel words the challenger's turn (its ``words`` field, which the
+    env reads from the channel table), so the worked examples say what the real turn says; an
+    observation that names none (built by hand) is worded as the default channel."""
+    name = str(obs.get("words") or challenger_text.__name__)
+    if name not in WORDINGS:
+        raise ValueError(f"observation field words={name!r}: not one of {sorted(WORDINGS)}")
+    return WORDINGS[name]
+
+
+def observation_messages(
+    obs: Mapping[str, object], prompts: RolePrompts | None = None
+) -> list[dict[str, str]]:
     """Chat messages for one observation: system, worked examples, then the env's ``text``."""
     p = prompts or RolePrompts()
     reading = int(obs.get("role", 0)) == CHALLENGE and bool(obs.get("draft"))
     messages: list[dict[str, str]] = []
     if reading:
         own = bool(obs.get("own", 0))
-        # A latent turn's examples are worded as it is: no draft text (the draft is a KV cache).
-        words = latent_text if is_handle(obs.get("draft")) else challenger_text
+        words = _wording(obs)
         system = p.self_system if own else p.challenger_system
         examples = p.self_examples if own else p.challenger_examples
         _system(messages, system)
@@ -90,10 +123,10 @@ def observation_messages(obs: Mapping[str, Any], prompts: RolePrompts | None = N
 
 
 def render_prompt(
-    obs: Mapping[str, Any],
-    tokenizer: Any,
+    obs: Mapping[str, object],
+    tokenizer: ChatTemplate,
     prompts: RolePrompts | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
+    template_kwargs: Mapping[str, object] | None = None,
 ) -> str:
     """The observation as prompt text, ending with the assistant generation header.
 
@@ -108,10 +141,10 @@ def render_prompt(
 
 
 def render_prompts(
-    observations: Sequence[Mapping[str, Any]],
-    tokenizer: Any,
+    observations: Sequence[Mapping[str, object]],
+    tokenizer: ChatTemplate,
     prompts: RolePrompts | None = None,
-    template_kwargs: Mapping[str, Any] | None = None,
+    template_kwargs: Mapping[str, object] | None = None,
 ) -> list[str]:
     return [render_prompt(o, tokenizer, prompts, template_kwargs) for o in observations]
 
@@ -143,7 +176,7 @@ _DEFAULTED: set[str] = set()
 """Tasks already told that they fell back to the default family (once per task per process)."""
 
 
-def family_of(task: Any, family: str | None = None) -> str:
+def family_of(task: object, family: str | None = None) -> str:
     """``family`` if given, else the task's own ``prompt_family``, else :data:`DEFAULT_FAMILY`
     (said once per task: a code task would otherwise be prompted with math examples unawares)."""
     name = family or getattr(task, "prompt_family", None)
@@ -163,12 +196,12 @@ def family_of(task: Any, family: str | None = None) -> str:
     return name
 
 
-def prompts_for(task: Any, family: str | None = None, few_shot: bool = True) -> RolePrompts:
+def prompts_for(task: object, family: str | None = None, few_shot: bool = True) -> RolePrompts:
     """The :class:`RolePrompts` an agent uses on ``task`` (see :func:`family_of`)."""
     return replace(PROMPT_FAMILIES[family_of(task, family)], few_shot=few_shot)
 
 
-def role_prompts(task: Any, section: Any) -> RolePrompts:
+def role_prompts(task: object, section: PromptSection) -> RolePrompts:
     """The prompts of a run on ``task`` as its config's ``prompts`` section sets them (its
     ``family`` and ``few_shot``: :class:`agon_env.config.PromptConfig`). ``agon train``'s agents,
     its held-out check and ``agon eval`` all ask here, so they read the same prompts."""

@@ -55,7 +55,7 @@ _CLEAN_POOLS: set[str] = set()
 takes a second or two, and tests build the same config many times."""
 
 
-def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Any) -> None:
+def check_training_pool(env_id: str, kwargs: dict[str, Any], pool: Task) -> None:
     """Raise ``ValueError`` if ``pool`` (the task a run trains on) shares a normalised prompt with
     the test split the same task kwargs build. A task without ``split=`` has no test split to
     compare with: it trains on all its problems, and a line says so."""

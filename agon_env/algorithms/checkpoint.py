@@ -14,6 +14,7 @@ import errno
 import io
 import os
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from agon_env.json_value import JSONRecord
 from agon_env.run_folder import CHECKPOINT, WRITE_FAULTS, RunFolderError, check_writable
 
 
@@ -41,14 +43,14 @@ class RunIdentity:
         return None
 
 
-def rng_state() -> dict[str, Any]:
+def rng_state() -> dict[str, object]:
     state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
-def set_rng_state(state: dict[str, Any]) -> None:
+def set_rng_state(state: Mapping[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
@@ -56,7 +58,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def atomic_save(obj: Any, path: Path) -> None:
+def atomic_save(obj: object, path: Path) -> None:
     """Write ``obj`` to ``path`` whole or not at all: a full disk, a read-only folder or a kill
     leaves the previous file as it was, and no temporary file behind (but on a kill)."""
     # Serialised in memory first: torch.save to a failing file raises an opaque RuntimeError
@@ -83,11 +85,11 @@ def save_checkpoint(
     step: int,
     identity: RunIdentity,
     adapters: dict[str, dict[str, torch.Tensor]],
-    optimizers: dict[str, Any],
-    schedulers: dict[str, Any],
-    sampler: dict[str, Any],
-    counters: dict[str, Any],
-    config: dict[str, Any] | None = None,
+    optimizers: Mapping[str, torch.optim.Optimizer],
+    schedulers: Mapping[str, torch.optim.lr_scheduler.LRScheduler],
+    sampler: Mapping[str, int],
+    counters: Mapping[str, float],
+    config: JSONRecord | None = None,
 ) -> Path:
     """Write ``checkpoint.pt`` for a run that has completed ``step`` steps; ``config`` is the run's
     config as it trained (``to_dict``), which ``--resume`` holds ``config.yaml`` to."""

@@ -37,6 +37,7 @@ from agon_env.config import (
     to_dict,
 )
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.resolved import ResolvedRun
 
 SHORT_NAMES = {
@@ -51,7 +52,7 @@ SHORT_NAMES = {
 _REGISTRY = ConstructorRegistry()
 
 
-def _inline(value: Any) -> str:
+def _inline(value: JSONValue) -> str:
     return (
         yaml.safe_dump(value, default_flow_style=True, width=1 << 30).removesuffix("\n").removesuffix("\n...")
     )
@@ -64,7 +65,7 @@ def _dict_rule(info: PrimitiveTypeInfo) -> PrimitiveConstructorSpec | None:
         return None
     value_type = (typing.get_args(info.type) or (str, Any))[1]
 
-    def parse(items: list[str]) -> dict[str, Any]:
+    def parse(items: list[str]) -> JSONRecord:
         return {k: convert(k, value_type, v) for k, v in parse_assignments(items).items()}
 
     return PrimitiveConstructorSpec(
@@ -81,7 +82,7 @@ def _expand(arg: str) -> str:
     return SHORT_NAMES.get(name, name) + sep + value
 
 
-def train_flags(overrides: Mapping[str, Any]) -> list[str]:
+def train_flags(overrides: Mapping[str, JSONValue]) -> list[str]:
     """``agon train`` flags that set ``overrides`` (dotted ``TrainConfig`` keys, as
     :func:`~agon_env.config.from_dict` reads them): ``{"optim.lr": 1e-4,
     "progress": False}`` -> ``["--optim.lr", "1e-4", "--no-progress"]``; the inverse of this parser."""

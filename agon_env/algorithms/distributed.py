@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
@@ -92,7 +92,7 @@ def shard(items: Sequence[T], ctx: DistContext) -> tuple[list[T], int]:
     return list(items[lo : lo + size]), lo
 
 
-def _reduce(values: Sequence[float], ctx: DistContext, op: Any) -> list[float]:
+def _reduce(values: Sequence[float], ctx: DistContext, op: dist.ReduceOp.RedOpType) -> list[float]:
     # float64, so counts stay exact.
     if not ctx.enabled:
         return [float(v) for v in values]
@@ -131,11 +131,11 @@ def all_reduce_grads(params: Iterable[torch.nn.Parameter], ctx: DistContext) -> 
         offset += n
 
 
-def all_gather_objects(obj: Any, ctx: DistContext) -> list[Any]:
+def all_gather_objects(obj: T, ctx: DistContext) -> list[T]:
     """Every rank's ``obj`` (picklable), in rank order."""
     if not ctx.enabled:
         return [obj]
-    out: list[Any] = [None] * ctx.world
+    out: list[T | None] = [None] * ctx.world
     dist.all_gather_object(out, obj)
     return out
 

@@ -17,7 +17,7 @@ reuse does not apply: every row has its own draft before its prompt).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -27,8 +27,12 @@ from agon_env import metric_names as M
 from agon_env.agents.latent import PREFIX, LatentPrefix, prefix_layers, stack_prefixes
 from agon_env.algorithms.logprobs import completion_token_logprobs
 
+if TYPE_CHECKING:
+    from agon_env.agents.protocol import Completion
+    from agon_env.episodes import Turn
 
-def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
+
+def latent_figures(turns: Sequence[Turn]) -> dict[str, float]:
     """The step's :data:`~agon_env.metric_names.LATENT_TOKENS`, ``LATENT_EMPTY`` and
     ``LATENT_BYTES`` (none when no turn was latent): what the stored caches cost, measured on
     the tensors, and how often a challenger had no cache to read."""
@@ -42,13 +46,13 @@ def latent_figures(turns: Sequence[Any]) -> dict[str, float]:
     }
 
 
-def is_latent(completions: Sequence[Any]) -> bool:
+def is_latent(completions: Sequence[Completion]) -> bool:
     """Whether these completions were sampled on a draft's cache (all of them must then be)."""
     return any(PREFIX in getattr(c, "meta", {}) for c in completions)
 
 
 def latent_logprobs(
-    model: Any, completions: Sequence[Any], *, temperature: float = 1.0, pad_id: int = 0
+    model: torch.nn.Module, completions: Sequence[Completion], *, temperature: float = 1.0, pad_id: int = 0
 ) -> Tensor:
     """``[S, T]`` log-probs of each completion token with its stored prefix before its prompt
     (left-aligned; 0 past its end), as :func:`~agon_env.algorithms.logprobs.completion_logprobs`."""

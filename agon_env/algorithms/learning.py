@@ -14,32 +14,32 @@ in its log, in TensorBoard and under the summary table, and stops there with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from agon_env import metric_names as M
+from agon_env.json_value import JSONValue
 
 _ANSWER_FORMAT = "a <summary> then an <answer> block"
 
 
-def updated(metrics: Mapping[str, Any]) -> bool:
+def updated(metrics: Mapping[str, JSONValue]) -> bool:
     """Whether any adapter was updated this step: some group kept and a finite loss logged."""
     dropped = metrics.get(M.GROUPS_DROPPED)
     has_loss = any(k.startswith(f"{M.LOSS}/") and metrics[k] is not None for k in metrics)
     return has_loss and not (dropped is not None and dropped >= 1.0)
 
 
-def _roles(records: Sequence[Mapping[str, Any]]) -> list[str]:
+def _roles(records: Sequence[Mapping[str, JSONValue]]) -> list[str]:
     """The trained roles: those with a ``groups_dropped/<role>`` figure."""
     prefix = f"{M.GROUPS_DROPPED}/"
     return sorted({k.removeprefix(prefix) for r in records for k in r if k.startswith(prefix)})
 
 
-def _all(records: Sequence[Mapping[str, Any]], keys: list[str], value: float) -> bool:
+def _all(records: Sequence[Mapping[str, JSONValue]], keys: list[str], value: float) -> bool:
     seen = [r[k] for r in records for k in keys if r.get(k) is not None]
     return bool(seen) and all(v == value for v in seen)
 
 
-def idle_reason(records: Sequence[Mapping[str, Any]], batch_problems: int) -> str:
+def idle_reason(records: Sequence[Mapping[str, JSONValue]], batch_problems: int) -> str:
     """Why ``records`` (steps that updated nothing) trained nothing, in one line with what to try."""
     roles = _roles(records)
     groups = len(records) * batch_problems * max(1, len(roles))
@@ -109,7 +109,7 @@ class LearningWatch:
     def __init__(self, after: int, batch_problems: int) -> None:
         self.after = after
         self.batch_problems = batch_problems
-        self.idle: list[Mapping[str, Any]] = []
+        self.idle: list[Mapping[str, JSONValue]] = []
         self.warning: str | None = None
         """The warning, once given (kept for the summary table)."""
         self.steps = 0
@@ -126,7 +126,7 @@ class LearningWatch:
             "not learning:", "no update in the whole run:", 1
         )
 
-    def update(self, metrics: Mapping[str, Any]) -> str | None:
+    def update(self, metrics: Mapping[str, JSONValue]) -> str | None:
         """The warning when this step makes ``after`` idle steps in a row (the first time only)."""
         self.steps += 1
         if updated(metrics):

@@ -15,8 +15,7 @@ backward work. Gradients still reach the adapter through the prefix's keys and v
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.utils.checkpoint
@@ -44,7 +43,7 @@ MIN_SHARED_PREFIX = 16
 
 
 def completion_logprobs(
-    model: Any,
+    model: torch.nn.Module,
     prompt_ids: Sequence[Sequence[int]],
     completion_ids: Sequence[Sequence[int]],
     *,
@@ -111,7 +110,10 @@ def completion_logprobs(
 
 
 def completion_token_logprobs(
-    hidden: Tensor, completion_ids: Sequence[Sequence[int]], head: Any, temperature: float
+    hidden: Tensor,
+    completion_ids: Sequence[Sequence[int]],
+    head: Callable[[Tensor], Tensor],
+    temperature: float,
 ) -> Tensor:
     """``[B, width]`` log-probs of each row's completion tokens, right-padded with 0, from
     ``hidden`` (``[B, width, H]``: the states that predict the last ``width`` tokens, the
@@ -136,7 +138,9 @@ LOGIT_CHUNK = 2**26
 keeps a 10k-token Qwen3 trace (vocabulary 152k: 6 GB of fp32 logits) from setting the peak."""
 
 
-def _token_logprobs(h: Tensor, targets: Tensor, head: Any, temperature: float) -> Tensor:
+def _token_logprobs(
+    h: Tensor, targets: Tensor, head: Callable[[Tensor], Tensor], temperature: float
+) -> Tensor:
     logits = head(h).float()
     if temperature != 1.0:
         logits = logits / temperature
@@ -144,7 +148,9 @@ def _token_logprobs(h: Tensor, targets: Tensor, head: Any, temperature: float) -
     return logits.gather(-1, targets[:, None]).squeeze(-1) - torch.logsumexp(logits, -1)
 
 
-def token_logprobs(h: Tensor, targets: Tensor, head: Any, temperature: float = 1.0) -> Tensor:
+def token_logprobs(
+    h: Tensor, targets: Tensor, head: Callable[[Tensor], Tensor], temperature: float = 1.0
+) -> Tensor:
     """``log softmax(head(h) / T)[targets]`` for ``[N, H]`` hidden states, :data:`LOGIT_CHUNK`
     logits at a time. With gradients, each chunk beyond the first recomputes its logits in
     the backward pass (activation checkpointing) instead of keeping them."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from statistics import mean
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agon_env.json_value import JSONRecord
 from agon_env.metric_names import (
     ACC,
     CHALLENGE_CHANGED_ANSWER,
@@ -35,6 +36,8 @@ from agon_env.stats import answer_key
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
     from agon_env.algorithms.rollout import RolloutBatch
 
 
@@ -110,11 +113,13 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     return summarize(metric_samples(batch))
 
 
-def rendered_samples(batch: RolloutBatch, tokenizer: Any, per_role: int) -> list[dict[str, Any]]:
+def rendered_samples(
+    batch: RolloutBatch, tokenizer: PreTrainedTokenizerBase, per_role: int
+) -> list[JSONRecord]:
     """The first ``per_role`` turns of each role as the model saw and wrote them (``samples.jsonl``),
     with what a reader compares across a draft and its challenge (the same ``episode``): the
     problem, the summary and answer each wrote, and what the challenger was ``shown``."""
-    out: list[dict[str, Any]] = []
+    out: list[JSONRecord] = []
     for role in (DRAFTER, CHALLENGER):
         for t in batch.stream(role)[:per_role]:
             ids = t.completion.prompt_ids

@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from agon_env.algorithms.schedules import lr_lambda
 from agon_env.config import HOW_IT_RUNS, ConfigError, TrainConfig, differences, from_dict
+from agon_env.json_value import JSONValue
 from agon_env.run_folder import RunFolder, RunFolderError, load_run_config
 
 
@@ -83,7 +83,7 @@ def check_resume(cfg: TrainConfig) -> Resume:
     return Resume(stored, restart=restart, extended_from=extended_from)
 
 
-def check_held(cfg: TrainConfig, trained: Mapping[str, Any] | None, extended: bool) -> None:
+def check_held(cfg: TrainConfig, trained: Mapping[str, JSONValue] | None, extended: bool) -> None:
     """Refuse a resume whose ``config.yaml`` differs from the config its checkpoint trained with
     (``trained``; None: a checkpoint older than the record, not checked) on what the run *is*:
     it was edited by hand, and the run would train on settings it never had, silently."""

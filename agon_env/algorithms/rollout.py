@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -26,6 +26,9 @@ from agon_env.envs.scoring import limit_text
 from agon_env.episodes import Episode, Played, Start, TaskEnv, Turn, play_episodes
 from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from agon_env.envs.tasks.base import Task
 
 
 @dataclass
@@ -104,7 +107,7 @@ class ScoringWatch:
     few time-outs (pathological answers on a slow machine) are counted and the run goes on.
     """
 
-    def __init__(self, task: Any) -> None:
+    def __init__(self, task: Task) -> None:
         self.task = task
         self.recent: list[tuple[int, int]] = []
         """``(unjudged, scored)`` of the last steps, each with most answers unjudged."""

@@ -14,13 +14,17 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env import metric_names as M
 from agon_env.figures import pyplot, save
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import RunFolder, read_metrics
 from agon_env.stats import newcombe_interval, smoothed, verdict_of, welch_interval
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 class MetricsLogger:
@@ -39,7 +43,7 @@ class MetricsLogger:
         start_step: int = 0,
         progress: bool = True,
         report_to: Sequence[str] = ("tensorboard",),
-        config: Mapping[str, Any] | None = None,
+        config: Mapping[str, JSONValue] | None = None,
     ) -> None:
         from agon_env.algorithms.trackers import open_trackers
 
@@ -47,7 +51,7 @@ class MetricsLogger:
         folder = RunFolder(run_dir)
         self.path = folder.metrics
         self.samples_path = folder.samples
-        kept: list[dict[str, Any]] = []
+        kept: list[JSONRecord] = []
         if self.path.exists():  # read back by the one reader, so a killed run's torn line goes too
             kept = [r for r in read_metrics(run_dir) if r["step"] < start_step]
             _replace(self.path, [json.dumps(r) for r in kept])
@@ -56,13 +60,15 @@ class MetricsLogger:
         if start_step:  # a resumed tracker run may lack steps a kill kept from it
             for tracker in self.trackers:
                 tracker.catch_up(kept)
-        self.bar: Any = None
+        self.bar: tqdm | None = None
         if progress:
             from tqdm.auto import tqdm
 
             self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step")
 
-    def log(self, step: int, metrics: dict[str, float], samples: Sequence[Mapping[str, Any]] = ()) -> None:
+    def log(
+        self, step: int, metrics: dict[str, float], samples: Sequence[Mapping[str, JSONValue]] = ()
+    ) -> None:
         """One step: its metrics, and a few rendered prompts and completions (``samples.jsonl``)."""
         from agon_env.algorithms.trackers import finite_scalars
 
@@ -121,7 +127,7 @@ def _replace(path: Path, lines: list[str]) -> None:
     tmp.replace(path)
 
 
-def _finite(v: Any) -> Any:
+def _finite(v: JSONValue) -> JSONValue:
     # JSON has no NaN; a skipped update's loss is logged as null.
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
@@ -152,7 +158,7 @@ SUMMARY_KEYS = (
 """What the end-of-run table shows, in order."""
 
 
-def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[str, str, str, str, str]]:
+def summary_rows(records: list[JSONRecord], window: int = 3) -> list[tuple[str, str, str, str, str]]:
     """``(metric, start, end, change, verdict)``: means over the first and last ``window`` steps,
     the change with its 95 % interval, and whether it stands out from the noise.
 
@@ -197,7 +203,7 @@ def summary_rows(records: list[dict[str, Any]], window: int = 3) -> list[tuple[s
     return rows
 
 
-def _pooled(records: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+def _pooled(records: list[JSONRecord], key: str) -> tuple[float | None, float | None]:
     """A rate's successes and trials summed over ``records`` (``None`` if a step with the rate
     logged no counts)."""
     ks, ns = M.successes_key(key), M.trials_key(key)

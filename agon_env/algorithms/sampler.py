@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Mapping
 
 from agon_env.seeding import derive_seed
 
@@ -37,10 +37,10 @@ class ProblemSampler:
             self.position += 1
         return out
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, int]:
         return {"epoch": self.epoch, "position": self.position, "size": self.size, "seed": self.seed}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
         if (state["size"], state["seed"]) != (self.size, self.seed):
             raise ValueError(
                 f"data position is for a task of {state['size']} problems with seed {state['seed']}, "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 DECAYS: dict[str, Callable[[int, int, int], float]] = {
     "linear": lambda s, warm, total: max(0.0, (total - s) / max(1, total - warm)),
@@ -12,7 +11,7 @@ DECAYS: dict[str, Callable[[int, int, int], float]] = {
 """LR multiplier after warm-up by schedule name: ``(step, warm-up steps, total) -> factor``."""
 
 
-def lr_lambda(total: int, warmup_ratio: float, schedule: str) -> Any:
+def lr_lambda(total: int, warmup_ratio: float, schedule: str) -> Callable[[int], float]:
     """Multiplier of the base lr at optimiser step ``s`` (0-based)."""
     warm = round(warmup_ratio * total)
     decay = DECAYS[schedule]

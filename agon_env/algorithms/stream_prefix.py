@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from agon_env.agents.kv_cache import shared_prefix_len
+
+if TYPE_CHECKING:
+    from transformers import DynamicCache
 
 MIN_STREAM_PREFIX = 16
 """Shorter common prefixes are not worth a separate pass (as ``logprobs.MIN_SHARED_PREFIX``)."""
@@ -41,7 +44,7 @@ class StreamPrefix:
     sources: list[Tensor]
     """The graph-attached keys and values the leaves were cut from (empty without gradients)."""
 
-    def cache(self) -> Any:
+    def cache(self) -> DynamicCache:
         """A fresh one-row ``DynamicCache`` over the leaves (the caller extends and repeats it)."""
         from transformers import DynamicCache
 
@@ -60,14 +63,14 @@ class StreamPrefix:
         self.sources = []
 
 
-def _plain_layers(cache: Any) -> bool:
+def _plain_layers(cache: DynamicCache) -> bool:
     # Sliding-window or quantised layers keep more than keys/values: not handed around here.
     from transformers.cache_utils import DynamicLayer
 
     return all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
-def stream_prefix(model: Any, prompt_ids: Sequence[Sequence[int]]) -> StreamPrefix | None:
+def stream_prefix(model: torch.nn.Module, prompt_ids: Sequence[Sequence[int]]) -> StreamPrefix | None:
     """Run the prefix all of ``prompt_ids`` share (None when under :data:`MIN_STREAM_PREFIX`,
     or under gradient checkpointing, where transformers turns the cache off)."""
     if bool(getattr(model, "is_gradient_checkpointing", False)):

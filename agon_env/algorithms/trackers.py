@@ -38,9 +38,10 @@ import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import RunFolder
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
@@ -55,13 +56,15 @@ class TrackerError(UserError, RuntimeError):
 
 
 class Tracker(Protocol):
-    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+    def log(
+        self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, JSONValue]]
+    ) -> None:
         """One step: its finite scalars and its rendered samples (possibly none)."""
 
     def warn(self, step: int, text: str) -> None:
         """A warning about the run (it is not learning), where the tracker shows text."""
 
-    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def catch_up(self, records: Sequence[Mapping[str, JSONValue]]) -> None:
         """On resume: ``metrics.jsonl``'s records before the resume step; log those it lacks."""
 
     def close(self) -> None: ...
@@ -85,11 +88,11 @@ SAMPLE_COLUMNS = (
 """The samples table: one row per episode sampled, its draft and its challenge side by side."""
 
 
-def sample_rows(step: int, samples: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+def sample_rows(step: int, samples: Sequence[Mapping[str, JSONValue]]) -> list[list[JSONValue]]:
     """The :data:`SAMPLE_COLUMNS` rows of one step's samples (turns of
     :func:`~agon_env.algorithms.metrics.rendered_samples`), one per episode, in episode order;
     a mode without a challenge leaves its columns empty."""
-    episodes: dict[Any, dict[str, Mapping[str, Any]]] = {}
+    episodes: dict[JSONValue, dict[str, Mapping[str, JSONValue]]] = {}
     for i, s in enumerate(samples):
         episodes.setdefault(s.get("episode", f"turn {i}"), {})[str(s.get("role"))] = s
     rows = []
@@ -116,7 +119,7 @@ def sample_rows(step: int, samples: Sequence[Mapping[str, Any]]) -> list[list[An
     return rows
 
 
-def finite_scalars(metrics: Mapping[str, Any], drop: Sequence[str] = ()) -> dict[str, float]:
+def finite_scalars(metrics: Mapping[str, JSONValue], drop: Sequence[str] = ()) -> dict[str, float]:
     """The metrics a tracker plots: the numbers of ``metrics.jsonl`` that are not null there
     (less the keys ``drop``: a record's own ``step``)."""
     return {
@@ -129,7 +132,7 @@ def finite_scalars(metrics: Mapping[str, Any], drop: Sequence[str] = ()) -> dict
 class TensorBoard:
     """``<run>/tb``: scalars, each sample as markdown text (``samples/<role>``), the config."""
 
-    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+    def __init__(self, run_dir: Path, config: Mapping[str, JSONValue], start_step: int) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(
@@ -138,7 +141,9 @@ class TensorBoard:
         if config:
             self.writer.add_text("config", _yaml_block(config), start_step)
 
-    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
+    def log(
+        self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, JSONValue]]
+    ) -> None:
         for s in samples:
             self.writer.add_text(f"samples/{s['role']}", _markdown(s), step)
         for k, v in scalars.items():
@@ -149,7 +154,7 @@ class TensorBoard:
         self.writer.add_text("warnings", f"**step {step}**: {text}", step)
         self.writer.flush()
 
-    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def catch_up(self, records: Sequence[Mapping[str, JSONValue]]) -> None:
         """Nothing: its events are flushed at every step and purged back to the resume step."""
 
     def close(self) -> None:
@@ -162,7 +167,7 @@ class Wandb:
 
     ID_FILE = "wandb-run-id.txt"
 
-    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+    def __init__(self, run_dir: Path, config: Mapping[str, JSONValue], start_step: int) -> None:
         import wandb
 
         self.wandb = wandb
@@ -180,8 +185,10 @@ class Wandb:
             resume="allow",
         )
 
-    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
-        row: dict[str, Any] = dict(scalars)
+    def log(
+        self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, JSONValue]]
+    ) -> None:
+        row: JSONRecord = dict(scalars)
         if samples:
             row["samples"] = self.wandb.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
         self.run.log(row, step=step)
@@ -189,7 +196,7 @@ class Wandb:
     def warn(self, step: int, text: str) -> None:
         self.run.summary["warning"] = f"step {step}: {text}"  # shown on the run's overview
 
-    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def catch_up(self, records: Sequence[Mapping[str, JSONValue]]) -> None:
         # The resumed run's step is where the server's history ends (0 offline: the offline run
         # replays every earlier step, and a sync keeps the ones the server lacks).
         held = int(getattr(self.run, "step", 0) or 0)
@@ -204,7 +211,7 @@ class Wandb:
 class Trackio:
     """A trackio run named after the run folder (its own system metrics off: only the run's)."""
 
-    def __init__(self, run_dir: Path, config: Mapping[str, Any], start_step: int) -> None:
+    def __init__(self, run_dir: Path, config: Mapping[str, JSONValue], start_step: int) -> None:
         import trackio
 
         self.trackio = trackio
@@ -218,8 +225,10 @@ class Trackio:
             auto_log_gpu=False,
         )
 
-    def log(self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, Any]]) -> None:
-        row: dict[str, Any] = dict(scalars)
+    def log(
+        self, step: int, scalars: Mapping[str, float], samples: Sequence[Mapping[str, JSONValue]]
+    ) -> None:
+        row: JSONRecord = dict(scalars)
         if samples:
             row["samples"] = self.trackio.Table(columns=list(SAMPLE_COLUMNS), data=sample_rows(step, samples))
         self.trackio.log(row, step=step)
@@ -227,7 +236,7 @@ class Trackio:
     def warn(self, step: int, text: str) -> None:
         """trackio logs numbers and tables only: the warning stays on stderr and in the summary."""
 
-    def catch_up(self, records: Sequence[Mapping[str, Any]]) -> None:
+    def catch_up(self, records: Sequence[Mapping[str, JSONValue]]) -> None:
         from trackio.sqlite_storage import SQLiteStorage
 
         project = os.environ.get("TRACKIO_PROJECT", PROJECT)
@@ -240,7 +249,7 @@ class Trackio:
         self.trackio.finish()
 
 
-TRACKERS: dict[str, Callable[[Path, Mapping[str, Any], int], Tracker]] = {
+TRACKERS: dict[str, Callable[[Path, Mapping[str, JSONValue], int], Tracker]] = {
     "tensorboard": TensorBoard,
     "wandb": Wandb,
     "trackio": Trackio,
@@ -268,7 +277,7 @@ def refusal(names: Sequence[str]) -> str | None:
 
 
 def open_trackers(
-    names: Sequence[str], run_dir: Path, config: Mapping[str, Any], start_step: int = 0
+    names: Sequence[str], run_dir: Path, config: Mapping[str, JSONValue], start_step: int = 0
 ) -> list[Tracker]:
     """The trackers ``names`` asks for, each with its run started (``none``: no tracker)."""
     opened: list[Tracker] = []
@@ -284,14 +293,14 @@ def open_trackers(
     return opened
 
 
-def _markdown(sample: Mapping[str, Any]) -> str:
+def _markdown(sample: Mapping[str, JSONValue]) -> str:
     verdict = f"reward {sample['reward']:.2f}, correct {sample['correct']}, format {sample['format_ok']}"
     # Four-space indentation keeps the texts verbatim in TensorBoard's markdown view.
     block = "\n".join("    " + line for line in (sample["prompt"] + sample["completion"]).splitlines())
     return f"**{sample['seat']}** as {sample['role']} ({verdict})\n\n{block}"
 
 
-def _yaml_block(config: Mapping[str, Any]) -> str:
+def _yaml_block(config: Mapping[str, JSONValue]) -> str:
     import yaml
 
     text = yaml.safe_dump(dict(config), sort_keys=False)

@@ -24,9 +24,9 @@ from __future__ import annotations
 import time
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -54,6 +54,7 @@ from agon_env.algorithms.schedules import lr_lambda
 from agon_env.algorithms.update import NonFiniteWeights, StreamBatch, Update, all_finite, sampled_temperature
 from agon_env.config import TrainConfig, to_dict
 from agon_env.episodes import TaskEnv
+from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
@@ -70,7 +71,7 @@ def peak_rss_mb() -> float:
     return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
-def _rate_at_step(scheduler: Any) -> None:
+def _rate_at_step(scheduler: torch.optim.lr_scheduler.LambdaLR) -> None:
     """Set the optimiser's rate to what this run's schedule gives at the restored step: the rate
     saved with it, unless ``--extend`` gave the run a longer schedule (whose rate there is higher:
     the saved one would train the extension at the old schedule's end, 0 for a linear decay)."""
@@ -90,15 +91,15 @@ class Trainer:
     backend: Backend
     agents: dict[str, Agent]
     optimizers: dict[str, torch.optim.Optimizer]
-    schedulers: dict[str, Any]
+    schedulers: dict[str, torch.optim.lr_scheduler.LambdaLR]
     sampler: ProblemSampler
     update: Update
     """The GRPO update of each adapter (:mod:`agon_env.algorithms.update`)."""
     ctx: DistContext = field(default_factory=DistContext)
     step: int = 0
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[JSONRecord] = field(default_factory=list)
     """The last step's prompts and completions (:func:`~agon_env.algorithms.metrics.rendered_samples`)."""
-    trained_config: dict[str, Any] | None = None
+    trained_config: JSONRecord | None = None
     """The config the restored checkpoint was trained with (None: fresh, or an older checkpoint)."""
     scoring: ScoringWatch = field(init=False)
     """Stops the run once the task cannot judge its answers (built from the env's task)."""
@@ -191,7 +192,7 @@ class Trainer:
         set_rng_state(state["rng"])
         self._sync(self.plugin.adapters)
 
-    def _sync(self, adapters: Any) -> None:
+    def _sync(self, adapters: Sequence[str]) -> None:
         """Publish new adapter weights to a backend that keeps its own copy (vLLM)."""
         sync = getattr(self.backend, "sync", None)
         if callable(sync):

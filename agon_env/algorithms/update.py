@@ -23,7 +23,7 @@ import math
 import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -35,10 +35,13 @@ from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
 from agon_env.algorithms.rollout import RolloutBatch, check_trainable
 from agon_env.algorithms.rollout_correction import correct, guard
-from agon_env.algorithms.stream_prefix import stream_prefix
+from agon_env.algorithms.stream_prefix import StreamPrefix, stream_prefix
 from agon_env.config import GRPOConfig
 from agon_env.episodes import Turn
 from agon_env.errors import UserError
+
+if TYPE_CHECKING:
+    from agon_env.agents.adapters import SharedBase
 
 NONFINITE_REPEATS = 2
 """Optimiser steps in a row whose weights went non-finite (each rolled back) that stop the run."""
@@ -86,7 +89,7 @@ class StreamBatch:
 class Update:
     """How one run updates its adapters: the shared base, the GRPO settings and the process group."""
 
-    base: Any
+    base: SharedBase
     """The :class:`~agon_env.agents.adapters.SharedBase` whose adapters train."""
     grpo: GRPOConfig
     budget: int
@@ -125,7 +128,9 @@ class Update:
         sb = StreamBatch(role, chosen, adv.flatten()[idx], weights, sampled_temperature(chosen))
         return sb, keep
 
-    def logprobs(self, turns: list[Turn], temperature: float, prefix: Any = None) -> torch.Tensor:
+    def logprobs(
+        self, turns: list[Turn], temperature: float, prefix: StreamPrefix | None = None
+    ) -> torch.Tensor:
         """The active adapter's per-token log-probs of the turns' completions at ``temperature``."""
         cs, pad = [t.completion for t in turns], self.base.tokenizer.pad_token_id or 0
         if is_latent(cs):  # sampled on the paired draft's cache: the same cache here
@@ -197,7 +202,7 @@ class Update:
         adapter: str,
         params: list[torch.Tensor],
         opt: torch.optim.Optimizer,
-        before: tuple[list[torch.Tensor], dict[str, Any]],
+        before: tuple[list[torch.Tensor], dict[str, object]],
         step: int,
     ) -> None:
         """Undo a step that made ``adapter``'s weights non-finite; stop when it keeps happening."""

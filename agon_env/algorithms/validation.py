@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
 
 from agon_env.config import ConfigError, TrainConfig, compose, import_modules, leaf_keys
+from agon_env.json_value import JSONValue
 from agon_env.options import ENV_KWARGS
 from agon_env.resolved import ResolvedRun, dtype_on, settle
 
@@ -30,11 +30,11 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.envs.draft_challenge import option_problems
     from agon_env.envs.exchange import CHANNELS
 
-    def need(key: str, ok: Callable[[Any], bool], fix: str) -> tuple[bool, str]:
+    def need(key: str, ok: Callable[[object], bool], fix: str) -> tuple[bool, str]:
         value = functools.reduce(getattr, key.split("."), c)
         return bool(ok(value)), f"{key} = {value!r}: {fix}"
 
-    def one_of(key: str, choices: Any) -> tuple[bool, str]:
+    def one_of(key: str, choices: Collection[str]) -> tuple[bool, str]:
         return need(key, lambda v: v in choices, f"choose one of {sorted(choices)}")
 
     try:
@@ -187,6 +187,6 @@ def resolve(cfg: TrainConfig) -> ResolvedRun:
     )
 
 
-def load_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
+def load_config(preset: str | None = None, overrides: Mapping[str, JSONValue] | None = None) -> TrainConfig:
     """``TrainConfig()`` or ``preset``, then ``overrides`` (:func:`agon_env.config.compose`), ready to run."""
     return ready(compose(preset, overrides))

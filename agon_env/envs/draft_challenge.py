@@ -20,14 +20,15 @@ mode           seats   what happens
                        (self-refinement); its reward is the sum over both turns
 =============  ======  =============================================================
 
-Observations are ``{"text", "problem", "draft", "role", "own"}``. ``text`` is the user turn
+Observations are ``{"text", "problem", "draft", "role", "own", "words"}``. ``text`` is the user turn
 the player reads, worded in one place (:func:`agon_env.vocabulary.challenger_text`); an LLM agent
 sends it verbatim after its system prompt and worked examples. ``problem`` and
 ``draft`` are its parts: ``draft`` is what the challenger is shown of the draft, as the
 ``exchange`` channel says (:data:`~agon_env.envs.exchange.CHANNELS`; by default its summary
 without answer blocks, or ``NO_SUMMARY``), empty when none is shown (drafting, ``none``).
 ``role`` is 0 for drafting and 1 for challenging; ``own`` is 1 when the draft shown is the
-reader's own (self mode). Actions are the agent's
+reader's own (self mode); ``words`` names the channel's wording of the challenger's turn (one
+of :data:`agon_env.vocabulary.WORDINGS`), by which an agent words its worked examples. Actions are the agent's
 whole completion: a ``str``, or any object with ``.text`` (and optionally
 ``.num_tokens``, used for length statistics and the tiebreak) such as an agent's
 ``Completion``. Any string is a legal action: malformed completions score format 0, and one outside
@@ -58,7 +59,7 @@ import typing
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import gymnasium
 import numpy as np
@@ -79,6 +80,7 @@ from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, read_action
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord
 from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
 
@@ -100,7 +102,7 @@ MODES: dict[str, ModeSpec] = {
 }
 
 
-RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
+RANGES: dict[str, tuple[Callable[[object], bool], str]] = {
     "mode": (lambda v: v in MODES, f"unknown mode; choose one of {sorted(MODES)}"),
     "lam": (lambda v: math.isfinite(v) and v >= 0, "the format weight must be a finite number ≥ 0"),
     "gamma": (
@@ -114,7 +116,7 @@ RANGES: dict[str, tuple[Callable[[Any], bool], str]] = {
 """Each keyword's range beyond its type (its :class:`EnvOptions` annotation), with the fix."""
 
 
-def _fits(value: Any, annotation: Any) -> bool:
+def _fits(value: object, annotation: object) -> bool:
     """Whether ``value`` has the type ``annotation`` names (a bool is no number; an int is a float)."""
     if annotation is Any:
         return True
@@ -132,7 +134,7 @@ def _fits(value: Any, annotation: Any) -> bool:
     return True  # a generic this check does not read: the env's own use decides
 
 
-def _type_name(annotation: Any) -> str:
+def _type_name(annotation: object) -> str:
     return " | ".join(
         "None" if a is type(None) else getattr(a, "__name__", str(a))
         for a in (typing.get_args(annotation) or (annotation,))
@@ -168,6 +170,17 @@ def option_problems(options: EnvOptions) -> list[str]:
 
 class EnvOptionError(UserError, ValueError):
     """An env keyword of the wrong type or out of range (:func:`option_problems`)."""
+
+
+class Observation(TypedDict):
+    """What a seat observes (see the module docstring): the user turn, its parts, whose turn."""
+
+    text: str
+    problem: str
+    draft: str
+    role: int
+    own: int
+    words: str
 
 
 class DraftChallengeEnv(AECEnv):
@@ -215,7 +228,9 @@ class DraftChallengeEnv(AECEnv):
         self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)
-        self._obs_space = Dict({"text": text, "problem": text, "draft": text, "role": flag, "own": flag})
+        self._obs_space = Dict(
+            {"text": text, "problem": text, "draft": text, "role": flag, "own": flag, "words": text}
+        )
         self._act_space = UnicodeText(self.max_text_length)
         self._np_random, _ = gymnasium.utils.seeding.np_random(None)
         self.agents = []
@@ -242,7 +257,7 @@ class DraftChallengeEnv(AECEnv):
 
     # -- episode ---------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+    def reset(self, seed: int | None = None, options: dict[str, object] | None = None) -> None:
         if seed is not None:
             self._np_random, _ = gymnasium.utils.seeding.np_random(seed)
         if options is not None and not isinstance(options, Mapping):
@@ -285,7 +300,7 @@ class DraftChallengeEnv(AECEnv):
         self._cumulative_rewards = {a: 0.0 for a in self.agents}
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.infos: dict[str, JSONRecord] = {a: {} for a in self.agents}
         self.agent_selection = drafter
 
     def _role(self, agent: str) -> int:
@@ -307,7 +322,7 @@ class DraftChallengeEnv(AECEnv):
         mentions = getattr(self.task, "mentions_answer", mentions_answer)
         return bool(mentions(shown, answer))
 
-    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def last(self, observe: bool = True) -> tuple[Observation | None, float, bool, bool, JSONRecord]:
         if not self.agents:  # PettingZoo's own last() would end in a bare KeyError: 'agent_a'
             raise RuntimeError(
                 "last(): the episode is over and every agent has left (env.agents is empty); "
@@ -315,7 +330,7 @@ class DraftChallengeEnv(AECEnv):
             )
         return super().last(observe)
 
-    def observe(self, agent: str) -> dict[str, Any]:
+    def observe(self, agent: str) -> Observation:
         role = self._role(agent)
         draft, problem, cap = self._draft_shown(role), self.problem.prompt, self.max_text_length
         own = int(bool(draft) and not self.spec_mode.two_seats)  # self mode reads its own draft
@@ -325,9 +340,10 @@ class DraftChallengeEnv(AECEnv):
                 f"problem {self.problem.id}: the observation is {len(text)} characters, over "
                 f"max_text_length={cap}; raise max_text_length"
             )
-        return {"text": text, "problem": problem, "draft": draft, "role": role, "own": own}
+        words = self.channel.words.__name__  # the agents word their worked examples by it
+        return {"text": text, "problem": problem, "draft": draft, "role": role, "own": own, "words": words}
 
-    def step(self, action: Any) -> None:
+    def step(self, action: object) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

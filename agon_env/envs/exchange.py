@@ -43,7 +43,15 @@ from dataclasses import dataclass
 from agon_env.blocks import given
 from agon_env.envs.format import Parsed
 from agon_env.envs.tasks.verify import redact_answer
-from agon_env.vocabulary import VLLM_REFUSAL, challenger_text, draft_handle, latent_text, trace_text
+from agon_env.vocabulary import (
+    VLLM_REFUSAL,
+    WORDINGS,
+    Words,
+    challenger_text,
+    draft_handle,
+    latent_text,
+    trace_text,
+)
 
 MAX_SUMMARY_CHARS = 4000
 """Shown drafts are cut here so a rambling draft cannot flood the rival's context."""
@@ -92,8 +100,10 @@ class Channel:
     name: str
     show: Shown
     """What a challenger observation's ``draft`` holds."""
-    words: Callable[[str, str, bool], str] = challenger_text
-    """``(problem, shown draft, own) -> the user turn`` when something is shown."""
+    words: Words = challenger_text
+    """``(problem, shown draft, own) -> the user turn`` when something is shown: one of
+    :data:`~agon_env.vocabulary.WORDINGS`, which the observation names (``words``) so the agents'
+    worked examples are worded the same."""
     text: bool = True
     """The shown draft is text the model reads (``summary_leak`` is measured on it)."""
     reasoning: bool = False
@@ -114,6 +124,10 @@ class Channel:
     """What is shown is read from the draft's summary block alone (not its reasoning, not its
     answer): a draft may stop as soon as ``</summary>`` closes (:data:`SUMMARY_CLOSE`) and the
     challenger reads the same text (``agon_env.serving.cascade``'s early stop)."""
+
+    def __post_init__(self) -> None:
+        if WORDINGS.get(self.words.__name__) is not self.words:
+            raise ValueError(f"channel {self.name!r}: its words must be one of vocabulary.WORDINGS")
 
 
 CHANNELS: dict[str, Channel] = {

@@ -54,14 +54,13 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium
 import numpy as np
 
 from agon_env.envs.format import Parsed
 from agon_env.envs.rewards import Outcome
-from agon_env.envs.tasks.base import Problem
+from agon_env.envs.tasks.base import Problem, Task
 from agon_env.envs.tasks.errors import VerifierTimeout
 
 
@@ -78,7 +77,7 @@ class Verdict:
     """Not called at all: every earlier call of its batch had hung (:func:`batch`); also ``hung``."""
 
 
-def as_verdict(value: Any) -> bool | None:
+def as_verdict(value: object) -> bool | None:
     """``value`` as a verdict, or None when it is not one (a str, None, 2, 0.5, ...)."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -93,7 +92,7 @@ every built-in verifier's own bound (math-verify 5 s, a code sandbox run 15 s, a
 answer 60 s in all), so those report their own timeouts first."""
 
 
-def score_limit(task: Any) -> float | None:
+def score_limit(task: Task) -> float | None:
     """The seconds ``task.score`` may run: its ``score_timeout`` (None: no limit), else
     :data:`SCORE_TIMEOUT_S`."""
     limit = getattr(task, "score_timeout", SCORE_TIMEOUT_S)
@@ -154,7 +153,7 @@ def batch(wave: int | None = None) -> Iterator[None]:
         _BATCH.reset(token)
 
 
-def step_concurrently(task: Any, steps: Sequence[Callable[[], None]]) -> None:
+def step_concurrently(task: Task, steps: Sequence[Callable[[], None]]) -> None:
     """Run ``steps`` (each one env's ``step``, each scoring one answer of ``task``) on up to
     :func:`score_workers` threads, in this :func:`batch`; in the caller's thread, one after
     another, when the task has no limit (its scorer may need the main thread)."""
@@ -168,7 +167,7 @@ def step_concurrently(task: Any, steps: Sequence[Callable[[], None]]) -> None:
             future.result()  # the first env error is raised, as a loop would raise it
 
 
-def score_answer(task: Any, problem: Problem, answer: str) -> Verdict:
+def score_answer(task: Task, problem: Problem, answer: str) -> Verdict:
     """``task.score(problem, answer)`` as a :class:`Verdict`, within the task's wall-clock limit
     (:func:`score_limit`, the module docstring); never raises, never hangs but as said there."""
     limit = score_limit(task)
@@ -189,7 +188,7 @@ def score_answer(task: Any, problem: Problem, answer: str) -> Verdict:
     return verdict
 
 
-def _judge(task: Any, problem: Problem, answer: str) -> Verdict:
+def _judge(task: Task, problem: Problem, answer: str) -> Verdict:
     try:
         value = task.score(problem, answer)
     except VerifierTimeout:
@@ -207,7 +206,7 @@ _WARNED: set[tuple[str, str]] = set()
 """``(task name, kind)`` already reported: once per task and kind per process."""
 
 
-def limit_text(task: Any) -> str:
+def limit_text(task: Task) -> str:
     """The task's own limit in words: ``"its score_timeout of 3 s"`` (or the default's)."""
     limit = score_limit(task)
     if limit is None:
@@ -216,7 +215,7 @@ def limit_text(task: Any) -> str:
     return f"its score_timeout of {limit:g} s" + ("" if own else " (the default: the task sets none)")
 
 
-def warn_once(task: Any, verdict: Verdict) -> None:
+def warn_once(task: Task, verdict: Verdict) -> None:
     """Show the first error and the first timeout of each task as a warning."""
     task_name = getattr(task, "name", type(task).__name__)
     kinds = (("skipped", verdict.skipped), ("hung", verdict.hung), ("timeout", verdict.timeout))
@@ -245,7 +244,7 @@ def warn_once(task: Any, verdict: Verdict) -> None:
     gymnasium.logger.warn("%s", text)  # the text itself may hold a '%': never a format string
 
 
-def judge(task: Any, problem: Problem, parsed: Parsed, length: int) -> tuple[Outcome, Verdict]:
+def judge(task: Task, problem: Problem, parsed: Parsed, length: int) -> tuple[Outcome, Verdict]:
     """One parsed completion as the env judges it: its answer scored (none: wrong, no verdict
     needed), the first error and timeout of the task warned about, and the :class:`Outcome`
     its reward is computed from. Every turn of the env and every completion

@@ -13,7 +13,7 @@ terminated, truncated, info)``. :func:`solo` wraps any registered id as such an 
   challenger's under the env's reward scheme (the conversion bonus by default).
 
 Observations, actions and ``info`` are the AEC env's own (``{"text", "problem",
-"draft", "role", "own"}``, a completion string, the seat's ``infos`` entry), so a policy
+"draft", "role", "own", "words"}``, a completion string, the seat's ``infos`` entry), so a policy
 trained here acts unchanged in the two-player env. Gymnasium's own registry has it too:
 ``gymnasium.make("agon/Solo-v0", env_id=..., opponent=...)``. ``reset(seed=s)`` seeds the problem
 draw; a stochastic opponent is seeded by whoever builds it. It passes
@@ -26,13 +26,19 @@ actions: see docs/envs.md, "A single-agent Gymnasium view".
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium
 
+from agon_env.json_value import JSONRecord
 from agon_env.vocabulary import AGENT_A, ROLES
 
-Policy = Callable[[dict[str, Any]], Any]
+if TYPE_CHECKING:
+    from pettingzoo import AECEnv
+
+    from agon_env.envs.draft_challenge import Observation
+
+Policy = Callable[["Observation"], object]
 """What an opponent is: an observation in, an action (a completion string or object with ``.text``) out."""
 
 
@@ -41,7 +47,7 @@ class SoloEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["ansi", "human"]}
 
-    def __init__(self, aec_env: Any, opponent: Policy | None = None) -> None:
+    def __init__(self, aec_env: AECEnv, opponent: Policy | None = None) -> None:
         inner = aec_env.unwrapped
         if opponent is None and inner.mode != "solo":
             raise ValueError(
@@ -57,11 +63,11 @@ class SoloEnv(gymnasium.Env):
         self.observation_space = inner.observation_space(self.seat)
         self.action_space = inner.action_space(self.seat)
         self.render_mode = inner.render_mode
-        self._obs: dict[str, Any] | None = None
+        self._obs: Observation | None = None
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        self, *, seed: int | None = None, options: dict[str, object] | None = None
+    ) -> tuple[Observation, JSONRecord]:
         super().reset(seed=seed)
         # The inner env draws the problem; deriving its seed from ours keeps one seed stream.
         inner_seed = None if seed is None else int(self.np_random.integers(2**31))
@@ -73,7 +79,7 @@ class SoloEnv(gymnasium.Env):
         role = ROLES[self._obs["role"]]  # the same spelling as the seat's infos after step()
         return dict(self._obs), {"role": role, "problem_id": self.aec.unwrapped.problem.id}
 
-    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: object) -> tuple[Observation, SupportsFloat, bool, bool, JSONRecord]:
         if self._obs is None:
             raise RuntimeError("call reset() before step()")
         if self.aec.agent_selection != self.seat or self.aec.terminations.get(self.seat, True):

@@ -19,8 +19,6 @@ time.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from gymnasium.spaces import Box, Text
 from gymnasium.spaces.utils import flatten, flatten_space, unflatten
@@ -52,10 +50,10 @@ class UnicodeText(Text):
     ):
         super().__init__(max_length=max_length, min_length=min_length, seed=seed)
 
-    def contains(self, x: Any) -> bool:
+    def contains(self, x: object) -> bool:
         return self.why_not(x) is None
 
-    def why_not(self, x: Any) -> str | None:
+    def why_not(self, x: object) -> str | None:
         """Why ``x`` is not in the space, in a few words; ``None`` when it is."""
         if not isinstance(x, str):
             return f"{type(x).__name__}, not str"
@@ -67,7 +65,7 @@ class UnicodeText(Text):
             return f"not valid Unicode ({exc.reason} at {exc.start})"
         return None
 
-    def sample(self, mask: Any = None, probability: Any = None) -> str:
+    def sample(self, mask: object = None, probability: object = None) -> str:
         if mask is not None or probability is not None:
             raise NotImplementedError("UnicodeText.sample does not support masks")
         n = int(self.np_random.integers(0, _SAMPLE_MAX_PIECES + 1))

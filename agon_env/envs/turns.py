@@ -8,7 +8,6 @@ keeps the played turn as a :class:`TurnRecord` until the episode ends, then repo
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from agon_env.envs.format import Parsed, parse_completion
 from agon_env.envs.rewards import Outcome
 from agon_env.envs.scoring import Verdict
 from agon_env.envs.spaces import UnicodeText
+from agon_env.json_value import JSONRecord
 from agon_env.vocabulary import is_handle
 
 
@@ -59,7 +59,7 @@ class TurnResult:
         text. A latent handle is no text, so what its cache states is not measured (and not 0)."""
         return bool(self.draft) and not self.draft_unusable and not is_handle(self.draft)
 
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> JSONRecord:
         """The verdict as a JSON-ready dict, without the texts (what ``infos`` and reports keep);
         ``summary_leak`` is ``None`` where it was not measured (:attr:`leak_measured`)."""
         kept = {f.name: getattr(self, f.name) for f in fields(TurnResult) if f.name not in _TEXTS}
@@ -89,7 +89,7 @@ class TurnRecord:
     verdict: Verdict
 
 
-def action_text(action: Any, space: UnicodeText) -> tuple[str, int | None, str | None]:
+def action_text(action: object, space: UnicodeText) -> tuple[str, int | None, str | None]:
     """A live agent's completion text, its token count when the agent knows it, and why the
     text is outside the action space (``None`` when it is inside).
 
@@ -123,7 +123,7 @@ class ReadAction:
         return self.tokens if self.tokens else len(self.text)
 
 
-def read_action(action: Any, space: UnicodeText) -> ReadAction:
+def read_action(action: object, space: UnicodeText) -> ReadAction:
     """How the env reads ``action`` before scoring it, in one place: :func:`action_text`, then the
     parse of the text (of nothing when the text is outside ``space``). The TRL reward reads its
     completions through this too, so both score the same text the same way."""

@@ -24,19 +24,19 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from agon_env.agents.protocol import Agent, Completion
 
-_OBS_FIELDS = ("text", "problem", "draft", "role", "own")
-"""Every field an agent renders from (``own`` picks the self-refinement prompts)."""
+_OBS_FIELDS = ("text", "problem", "draft", "role", "own", "words")
+"""Every field an agent renders from (``own`` picks the self-refinement prompts, ``words`` the
+wording of the worked examples: a cache written before observations named it is not reused)."""
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def observation_key(identity: str, obs: Mapping[str, Any], seed: int) -> str:
+def observation_key(identity: str, obs: Mapping[str, object], seed: int) -> str:
     payload = {f: obs.get(f) for f in _OBS_FIELDS}
     payload["role"], payload["own"] = int(payload["role"] or 0), int(payload["own"] or 0)
     return _digest(json.dumps([identity, payload, int(seed)], sort_keys=True, default=str))
@@ -117,7 +117,7 @@ class CachedAgent:
         self.name = getattr(agent, "name", identity)
 
     def act(
-        self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None
+        self, observations: Sequence[Mapping[str, object]], *, seeds: Sequence[int] | None = None
     ) -> list[Completion]:
         if seeds is None or len(seeds) != len(observations):
             raise ValueError("CachedAgent.act needs one seed per observation (they key the cache)")

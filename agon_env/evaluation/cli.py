@@ -25,6 +25,7 @@ from agon_env.agents.protocol import SamplingParams
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ModelConfig, TrainConfig, parse_assignments
 from agon_env.evaluation.methods import DEFAULT_METHODS
+from agon_env.json_value import JSONRecord
 
 
 def default_cache_dir() -> Path:
@@ -101,7 +102,7 @@ def eval_main(argv: Sequence[str]) -> int:
     return run_command(EvalArgs, argv, "agon eval", lambda args: run_eval(args, argv))
 
 
-def _kwargs(items: list[str]) -> dict[str, Any]:
+def _kwargs(items: list[str]) -> JSONRecord:
     return parse_assignments(items, "--env-kwarg")
 
 

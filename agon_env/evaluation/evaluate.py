@@ -18,7 +18,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agon_env.envs.exchange import CHANNELS
 from agon_env.episodes import Episode, Start, play_episodes
@@ -26,6 +25,7 @@ from agon_env.evaluation.cache import CachedAgent, SampleCache
 from agon_env.evaluation.methods import BASE, DEFAULT_METHODS, Method, Policies, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
 from agon_env.evaluation.splits import EvalData, Part
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.seeding import derive_seed
 from agon_env.stats import (
     answer_agreement,
@@ -47,7 +47,7 @@ PAIR_STREAM = "second-sample"
 # -- summaries ---------------------------------------------------------------------------
 
 
-def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.95) -> dict[str, Any]:
+def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.95) -> JSONRecord:
     """Per-seed and pooled figures of one method; ``episodes`` maps seed -> its episodes."""
     all_eps = [e for eps in episodes.values() for e in eps]
     unit = "tokens" if all_eps and all(e.tokens is not None for e in all_eps) else "chars"
@@ -68,7 +68,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     for e in all_eps:
         by_problem[e.problem_index].append(e.correct)
     ls_all = length_stats([length(e) for e in all_eps])
-    out: dict[str, Any] = {
+    out: JSONRecord = {
         "pass@1": pooled(seed_rates, confidence).to_dict(),
         "pass@1_across_seeds": spread([r.rate for r in seed_rates]).__dict__,
         # Several samples of one problem are not independent: resample problems, not trials.
@@ -102,7 +102,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     return out
 
 
-def outcomes(method: Mapping[str, Any], ids: Sequence[str], key: str = "correct") -> list[int]:
+def outcomes(method: Mapping[str, JSONValue], ids: Sequence[str], key: str = "correct") -> list[int]:
     """A method result's 0/1 outcomes in the order of ``ids`` (problem ids; one sample per problem):
     the final answer (``correct``) or, for two-turn methods, the draft (``first_correct``)."""
     by_id = {e["problem_id"]: int(e[key]) for e in method["episodes"]}
@@ -112,7 +112,9 @@ def outcomes(method: Mapping[str, Any], ids: Sequence[str], key: str = "correct"
     return [by_id[i] for i in ids]
 
 
-def stored_episodes(method: Mapping[str, Any], seeds: Sequence[int]) -> dict[tuple[int, str], dict[str, Any]]:
+def stored_episodes(
+    method: Mapping[str, JSONValue], seeds: Sequence[int]
+) -> dict[tuple[int, str], JSONRecord]:
     """A stored method result's episodes by (evaluation seed, problem id).
 
     A report stores them seed by seed, each seed's problems in one block (what
@@ -128,8 +130,8 @@ def stored_episodes(method: Mapping[str, Any], seeds: Sequence[int]) -> dict[tup
 def _paired(
     a: Mapping[int, Sequence[Episode]],
     b: Mapping[int, Sequence[Episode]],
-    of: Callable[[Episode], Any] = lambda e: e.correct,
-) -> tuple[list[Any], list[Any]]:
+    of: Callable[[Episode], object] = lambda e: e.correct,
+) -> tuple[list[object], list[object]]:
     """``of`` each episode of two methods matched on (seed, problem), in a fixed order
     (outcomes by default; ``lambda e: e.turns[-1].answer`` for the final answers)."""
     xs, ys = [], []
@@ -204,13 +206,13 @@ class Evaluator:
             out[seed] = play_episodes(env, seats, starts, seed_of).episodes
         return out
 
-    def evaluate(self, policies: Policies) -> dict[str, Any]:
+    def evaluate(self, policies: Policies) -> JSONRecord:
         """All planned methods on the test problems, plus direction selection and complementarity."""
         start = time.perf_counter()
         hits0, misses0 = self.cache.hits, self.cache.misses
         methods = plan_methods(policies, self.methods)
         test = self.data.test
-        results: dict[str, Any] = {}
+        results: JSONRecord = {}
         episodes: dict[str, dict[int, list[Episode]]] = {}
         for m in methods:
             t0 = time.perf_counter()
@@ -225,7 +227,7 @@ class Evaluator:
             }
             acc = results[m.id]["pass@1"]["rate"]
             self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")
-        out: dict[str, Any] = {"label": policies.label, "algo": policies.algo, "methods": results}
+        out: JSONRecord = {"label": policies.label, "algo": policies.algo, "methods": results}
         cascades = [m for m in methods if m.family.chooses_direction]
         if cascades:
             out["selection"] = self._select(cascades, policies, results)
@@ -235,7 +237,7 @@ class Evaluator:
         out["cache"] = {"hits": self.cache.hits - hits0, "misses": self.cache.misses - misses0}
         return out
 
-    def _select(self, cascades: list[Method], policies: Policies, results: dict[str, Any]) -> dict[str, Any]:
+    def _select(self, cascades: list[Method], policies: Policies, results: JSONRecord) -> JSONRecord:
         """Choose the cascade direction on validation; the choice never reads test results."""
         val = self.data.validation
         if not val.indices:
@@ -273,11 +275,11 @@ class Evaluator:
 
     def _complementarity(
         self, policies: Policies, methods: list[Method], episodes: dict[str, dict[int, list[Episode]]]
-    ) -> dict[str, Any]:
+    ) -> JSONRecord:
         """Error overlap of the two adapters alone, and of two independent base samples."""
-        out: dict[str, Any] = {}
+        out: JSONRecord = {}
 
-        def conversions(base: bool) -> dict[str, Any]:
+        def conversions(base: bool) -> JSONRecord:
             return {
                 m.id: _conversion(episodes[m.id])
                 for m in methods
@@ -312,6 +314,6 @@ class Evaluator:
         return out
 
 
-def _conversion(eps: Mapping[int, Sequence[Episode]]) -> dict[str, Any]:
+def _conversion(eps: Mapping[int, Sequence[Episode]]) -> JSONRecord:
     flat = [e for seed_eps in eps.values() for e in seed_eps]
     return conversion([e.first_correct for e in flat], [e.correct for e in flat]).to_dict()

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env.errors import UserError
 from agon_env.evaluation.evaluate import Evaluator, outcomes
@@ -42,9 +42,13 @@ from agon_env.evaluation.splits import (
     load_eval_data,
     training_pool,
 )
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import RunFolder
 from agon_env.stats import paired_bootstrap, rate, verdict_of
 from agon_env.vocabulary import REFERENCE
+
+if TYPE_CHECKING:
+    from agon_env.agents.protocol import Agent
 
 
 class NoHeldout(UserError, ValueError):
@@ -52,7 +56,10 @@ class NoHeldout(UserError, ValueError):
 
 
 def heldout_policies(
-    label: str, base_agent: Any, adapters: Mapping[str, Any], env_options: Mapping[str, Any] | None = None
+    label: str,
+    base_agent: Agent,
+    adapters: Mapping[str, Agent],
+    env_options: Mapping[str, JSONValue] | None = None,
 ) -> Policies:
     """The base and the run's adapter agents, named for the sample streams of the evaluator, in
     the env the run trained in (``env_options``: its keywords, ``ResolvedRun.reader_options``)."""
@@ -80,7 +87,7 @@ class BaseCheck:
 
     data: EvalData
     """The test problems (the adapters answer the same ones)."""
-    report: dict[str, Any]
+    report: JSONRecord
     """The evaluator's report of the base row (its ``seconds``: the sampling alone)."""
     seconds: float
     """Wall seconds of the whole half, problem loading and overlap check included."""
@@ -92,7 +99,7 @@ class BaseCheck:
 
 
 def heldout_base(
-    env_id: str, task_kwargs: Mapping[str, Any], policies: Policies, problems: int, seed: int = 0
+    env_id: str, task_kwargs: Mapping[str, JSONValue], policies: Policies, problems: int, seed: int = 0
 ) -> BaseCheck:
     """The untrained base on ``problems`` test problems (it does not change as the adapters
     train, so a run measures the check's speed with it before its first step)."""
@@ -102,7 +109,7 @@ def heldout_base(
     return BaseCheck(data, report, time.perf_counter() - start)
 
 
-def _heldout_data(env_id: str, task_kwargs: Mapping[str, Any], problems: int, seed: int) -> EvalData:
+def _heldout_data(env_id: str, task_kwargs: Mapping[str, JSONValue], problems: int, seed: int) -> EvalData:
     try:
         data = load_eval_data(env_id, dict(task_kwargs), "test", problems, val_problems=0, seed=seed)
         # agon train has no --allow-overlap: the check is skipped, and says how to give it splits
@@ -118,13 +125,13 @@ def _evaluator(data: EvalData, methods: tuple[str, ...], confidence: float = 0.9
 
 def heldout_check(
     env_id: str,
-    task_kwargs: Mapping[str, Any],
+    task_kwargs: Mapping[str, JSONValue],
     policies: Policies,
     problems: int,
     seed: int = 0,
     confidence: float = 0.95,
     base: BaseCheck | None = None,
-) -> dict[str, Any]:
+) -> JSONRecord:
     """Base and adapters on ``problems`` test problems; a JSON-ready dict (see :func:`table_rows`).
     With ``base`` (:func:`heldout_base` on the same problems) only the adapters are sampled now."""
     start = time.perf_counter() - (base.seconds if base else 0.0)
@@ -138,7 +145,7 @@ def heldout_check(
     ids = data.test.ids()
     base_out = outcomes(report["methods"][base_row], ids)
     base_rate = rate(list(map(bool, base_out)), confidence).to_dict()
-    rows: dict[str, Any] = {
+    rows: JSONRecord = {
         BASE: {
             "outcomes": base_out,
             "pass@1": base_rate,
@@ -173,19 +180,19 @@ def heldout_check(
     }
 
 
-def _unjudged(method: Mapping[str, Any]) -> dict[str, int]:
+def _unjudged(method: Mapping[str, JSONValue]) -> dict[str, int]:
     """The answers the task's verifier gave no verdict on (scored 0 in ``outcomes``): errors, and
     time-outs (a code answer over its time limit among them)."""
     return {k: int(method.get(k, 0)) for k in ("score_errors", "score_timeouts")}
 
 
-def _temperature(agent: Any) -> float | None:
+def _temperature(agent: Agent) -> float | None:
     """The temperature ``agent`` samples at, for the record (``None``: an agent without sampling)."""
     sampling = getattr(agent, "sampling", None)
     return getattr(sampling, "temperature", None)
 
 
-def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
+def table_rows(result: Mapping[str, JSONValue]) -> list[tuple[str, str, str, str, str]]:
     """``(policy, pass@1, interval, change vs base, verdict)`` for the summary table."""
     out = []
     for name, row in result["policies"].items():
@@ -214,14 +221,14 @@ class TrainedRunCheck:
 
     run_dir: Path
     env_id: str
-    task_kwargs: Mapping[str, Any]
-    agent: Callable[[str, str], Any]
+    task_kwargs: Mapping[str, JSONValue]
+    agent: Callable[[str, str], Agent]
     adapters: Sequence[str]
     problems: int
     """Test problems planned (:meth:`finish` may be told fewer)."""
     base: BaseCheck | None = None
     """The base's half, once :meth:`measure_base` ran."""
-    env_options: Mapping[str, Any] = field(default_factory=dict)
+    env_options: Mapping[str, JSONValue] = field(default_factory=dict)
     """The run's env keywords (``ResolvedRun.reader_options``): the check plays the run's env."""
 
     def policies(self) -> Policies:
@@ -247,7 +254,7 @@ class TrainedRunCheck:
         (0 before :meth:`measure_base`: nothing measured, nothing reserved)."""
         return float(self.base.report["seconds"]) * len(self.adapters) if self.base is not None else 0.0
 
-    def finish(self, problems: int | None = None) -> dict[str, Any] | None:
+    def finish(self, problems: int | None = None) -> JSONRecord | None:
         """The check on the first ``problems`` (default: all planned): ``heldout.json`` written and
         the table printed; ``None`` (and one line) when the env has no held-out problems."""
         problems = self.planned if problems is None else problems
@@ -264,13 +271,13 @@ class TrainedRunCheck:
         return result
 
 
-def write_heldout(result: Mapping[str, Any], run_dir: Path) -> Path:
+def write_heldout(result: Mapping[str, JSONValue], run_dir: Path) -> Path:
     path = RunFolder(run_dir).heldout
     path.write_text(json.dumps(result, indent=1) + "\n")
     return path
 
 
-def print_heldout(result: Mapping[str, Any]) -> None:
+def print_heldout(result: Mapping[str, JSONValue]) -> None:
     from rich.console import Console
     from rich.table import Table
 

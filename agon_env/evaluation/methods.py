@@ -40,14 +40,18 @@ import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
 from agon_env.envs.exchange import CACHE_CHANNEL
 from agon_env.errors import unknown_id_message
+from agon_env.json_value import JSONRecord
 from agon_env.upgrade import method_id as upgraded_id
 from agon_env.vocabulary import AGENT_A, AGENT_B, BASE
+
+if TYPE_CHECKING:
+    from agon_env.options import LatentConfig
 
 Seating = tuple[tuple[str, str], ...]
 """``(env seat, policy name)`` pairs; ``agent_a`` always drafts."""
@@ -193,10 +197,10 @@ class Policies:
     """The algorithm that trained the adapters: "across runs" averages only runs of one algorithm."""
     exchange: str | None = None
     """The run's exchange channel (``env.exchange``): methods without their own use it."""
-    env_options: dict[str, Any] = field(default_factory=dict)
+    env_options: JSONRecord = field(default_factory=dict)
     """The run's other env keywords (``lam``, ``gamma``, ...: ``ResolvedRun.reader_options``),
     so the evaluation env is the one the run trained in."""
-    latent: Any = None
+    latent: LatentConfig | None = None
     """The run's :class:`~agon_env.options.LatentConfig` (the cache channel's settings)."""
 
     def agent(self, name: str, few_shot: bool | None = None) -> Agent:

@@ -24,15 +24,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env import metric_names as M
 from agon_env.errors import UserError
 from agon_env.evaluation.report_file import read_eval_report
-from agon_env.figures import palette, pyplot, save
+from agon_env.figures import Color, palette, pyplot, save
+from agon_env.json_value import JSONRecord
 from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder, read_metrics
 from agon_env.stats import smoothed
 from agon_env.vocabulary import ROLES, SEATS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 class NoMetricsError(UserError, FileNotFoundError):
@@ -43,7 +47,7 @@ class NoMetricsError(UserError, FileNotFoundError):
 class Run:
     label: str
     folder: Path
-    records: list[dict[str, Any]]
+    records: list[JSONRecord]
 
     def keys(self) -> set[str]:
         return {k for r in self.records for k in r}
@@ -98,7 +102,7 @@ def _run_label(folder: Path) -> str:
 _LINESTYLES = dict(zip(ROLES, ("-", "--"), strict=True))
 
 
-def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls: str = "-") -> None:
+def _curve(ax: Axes, run: Run, key: str, color: Color, label: str, window: int, ls: str = "-") -> None:
     xs, ys = run.series(key)
     if not xs:
         return
@@ -107,7 +111,7 @@ def _curve(ax: Any, run: Run, key: str, color: Any, label: str, window: int, ls:
     ax.plot(xs, smoothed(ys, window)[0], color=color, lw=2, ls=ls, label=label)
 
 
-def _finish(ax: Any, title: str, ylabel: str, empty_note: str, unit_interval: bool = True) -> None:
+def _finish(ax: Axes, title: str, ylabel: str, empty_note: str, unit_interval: bool = True) -> None:
     from matplotlib.ticker import MaxNLocator
 
     ax.set_title(title)

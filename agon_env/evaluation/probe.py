@@ -31,14 +31,20 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env.agents.protocol import Agent
 from agon_env.envs.tasks.verify import normalize
 from agon_env.episodes import Start, play_episodes
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.seeding import derive_seed
 from agon_env.stats import paired_bootstrap, rate
 from agon_env.vocabulary import AGENT_A, AGENT_B
+
+if TYPE_CHECKING:
+    from agon_env.agents.protocol import Completion
+    from agon_env.envs.draft_challenge import DraftChallengeEnv
+    from agon_env.envs.turns import TurnResult
 
 
 @dataclass(frozen=True)
@@ -67,10 +73,12 @@ def _same(a: str | None, b: str | None) -> bool:
 class Replay:
     """An agent that hands back recorded completions in order: the drafts, replayed for the reader."""
 
-    def __init__(self, name: str, completions: Sequence[Any]) -> None:
+    def __init__(self, name: str, completions: Sequence[Completion]) -> None:
         self.name, self._queue = name, list(completions)
 
-    def act(self, observations: Sequence[Mapping[str, Any]], *, seeds: Sequence[int] | None = None) -> list:
+    def act(
+        self, observations: Sequence[Mapping[str, JSONValue]], *, seeds: Sequence[int] | None = None
+    ) -> list[Completion]:
         if len(observations) > len(self._queue):
             raise RuntimeError(
                 f"replay has {len(self._queue)} completions for {len(observations)} observations"
@@ -80,8 +88,8 @@ class Replay:
 
 
 def run_probe(
-    solo_env: Any,
-    challenge_env: Any,
+    solo_env: DraftChallengeEnv,
+    challenge_env: DraftChallengeEnv,
     drafter: Agent,
     reader: Agent,
     problem_indices: Sequence[int],
@@ -132,7 +140,7 @@ def run_probe(
     return out
 
 
-def _unjudged(turn: Any) -> str | None:
+def _unjudged(turn: TurnResult) -> str | None:
     return "timeout" if turn.score_timeout else "error" if turn.score_error is not None else None
 
 
@@ -142,7 +150,7 @@ def fix_needed(solve: float, keep: float | None) -> float | None:
     return solve * (1 - keep) / (1 - solve) if (keep is not None and solve < 1) else None
 
 
-def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> dict[str, Any]:
+def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> JSONRecord:
     """The rates, the gap with its paired interval, the break-even rates and a verdict (JSON-ready)."""
     if not outcomes:
         raise ValueError("no probe outcomes to analyse")
@@ -193,7 +201,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.0f} %"
 
 
-def verdict(result: Mapping[str, Any]) -> str:
+def verdict(result: Mapping[str, JSONValue]) -> str:
     """One line: can a rival help here, and why (from :func:`analyse`'s figures)."""
     gap, keep, fix = result["gap"], result["keep"]["rate"], result["fix"]["rate"]
     diff = (
@@ -211,10 +219,10 @@ def verdict(result: Mapping[str, Any]) -> str:
     return f"cannot tell from {result['problems']} problems: {rates}; {diff} includes 0"
 
 
-def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def table_rows(result: Mapping[str, JSONValue]) -> list[tuple[str, str, str]]:
     """``(quantity, value, interval)`` rows of the printed table."""
 
-    def row(name: str, r: Mapping[str, Any]) -> tuple[str, str, str]:
+    def row(name: str, r: Mapping[str, JSONValue]) -> tuple[str, str, str]:
         cell = f"{r['successes']}/{r['trials']} = {_pct(r['rate'])}" if r["trials"] else "–"
         return name, cell, f"[{_pct(r['low'])}, {_pct(r['high'])}]" if r["trials"] else "–"
 
@@ -235,7 +243,7 @@ def table_rows(result: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
-def outcomes_to_dicts(outcomes: Sequence[ProbeOutcome]) -> list[dict[str, Any]]:
+def outcomes_to_dicts(outcomes: Sequence[ProbeOutcome]) -> list[JSONRecord]:
     return [asdict(o) for o in outcomes]
 
 

@@ -15,11 +15,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tyro
+
+from agon_env.json_value import JSONRecord, JSONValue
+
+if TYPE_CHECKING:
+    from agon_env.agents.llm_agent import LLMAgent
+    from agon_env.envs.tasks.base import Task
 
 
 @dataclass
@@ -64,7 +71,7 @@ class ProbeConfig:
     """Show tracebacks instead of one-line errors (also ``AGON_DEBUG=1``), as train and eval do."""
 
 
-def _agent(cfg: ProbeConfig, task: Any) -> Any:
+def _agent(cfg: ProbeConfig, task: Task) -> LLMAgent:
     """The drafting-and-reading policy: the base with adapters off, or a run's adapter, with the
     run's settings (the default run's for the base) after this command's overrides."""
     from dataclasses import replace
@@ -106,7 +113,7 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
     return env_id, {**run_task_kwargs(run.config, env_id), **own, **given}
 
 
-def probe(cfg: ProbeConfig) -> dict[str, Any]:
+def probe(cfg: ProbeConfig) -> JSONRecord:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     from agon_env.envs.exchange import CHANNELS, DEFAULT
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
@@ -159,7 +166,7 @@ def probe(cfg: ProbeConfig) -> dict[str, Any]:
     return result
 
 
-def env_of(result: dict[str, Any]) -> tuple[str, list[str]]:
+def env_of(result: Mapping[str, JSONValue]) -> tuple[str, list[str]]:
     """The env a probe result read: its id and ``KEY=VALUE`` keywords (results written before
     ``env`` was recorded have only the command's flags, which were then the whole env)."""
     if "env" in result:
@@ -167,7 +174,7 @@ def env_of(result: dict[str, Any]) -> tuple[str, list[str]]:
     return result["config"]["env"], list(result["config"]["env_kwargs"])
 
 
-def print_probe(result: dict[str, Any]) -> None:
+def print_probe(result: Mapping[str, JSONValue]) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -13,17 +13,17 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from agon_env.evaluation.methods import METHODS, method_of
 from agon_env.evaluation.splits import overlap_count
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.stats import Rate, pooled, spread, t_interval
 from agon_env.upgrade import method_id
 
 REPORT_VERSION = 1
 
 
-def method_label(method_id: str, result: dict[str, Any] | None = None) -> str:
+def method_label(method_id: str, result: JSONRecord | None = None) -> str:
     m = method_of(method_id, (result or {}).get("policies", ()))
     if m is None:
         return method_id
@@ -38,18 +38,18 @@ def _num(x: float | None, digits: int = 1) -> str:
     return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
 
 
-def _ci(r: dict[str, Any]) -> str:
+def _ci(r: JSONRecord) -> str:
     return f"[{_pct(r['low'])}, {_pct(r['high'])}]"
 
 
-def _t_ci(r: dict[str, Any], runs: int) -> str:
+def _t_ci(r: JSONRecord, runs: int) -> str:
     """A t-interval over runs, in the rate's range (reports written before it was clipped may not
     be); with 2 runs it rests on one degree of freedom (t = 12.71 at 95 %), which it says."""
     shown = _ci({"low": max(0.0, r["low"]), "high": min(1.0, r["high"])})
     return shown + (" (1 df)" if runs == 2 else "")
 
 
-def method_interval(m: dict[str, Any], many_seeds: bool) -> dict[str, Any]:
+def method_interval(m: JSONRecord, many_seeds: bool) -> JSONRecord:
     """The pass@1 interval the tables and the accuracy-vs-length figure show for a method result.
 
     With several seeds a problem's samples are not independent trials: the problem-clustered
@@ -58,11 +58,11 @@ def method_interval(m: dict[str, Any], many_seeds: bool) -> dict[str, Any]:
     return m["pass@1_clustered"] if many_seeds and "pass@1_clustered" in m else m["pass@1"]
 
 
-def _method_ci(m: dict[str, Any], many_seeds: bool) -> str:
+def _method_ci(m: JSONRecord, many_seeds: bool) -> str:
     return _ci(method_interval(m, many_seeds))
 
 
-def _pass1(m: dict[str, Any]) -> str:
+def _pass1(m: JSONRecord) -> str:
     seeds = m.get("pass@1_across_seeds") or {}
     if len(seeds.get("values") or ()) > 1:
         return f"{_pct(seeds['mean'])} ± {_pct(seeds['std'])}"
@@ -75,7 +75,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
+def _run_section(run: JSONRecord, report: JSONRecord) -> list[str]:
     methods = run["methods"]
     unit = next((m["length_unit"] for m in methods.values()), "tokens")
     many = len(report.get("seeds", [])) > 1
@@ -165,7 +165,7 @@ def _run_section(run: dict[str, Any], report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _complementarity_section(comp: dict[str, Any]) -> list[str]:
+def _complementarity_section(comp: JSONRecord) -> list[str]:
     if not comp:
         return []
     rows = []
@@ -224,18 +224,18 @@ CHOSEN_CASCADE = "cascade (direction chosen on validation)"
 """Row of each run's own validation-chosen cascade (the direction may differ between runs)."""
 
 
-def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+def across_runs(runs: Sequence[JSONRecord], confidence: float = 0.95) -> JSONRecord:
     """Per algorithm with two or more runs: each method's pass@1 mean ± std over runs, a
     t-interval over runs, and the pooled interval. Runs of different algorithms are never
     pooled; the untrained base's methods (the same in every run) are left out."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[JSONRecord]] = {}
     for r in runs:
         groups.setdefault(r.get("algo") or r["label"], []).append(r)
-    out: dict[str, Any] = {}
+    out: JSONRecord = {}
     for algo, group in groups.items():
         if len(group) < 2:
             continue
-        rows: dict[str, list[dict[str, Any]]] = {}
+        rows: dict[str, list[JSONRecord]] = {}
         for r in group:
             for mid, m in r["methods"].items():
                 if not METHODS[method_id(m["family"])].uses_base:
@@ -247,7 +247,7 @@ def across_runs(runs: Sequence[dict[str, Any]], confidence: float = 0.95) -> dic
     return out
 
 
-def _spread_row(methods: Sequence[dict[str, Any]], confidence: float) -> dict[str, Any]:
+def _spread_row(methods: Sequence[JSONRecord], confidence: float) -> JSONRecord:
     rates = [m["pass@1"] for m in methods]
     interval = t_interval([x["rate"] for x in rates], confidence, bounds=(0.0, 1.0))
     pooled_rate = pooled([Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence)
@@ -260,7 +260,7 @@ def _spread_row(methods: Sequence[dict[str, Any]], confidence: float) -> dict[st
     }
 
 
-def _disjoint(data: dict[str, Any]) -> str:
+def _disjoint(data: JSONRecord) -> str:
     check = data.get("disjoint") or {}
     if not check:
         return "disjointness not checked"
@@ -276,14 +276,14 @@ def _disjoint(data: dict[str, Any]) -> str:
     return f"{out}, by {check['how']}"
 
 
-def _sampling_text(report: dict[str, Any]) -> str:
+def _sampling_text(report: JSONRecord) -> str:
     # ``None``: the runs were evaluated with different settings, each given in its section.
     if "sampling" in report and report["sampling"] is None:
         return "each run's own (below)"
     return json.dumps(report.get("sampling", {}))
 
 
-def _settings_text(settings: dict[str, Any]) -> str:
+def _settings_text(settings: JSONRecord) -> str:
     """One line of a run's settings: what its policies sampled at and read."""
     sampling, prompts = settings.get("sampling") or {}, settings.get("prompts") or {}
     temps = ", ".join(f"{n} {t:g}" for n, t in (settings.get("temperatures") or {}).items())
@@ -297,7 +297,7 @@ def _settings_text(settings: dict[str, Any]) -> str:
     )
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: JSONRecord) -> str:
     data = report["data"]
     lines = [
         f"# agon eval: {data['env']} ({data['task']})",
@@ -344,7 +344,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def clean(x: Any) -> Any:
+def clean(x: object) -> JSONValue:
     """``x`` as JSON can hold it (string keys, lists for tuples)."""
     # JSON has no NaN/inf: undefined statistics are written as null.
     if isinstance(x, float) and not math.isfinite(x):

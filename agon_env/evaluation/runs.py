@@ -22,17 +22,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agon_env.agents.prompts import family_of, role_prompts
 from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies
+from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun, dtype_on
 from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
 from agon_env.vocabulary import REFERENCE
+
+if TYPE_CHECKING:
+    import torch
+
+    from agon_env.agents.adapters import SharedBase
+    from agon_env.agents.llm_agent import LLMAgent
+    from agon_env.agents.prompt_families import RolePrompts
+    from agon_env.envs.tasks.base import Task
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,7 @@ class Settings:
 
     run: ResolvedRun
     """The run: per-policy ``sampling``, its channel and env keywords, its config."""
-    prompts: Any
+    prompts: RolePrompts
     """Its :class:`~agon_env.agents.prompts.RolePrompts` (family and few-shot setting)."""
     family: str
 
@@ -55,7 +65,7 @@ class Settings:
         temperature, the untrained base at the run's), as in training and its held-out check."""
         return self.run.policy_sampling(name)
 
-    def describe(self, adapters: Any = ()) -> dict[str, Any]:
+    def describe(self, adapters: Iterable[str] = ()) -> JSONRecord:
         """The record ``eval.json`` keeps per run: everything that changes what is sampled."""
         return {
             "sampling": asdict(self.sampling(BASE)),
@@ -66,7 +76,7 @@ class Settings:
         }
 
 
-def settings_for(run: ResolvedRun, task: Any, **overrides: Any) -> Settings:
+def settings_for(run: ResolvedRun, task: Task, **overrides: Any) -> Settings:
     """A run's :class:`Settings` on ``task``: its prompt family and few-shot setting, its
     sampling with the command line's ``overrides`` (``None``: keep the run's)."""
     run = run.with_sampling(**overrides)
@@ -74,13 +84,13 @@ def settings_for(run: ResolvedRun, task: Any, **overrides: Any) -> Settings:
     return Settings(run, role_prompts(task, prompts), family_of(task, prompts.family))
 
 
-def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
+def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, torch.Tensor]]:
     """Adapter name -> a peft folder, or -> its state dict from the checkpoint."""
     from agon_env.agents.adapters import ADAPTER_WEIGHTS
 
     run = RunFolder(run_dir)
     folder = run.adapters
-    found: dict[str, Path | dict[str, Any]] = {}
+    found: dict[str, Path | dict[str, torch.Tensor]] = {}
     if folder.is_dir():
         for sub in sorted(folder.iterdir()):
             if (sub / ADAPTER_WEIGHTS).is_file():
@@ -96,7 +106,7 @@ def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, Any]]:
     raise RunFolderError(f"{run_dir} has neither {ADAPTERS}/<name>/ nor {CHECKPOINT}: nothing to evaluate")
 
 
-def _fingerprint(source: Path | dict[str, Any]) -> str:
+def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
     from agon_env.agents.adapters import ADAPTER_WEIGHTS
 
     h = hashlib.sha256()
@@ -109,12 +119,12 @@ def _fingerprint(source: Path | dict[str, Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def _reads(settings: Settings) -> Any:
+def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
     """What a policy's prompts are made of: the role prompts and the chat-template options."""
     return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))
 
 
-def _identity(model: str, who: str, sampling: SamplingParams, prompts: Any, dtype: str = "float32") -> str:
+def _identity(model: str, who: str, sampling: SamplingParams, prompts: object, dtype: str = "float32") -> str:
     prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
     # How a batch is split does not change what is sampled; seeds are per row.
@@ -140,13 +150,13 @@ class PolicyLoader:
         from agon_env.agents.models import resolve_device
 
         self.device = resolve_device(device)
-        self._bases: dict[tuple[str, str], Any] = {}
+        self._bases: dict[tuple[str, str], SharedBase] = {}
 
     def dtype(self, cfg: TrainConfig) -> str:
         """The dtype a run's base loads in here."""
         return dtype_on(cfg.model.dtype, self.device)
 
-    def shared_base(self, model: str, dtype: str = "float32") -> Any:
+    def shared_base(self, model: str, dtype: str = "float32") -> SharedBase:
         if (model, dtype) not in self._bases:
             import torch
 
@@ -156,7 +166,7 @@ class PolicyLoader:
             self._bases[model, dtype] = base
         return self._bases[model, dtype]
 
-    def _agent(self, name: str, base: Any, adapter: str, settings: Settings) -> Any:
+    def _agent(self, name: str, base: SharedBase, adapter: str, settings: Settings) -> LLMAgent:
         from agon_env.agents import HFBackend, LLMAgent
 
         return LLMAgent(
@@ -211,7 +221,9 @@ class PolicyLoader:
         return policies
 
     @staticmethod
-    def _add_from_state(base: Any, name: str, state: dict[str, Any], cfg: TrainConfig) -> None:
+    def _add_from_state(
+        base: SharedBase, name: str, state: dict[str, torch.Tensor], cfg: TrainConfig
+    ) -> None:
         from agon_env.agents.adapters import LoraSpec
 
         base.add_adapter(name, LoraSpec(r=cfg.model.lora_r, alpha=cfg.model.lora_alpha))

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord
 from agon_env.stats import Rate
 
 RULE = "max validation pass@1; ties -> shorter mean trace -> first listed"
@@ -44,17 +45,17 @@ class Candidate:
 @dataclass(frozen=True)
 class DirectionChoice:
     chosen: str
-    validation: dict[str, dict[str, Any]]
+    validation: dict[str, JSONRecord]
     rule: str = RULE
     test_oracle: str | None = None
     """The direction test accuracy alone would have picked (for transparency only)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONRecord = field(default_factory=dict)
 
     @property
     def post_hoc_differs(self) -> bool | None:
         return None if self.test_oracle is None else self.test_oracle != self.chosen
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONRecord:
         return {
             "chosen": self.chosen,
             "rule": self.rule,

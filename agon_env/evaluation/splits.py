@@ -17,13 +17,17 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agon_env.envs.tasks.base import Task, normalize_prompt
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import ENV_KWARGS
 from agon_env.registry import make, spec, with_split
 from agon_env.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
 
@@ -55,18 +59,18 @@ class EvalData:
     validation: Part
     task_kwargs: dict[str, Any] = field(default_factory=dict)
     split: str | None = "test"
-    check: dict[str, Any] = field(default_factory=dict)
+    check: JSONRecord = field(default_factory=dict)
     """Filled by :func:`check_heldout`: overlap counts and whether overlap was allowed."""
 
     def env(
-        self, mode: str, part: Part, exchange: str | None = None, options: dict[str, Any] | None = None
-    ) -> Any:
+        self, mode: str, part: Part, exchange: str | None = None, options: dict[str, JSONValue] | None = None
+    ) -> OrderEnforcingWrapper:
         """A template env in ``mode`` over ``part``'s task (the reward scheme is irrelevant to accuracy),
         with ``exchange`` (the channel) when given and a run's other env keywords (``options``)."""
         chosen = {**(options or {}), **({"exchange": exchange} if exchange else {})}
         return make(self.env_id, task=part.task, mode=mode, **chosen)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JSONRecord:
         return {
             "env": self.env_id,
             "task": getattr(self.test.task, "name", type(self.test.task).__name__),
@@ -79,7 +83,7 @@ class EvalData:
         }
 
 
-def _jsonable(v: Any) -> bool:
+def _jsonable(v: object) -> bool:
     return isinstance(v, (str, int, float, bool, type(None)))
 
 
@@ -158,7 +162,7 @@ def check_heldout(
     training_pools: Sequence[tuple[str, Task]] = (),
     allow_overlap: bool = False,
     override: str | None = "--allow-overlap",
-) -> dict[str, Any]:
+) -> JSONRecord:
     """Verify test ∩ validation = ∅ and that neither test nor validation meets any run's
     training pool, by normalised prompt.
 
@@ -177,7 +181,7 @@ def check_heldout(
     }
     test = parts["test"]
     problems: list[str] = []
-    found: dict[str, Any] = {"how": HOW_CHECKED, "allowed_overlap": allow_overlap}
+    found: JSONRecord = {"how": HOW_CHECKED, "allowed_overlap": allow_overlap}
     shared = set(test) & set(parts["validation"])
     found["test_and_validation"] = len(shared)
     if shared:
@@ -212,7 +216,7 @@ def check_heldout(
     return found
 
 
-def overlap_count(check: dict[str, Any]) -> int:
+def overlap_count(check: JSONRecord) -> int:
     """Prompts found in two parts that must be disjoint, over every check :func:`check_heldout` made."""
     by_run = [
         *(check.get("test_and_training") or {}).values(),

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agon_env.evaluation.methods import METHODS
 from agon_env.evaluation.report import method_interval
-from agon_env.figures import palette, pyplot, save
+from agon_env.figures import Color, palette, pyplot, save
+from agon_env.json_value import JSONRecord
 from agon_env.upgrade import method_id
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def _short(method_id: str) -> str:
@@ -26,13 +30,13 @@ def _short(method_id: str) -> str:
     return f"{family} {rest}".strip()
 
 
-def _place_labels(ax: Any, points: Sequence[tuple[float, float, str, Any]]) -> None:
+def _place_labels(ax: Axes, points: Sequence[tuple[float, float, str, Color]]) -> None:
     """Annotate points in their colour; coincident points share a label, close ones are kept apart.
 
     Greedy: for each label, try positions right then left of its point, nearest rows first,
     and take the first that stays inside the axes and overlaps no placed label or marker.
     """
-    merged: dict[tuple[float, float, Any], list[str]] = {}
+    merged: dict[tuple[float, float, Color], list[str]] = {}
     for x, y, text, color in points:
         key = (round(x, 3), round(y, 4), color)
         if text not in merged.setdefault(key, []):
@@ -86,7 +90,7 @@ def _place_labels(ax: Any, points: Sequence[tuple[float, float, str, Any]]) -> N
         )
 
 
-def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: Path) -> Path:
+def plot_accuracy_vs_length(reports: Sequence[tuple[str, JSONRecord]], out: Path) -> Path:
     """pass@1 with its interval against mean trace length, per method and report (Figure 7a).
 
     The untrained base's methods are the same in every report, so they are drawn once, in black.
@@ -98,7 +102,7 @@ def plot_accuracy_vs_length(reports: Sequence[tuple[str, dict[str, Any]]], out: 
     colors = palette(len(entries))
     seen_families: set[str] = set()
     base_done: set[str] = set()
-    labels: list[tuple[float, float, str, Any]] = []
+    labels: list[tuple[float, float, str, Color]] = []
     for (label, run, many), color in zip(entries, colors, strict=True):
         name = Path(str(run.get("label", ""))).name or label
         first = True

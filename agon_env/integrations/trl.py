@@ -32,23 +32,33 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agon_env.envs.rewards import drafter_reward
 from agon_env.envs.scoring import judge
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.turns import read_action
+from agon_env.json_value import JSONValue
 from agon_env.options import EnvOptions
 from agon_env.registry import make, with_split
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from agon_env.envs.tasks.base import Task
 
 __all__ = ["AgonReward", "dataset", "reward_function"]
 
 log = logging.getLogger(__name__)
 
 
-def _content(message: Mapping[str, Any]) -> str:
+Messages = Sequence[Mapping[str, object]]
+"""A conversational TRL prompt or completion: chat messages (``role``, ``content``)."""
+
+
+def _content(message: Mapping[str, object]) -> str:
     content = message.get("content", "")
     if isinstance(content, str):
         return content
@@ -56,14 +66,14 @@ def _content(message: Mapping[str, Any]) -> str:
     return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
 
 
-def completion_text(completion: Any) -> str:
+def completion_text(completion: str | Messages) -> str:
     """A TRL completion as text: a string, or the assistant messages of a conversational one."""
     if isinstance(completion, str):
         return completion
     return "".join(_content(m) for m in completion if m.get("role", "assistant") == "assistant")
 
 
-def prompt_text(prompt: Any) -> str:
+def prompt_text(prompt: str | Messages) -> str:
     """The problem a TRL prompt asks: a string, or its last user message."""
     if isinstance(prompt, str):
         return prompt
@@ -75,7 +85,7 @@ class AgonReward:
     """``reward(prompts, completions, answer=[...], **columns) -> list[float | None]`` for
     ``GRPOTrainer(reward_funcs=...)``, scoring with ``task`` and format weight ``lam``."""
 
-    def __init__(self, name: str, task: Any, lam: float, space: UnicodeText | None = None) -> None:
+    def __init__(self, name: str, task: Task, lam: float, space: UnicodeText | None = None) -> None:
         self.__name__ = name  # TRL logs rewards/<name>/mean
         self.task, self.lam = task, lam
         self.space = space if space is not None else UnicodeText(EnvOptions().max_text_length)
@@ -86,12 +96,12 @@ class AgonReward:
 
     def __call__(
         self,
-        prompts: Sequence[Any],
-        completions: Sequence[Any],
+        prompts: Sequence[str | Messages],
+        completions: Sequence[str | Messages],
         answer: Sequence[Any] | None = None,
-        meta: Sequence[Mapping[str, Any] | None] | None = None,
-        problem_id: Sequence[Any] | None = None,
-        log_metric: Any = None,
+        meta: Sequence[Mapping[str, JSONValue] | None] | None = None,
+        problem_id: Sequence[object] | None = None,
+        log_metric: Callable[[str, float], object] | None = None,
         **_columns: Any,
     ) -> list[float | None]:
         if answer is None:
@@ -149,7 +159,7 @@ def dataset(
     family: str | None = None,
     few_shot: bool = True,
     **kwargs: Any,
-) -> Any:
+) -> Dataset:
     """``env_id``'s problems of ``split`` as a ``datasets.Dataset`` for TRL: ``prompt`` (chat
     messages: the drafter's system prompt and worked examples of the task's prompt family, then
     the problem), ``answer``, ``problem_id``, and ``meta`` when the task's problems carry it.

@@ -249,3 +249,12 @@ def test_an_agent_with_its_own_prompts_has_no_zero_shot_row_and_old_names_are_re
     with pytest.raises(ValueError, match=r"unknown eval method 'zero-shot'\. Did you mean"):
         plan_methods(pol, ["zero-shot"])  # an old name is no name on the command line
     assert method_of("zero-shot").id == "base-few-shot"  # results written before the rename
+
+
+def test_a_cached_sample_is_keyed_by_the_wording_of_the_worked_examples() -> None:
+    """The same turn under another channel's wording renders other worked examples: another sample."""
+    from agon_env.evaluation.cache import observation_key
+
+    obs = {"text": "t", "problem": "p", "draft": "d", "role": 1, "own": 0, "words": "challenger_text"}
+    assert observation_key("a", obs, 3) == observation_key("a", dict(obs), 3)
+    assert observation_key("a", obs, 3) != observation_key("a", {**obs, "words": "trace_text"}, 3)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agon_env.json_value import JSONRecord
 from agon_env.seeding import derive_seed
 
 SPLITS = ("train", "validation", "test")
@@ -100,7 +101,7 @@ class Problem:
     id: str
     prompt: str
     answer: Any
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JSONRecord = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -31,14 +31,14 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from agon_env.envs.tasks.arith import evaluate
 from agon_env.envs.tasks.base import SPLITS, Problem, content_split
 from agon_env.envs.tasks.verify import answers_match, unbox
+from agon_env.json_value import JSONRecord
 from agon_env.seeding import derive_seed
 
-Generated = tuple[str, str, dict[str, Any]]
+Generated = tuple[str, str, JSONRecord]
 """``(prompt, gold answer, meta)`` of one problem."""
 
 _OPS = "+−×"

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split, content_split
 from agon_env.envs.tasks.code import TIME_SCALE, CodeTask, TimeScale, reference_check, take
@@ -29,6 +28,7 @@ from agon_env.envs.tasks.code_checks import (
     tolerance_from_statement,
 )
 from agon_env.envs.tasks.data import load_rows, local_file
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.sandbox import Limits, SandboxPool
 
 # The CPU limit under which the sample's ref_all_pass was recorded, and the limit of a problem whose
@@ -47,7 +47,7 @@ answer to standard output."""
 _PYTHON3 = 3  # CodeContests' Language enum: 1 is Python 2, 3 is Python 3
 
 
-def codecontests_row(row: Mapping[str, Any], max_tests: int = 10) -> dict[str, Any]:
+def codecontests_row(row: Mapping[str, JSONValue], max_tests: int = 10) -> JSONRecord:
     """A hub ``deepmind/code_contests`` row in the local sample's shape (``tests``, ``solution_py``)."""
     if "tests" in row:
         return dict(row)
@@ -177,7 +177,7 @@ class CodeContestsTask(CodeTask):
         cases = max((len(p.answer["tests"]) for p in self.problems), default=1)
         return MEASURE_TOTAL_S + scale.measure.wall_s + self.budget_s(cases, widest) + widest.wall_s + 30.0
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_pool"] = None  # threads do not pickle; a copy makes its own pool on first use
         return state

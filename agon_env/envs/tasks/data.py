@@ -10,10 +10,14 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord
+
+if TYPE_CHECKING:
+    from agon_env.registry import EnvSpec
 
 _SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -61,7 +65,7 @@ def local_file(name: str) -> Path | None:
     return p if p.exists() else None
 
 
-def offline_status(spec: Any) -> str:
+def offline_status(spec: EnvSpec) -> str:
     """``yes`` when ``make(spec.id)`` works here without network, else what it needs, in a few
     words (an :class:`agon_env.registry.EnvSpec`'s ``offline`` and ``data``)."""
     if not spec.offline:
@@ -73,9 +77,7 @@ def offline_status(spec: Any) -> str:
     return f"needs {', '.join(missing)} in {where}, or the hub"
 
 
-def load_rows(
-    source: str | os.PathLike[str], split: str = "train", **hub_kwargs: Any
-) -> list[dict[str, Any]]:
+def load_rows(source: str | os.PathLike[str], split: str = "train", **hub_kwargs: Any) -> list[JSONRecord]:
     """Rows of a local file (by suffix) or a hub dataset id, as plain dicts.
 
     A path that looks local but does not exist fails with the path, rather than being

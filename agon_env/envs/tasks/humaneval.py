@@ -10,11 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Any
 
 from agon_env.envs.tasks.base import Problem, check_split
 from agon_env.envs.tasks.code import CodeTask, take
 from agon_env.envs.tasks.code_checks import CheckReport, check_asserts, strip_code_fence
+from agon_env.json_value import JSONRecord
 from agon_env.sandbox import Limits
 
 _HUMANEVAL_PROMPT = """Complete the following Python function.
@@ -26,7 +26,7 @@ Answer with the complete Python function `{entry_point}` (its `def` line, body a
 needs). It is run after the code above and then tested with hidden asserts."""
 
 
-def _read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: str | Path) -> list[JSONRecord]:
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
         return [json.loads(line) for line in f if line.strip()]

@@ -39,10 +39,11 @@ from typing import Any
 from agon_env.envs.tasks.base import ListTask, Problem, check_split, content_split
 from agon_env.envs.tasks.data import load_rows, local_file
 from agon_env.envs.tasks.verify import BINARY, answers_match
+from agon_env.json_value import JSONValue
 
-AnswerFn = Callable[[Any], str]
-RowFilter = Callable[[Mapping[str, Any]], bool]
-Rows = Iterable[Mapping[str, Any]]
+AnswerFn = Callable[[JSONValue], str]
+RowFilter = Callable[[Mapping[str, JSONValue]], bool]
+Rows = Iterable[Mapping[str, JSONValue]]
 
 
 def load_math_problems(
@@ -104,7 +105,7 @@ class MathTask(ListTask):
 
 
 def math_task(
-    problems: Sequence[Mapping[str, Any]] | None = None,
+    problems: Sequence[Mapping[str, JSONValue]] | None = None,
     path: str | Path | None = None,
     split: str | None = None,
     name: str = "math",
@@ -152,7 +153,7 @@ def gsm8k(path: str | Path | None = None, split: str = "test", **kwargs: Any) ->
         keep = lambda prompt: content_split(prompt) != "validation"  # noqa: E731
     if path is None:
         path = local_file(f"gsm8k_{source_split}.jsonl")
-    source: dict[str, Any] = (
+    source: dict[str, object] = (
         {"problems": load_rows("openai/gsm8k", split=source_split, name="main")}
         if path is None
         else {"path": path}
@@ -176,7 +177,7 @@ def deepmath(
 ) -> MathTask:
     """DeepMath-103K filtered as in the paper (hard problems, no binary answers)."""
 
-    def keep(row: Mapping[str, Any]) -> bool:
+    def keep(row: Mapping[str, JSONValue]) -> bool:
         hard = float(row.get("difficulty") or 0) >= min_difficulty
         binary = str(row.get("final_answer", "")).strip().lower() in BINARY
         return hard and not (drop_binary and binary)

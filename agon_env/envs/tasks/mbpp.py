@@ -26,12 +26,11 @@ restating an earlier split's task text, so no normalised prompt is in two splits
 
 from __future__ import annotations
 
-from typing import Any
-
 from agon_env.envs.tasks.base import SPLITS, Problem, check_split, normalize_prompt
 from agon_env.envs.tasks.code import CodeTask, take
 from agon_env.envs.tasks.code_checks import CheckReport, check_asserts, strip_code_fence
 from agon_env.envs.tasks.data import load_rows, local_file
+from agon_env.json_value import JSONRecord
 from agon_env.sandbox import Limits
 
 _MBPP_PROMPT = """{text}
@@ -55,7 +54,7 @@ def mbpp_split(task_id: int) -> str | None:
     return next((name for name, (lo, hi) in MBPP_SPLITS.items() if lo <= task_id <= hi), None)
 
 
-def _mbpp_rows(rows: list[dict[str, Any]], split: str | None) -> list[dict[str, Any]]:
+def _mbpp_rows(rows: list[JSONRecord], split: str | None) -> list[JSONRecord]:
     """The rows of ``split``, less those restating the task text of an earlier one (test, validation)."""
     if split is None:
         return rows

@@ -68,8 +68,8 @@ class Function:
 
 
 @cache
-def _compiled(reference: str, name: str) -> Callable[..., Any]:
-    namespace: dict[str, Any] = {}
+def _compiled(reference: str, name: str) -> Callable[..., object]:
+    namespace: dict[str, object] = {}
     exec(reference, namespace)  # the project's own reference (SPECS), never model text
     return namespace[name]
 
@@ -111,12 +111,12 @@ def _call(name: str, args: Args) -> str:
 def make_problem(function: Function, rng: random.Random, tests: int, example: bool, pid: str) -> Problem:
     """One problem: ``tests`` distinct calls of ``function`` with their expected values."""
     ref = _compiled(function.reference, function.spec.name)
-    drawn: dict[str, Any] = {}
+    drawn: dict[str, object] = {}
     for _ in range(20 * tests):
         args = function.spec.inputs(rng, function.k)
         drawn.setdefault(_call(function.spec.name, args), ref(*args))
     # Different expected values first, so a constant (``return False``) cannot pass by luck.
-    calls: dict[str, Any] = {}
+    calls: dict[str, object] = {}
     for call, value in drawn.items():
         if len(calls) < tests and repr(value) not in {repr(v) for v in calls.values()}:
             calls[call] = value
