@@ -90,16 +90,20 @@ def main() -> None:
             r["token_time_over_two_examples"] = round(per_token, 3)
         results[str(batch)] = row
         print(f"batch {batch}: {row}", flush=True)
-    print(json.dumps({
-        "bench": "challenger_prompt",
-        "model": args.model,
-        "reps": args.reps,
-        "threads": torch.get_num_threads(),
-        "max_new_tokens": args.max_new_tokens,
-        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
-        "machine": platform.machine(),
-        "results": results,
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "challenger_prompt",
+                "model": args.model,
+                "reps": args.reps,
+                "threads": torch.get_num_threads(),
+                "max_new_tokens": args.max_new_tokens,
+                "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+                "machine": platform.machine(),
+                "results": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ def row(path: Path) -> tuple[str, dict]:
 
 
 def main(paths: list[str]) -> None:
-    print("| task | problems | solve (%) | keep | fix | two-stage (%) | gap, pp [95 % CI] "
-          "| fix needed (%) | summary leak (%) | verdict |")  # fmt: skip
+    print(
+        "| task | problems | solve (%) | keep | fix | two-stage (%) | gap, pp [95 % CI] "
+        "| fix needed (%) | summary leak (%) | verdict |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     found = []
     for p in sorted(paths):
@@ -59,8 +61,11 @@ def main(paths: list[str]) -> None:
     # study's pick (docs/results/preregistration-2.md) is among the rows inside the design band.
     banded = [d for d in found if SOLVE_BAND[0] <= d["solve"] <= SOLVE_BAND[1]]
     pick = max(banded, key=lambda d: d["gap"]["mean"]) if banded else None
-    print(json.dumps({"bench": "probe_table", "files": len(found), "largest_gap": best,
-                      "largest_gap_in_band": pick}))  # fmt: skip
+    print(
+        json.dumps(
+            {"bench": "probe_table", "files": len(found), "largest_gap": best, "largest_gap_in_band": pick}
+        )
+    )
 
 
 if __name__ == "__main__":

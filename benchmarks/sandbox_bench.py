@@ -73,8 +73,10 @@ def main() -> None:
     result.update(
         plain_ms=round(plain, 1), sandbox_ms=round(sandboxed, 1), overhead_ms=round(sandboxed - plain, 1)
     )
-    print(f"trivial run, median of {args.n}: plain {plain:.1f} ms, {mode} {sandboxed:.1f} ms "
-          f"-> overhead {sandboxed - plain:.1f} ms")  # fmt: skip
+    print(
+        f"trivial run, median of {args.n}: plain {plain:.1f} ms, {mode} {sandboxed:.1f} ms "
+        f"-> overhead {sandboxed - plain:.1f} ms"
+    )
     if mode == "bwrap" and os.geteuid() == 0:
         fallback = median_ms(lambda: run_python(TRIVIAL, "", limits, mode="fallback"), args.n)
         result["fallback_ms"] = round(fallback, 1)

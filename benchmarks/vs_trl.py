@@ -72,8 +72,13 @@ GOALS = {
 """Upper bounds from issue #15: ours ÷ TRL per step and in memory, Agon ÷ our GRPO per step and in memory."""
 
 
-WORKLOAD = {"env.kwargs": {"difficulty": 2}, "steps": 6, "batch_problems": 4, "sampling.max_new_tokens": 48,
-            "threads": 2}  # fmt: skip
+WORKLOAD = {
+    "env.kwargs": {"difficulty": 2},
+    "steps": 6,
+    "batch_problems": 4,
+    "sampling.max_new_tokens": 48,
+    "threads": 2,
+}
 """The workload as overrides of ``agon train``'s defaults (``TrainConfig()``); TRL is told the
 same ``TrainConfig``, every knob of :data:`SHARED`."""
 SHARED = {
@@ -174,8 +179,10 @@ def trl_child(cfg: Any, out: Path, grad_ckpt: bool) -> dict[str, Any]:
 
     w = SimpleNamespace(**workload(cfg))
     if w.advantage not in TRL_ADVANTAGE or w.aggregation not in TRL_AGGREGATION:
-        raise SystemExit(f"TRL has no grpo.advantage {w.advantage!r} / grpo.aggregation {w.aggregation!r} "
-                         f"here: use {list(TRL_ADVANTAGE)} / {list(TRL_AGGREGATION)}")  # fmt: skip
+        raise SystemExit(
+            f"TRL has no grpo.advantage {w.advantage!r} / grpo.aggregation {w.aggregation!r} "
+            f"here: use {list(TRL_ADVANTAGE)} / {list(TRL_AGGREGATION)}"
+        )
     torch.set_num_threads(w.threads)
     torch.manual_seed(w.seed)
     env = agon_env.make("agon/arith-v0", mode="solo", lam=w.lam, difficulty=w.difficulty)

@@ -140,11 +140,28 @@ def second_turn_net(turn: dict[str, int]) -> float:
     return (turn["fixed"] - lost) / max(1, turn["right_drafts"] + turn["wrong_drafts"])
 
 
-TRAINING_RATES = ("conversion_rate", "win_rate/agent_a", "win_rate/agent_b", "draft_unusable", "summary_leak",
-                  "divergence/kl", CHANGED, "acc/drafter", "acc/challenger",
-                  "format/drafter", "format/challenger", "len_tokens/drafter", "len_tokens/challenger",
-                  "groups_dropped", "time/step", "prompt_tokens/drafter", "prompt_tokens/challenger",
-                  "latent/tokens", "latent/bytes", LATENT_EMPTY)  # fmt: skip
+TRAINING_RATES = (
+    "conversion_rate",
+    "win_rate/agent_a",
+    "win_rate/agent_b",
+    "draft_unusable",
+    "summary_leak",
+    "divergence/kl",
+    CHANGED,
+    "acc/drafter",
+    "acc/challenger",
+    "format/drafter",
+    "format/challenger",
+    "len_tokens/drafter",
+    "len_tokens/challenger",
+    "groups_dropped",
+    "time/step",
+    "prompt_tokens/drafter",
+    "prompt_tokens/challenger",
+    "latent/tokens",
+    "latent/bytes",
+    LATENT_EMPTY,
+)
 
 
 def _keys(run: dict[str, Any], family: str, method: str) -> list[str]:
@@ -247,8 +264,7 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         expected += c.n * (1 - statistics.fmean(a)) * (1 - statistics.fmean(b))
     if not n:
         return None
-    out = {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected,
-           "exactly_one_wrong": one}  # fmt: skip
+    out = {"problems": n, "both_wrong": both, "both_wrong_if_independent": expected, "exactly_one_wrong": one}
     # How often the two adapters' standalone answers differ (eval's complementarity.adapters.
     # answers_differ): only evaluations since issue #22 record it, so only when every run has it.
     differ = [run.get("answers_differ") for run in runs]

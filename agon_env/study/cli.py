@@ -179,9 +179,11 @@ def register(args: RegisterArgs) -> int:
     out = Path(_required(args.out, "--out DIR, the study folder"))
     reg, new = freeze(plan, out, Path(args.plan), args.base_rate)
     commit = reg.get("git_commit") or "none (the plan is in no git repository)"
-    print(f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
-          f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
-          f"{reg['registered_at']})")  # fmt: skip
+    print(
+        f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
+        f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
+        f"{reg['registered_at']})"
+    )
     if reg.get("detectable"):
         print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
     if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
@@ -224,8 +226,12 @@ def calibrate(plan: Any, out: Path, launch: Callable[[dict[str, Path]], dict[str
             chosen = min(
                 cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle)
             )
-        record = {"keyword": cal.keyword, "chosen": level(chosen), "task": {cal.keyword: level(chosen)},
-                  "measured": measured}  # fmt: skip
+        record = {
+            "keyword": cal.keyword,
+            "chosen": level(chosen),
+            "task": {cal.keyword: level(chosen)},
+            "measured": measured,
+        }
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(record) + "\n")
     return record
@@ -273,12 +279,19 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
     reg = registration.check(plan, out)
     if reg is None:
-        say(f"{out} has no registration: every comparison will be reported as exploratory "
-            f"(agon study register {args.plan} --out {args.out} first to fix them)")  # fmt: skip
+        say(
+            f"{out} has no registration: every comparison will be reported as exploratory "
+            f"(agon study register {args.plan} --out {args.out} first to fix them)"
+        )
     _claim(plan, out)
     if args.launcher == "ray":
-        launch = partial(LAUNCHERS["ray"], logs=out / "logs", address=args.ray_address,
-                         cpus_per_unit=args.cpus_per_unit, gpus_per_unit=args.gpus_per_unit)  # fmt: skip
+        launch = partial(
+            LAUNCHERS["ray"],
+            logs=out / "logs",
+            address=args.ray_address,
+            cpus_per_unit=args.cpus_per_unit,
+            gpus_per_unit=args.gpus_per_unit,
+        )
     else:
         launch = partial(LAUNCHERS["local"], logs=out / "logs", workers=args.workers, devices=args.devices)
     task = calibrate(plan, out, lambda specs: launch(specs))["task"]
@@ -423,9 +436,8 @@ def verify(args: VerifyArgs) -> int:
 
 def diff(args: DiffArgs) -> int:
     from agon_env.study.diff import differences, render
-    docs = [
-        read_results(_required(given, "two results files A B")).document for given in (args.a, args.b)
-    ]
+
+    docs = [read_results(_required(given, "two results files A B")).document for given in (args.a, args.b)]
     lines = differences(*docs, only=args.unit)
     print(render(lines) if lines else f"{args.a} and {args.b}: every outcome and mean length agree")
     return 1 if lines else 0
@@ -501,9 +513,11 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
 
 def usage() -> str:
     rows = "\n".join(f"  {name:<9} {help}" for name, (_, _, help) in SUBCOMMANDS.items())
-    return (f"usage: agon study {{{','.join(SUBCOMMANDS)}}} [ARGS ...]\n\n"
-            f"An ablation across arms and seeds, fixed before its results.\n\nsubcommands:\n{rows}\n\n"
-            "agon study SUB --help shows its options and their defaults.")  # fmt: skip
+    return (
+        f"usage: agon study {{{','.join(SUBCOMMANDS)}}} [ARGS ...]\n\n"
+        f"An ablation across arms and seeds, fixed before its results.\n\nsubcommands:\n{rows}\n\n"
+        "agon study SUB --help shows its options and their defaults."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -242,11 +242,14 @@ def check(plan: StudyPlan) -> dict[str, TrainConfig]:
                 )
     rule = plan.decision
     if not 0 < rule.confidence < 1:
-        raise ConfigError(f"decision.confidence: {rule.confidence:g} is no coverage; give one in (0, 1), "
-                          "e.g. 0.95")  # fmt: skip
+        raise ConfigError(
+            f"decision.confidence: {rule.confidence:g} is no coverage; give one in (0, 1), e.g. 0.95"
+        )
     if rule.equivalence_margin is not None and not 0 < rule.equivalence_margin < 1:
-        raise ConfigError(f"decision.equivalence_margin: {rule.equivalence_margin:g} is no margin in pass@1; "
-                          "give one in (0, 1), e.g. 0.03 for ±3 pp")  # fmt: skip
+        raise ConfigError(
+            f"decision.equivalence_margin: {rule.equivalence_margin:g} is no margin in pass@1; "
+            "give one in (0, 1), e.g. 0.03 for ±3 pp"
+        )
     cal = plan.calibration
     if cal is not None and not cal.candidates:
         raise ConfigError("calibration.candidates: give at least one value of calibration.keyword")

@@ -46,8 +46,13 @@ def git_commit(where: Path | None = None) -> str | None:
     root = Path(__file__).resolve().parents[2] if where is None else where.resolve()
     root = root if root.is_dir() else root.parent
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10, check=False)  # fmt: skip
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     status = ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"]
@@ -167,8 +172,10 @@ def register(
     if old is not None:
         if old["plan_sha256"] != plan.sha256():
             sha, when = old["plan_sha256"][:12], old["registered_at"]
-            raise ConfigError(f"{out} is registered with another plan (sha256 {sha}, registered {when}); "
-                              "a new plan needs a new --out")  # fmt: skip
+            raise ConfigError(
+                f"{out} is registered with another plan (sha256 {sha}, registered {when}); "
+                "a new plan needs a new --out"
+            )
         return old, False
     if (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
         raise ConfigError(
@@ -195,13 +202,17 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
             )
         now_prompts = prompts_fingerprint()
         if reg["prompts"] != now_prompts:
-            raise ConfigError(f"the prompts differ from those registered in {out / REGISTRATION} "
-                              f"({reg['prompts']}, now {now_prompts}): run the registered code")  # fmt: skip
+            raise ConfigError(
+                f"the prompts differ from those registered in {out / REGISTRATION} "
+                f"({reg['prompts']}, now {now_prompts}): run the registered code"
+            )
         return reg
     if reg is None:
         return None
     now_ = plan.as_dict()
     changed = [k for k in now_ if reg["plan"].get(k) != now_[k]]
-    raise ConfigError(f"the plan differs from the one registered in {out / REGISTRATION} "
-                      f"({', '.join(changed) or 'content'} changed); run the registered plan, or register "
-                      "the new one in a new --out")  # fmt: skip
+    raise ConfigError(
+        f"the plan differs from the one registered in {out / REGISTRATION} "
+        f"({', '.join(changed) or 'content'} changed); run the registered plan, or register "
+        "the new one in a new --out"
+    )

@@ -93,8 +93,13 @@ def check_eval(report: EvalReport, plan: StudyPlan, task: dict[str, Any], path: 
     """Refuse an ``eval.json`` of another task, split or size: problem ids are positions, so
     another level's ``test-86`` would silently pair with this one's."""
     data, e = report.data, plan.evaluation
-    want = {"env": plan.base_config().env.id, "task_kwargs": task_kwargs(plan, task), "split": "test",
-            "test_problems": e.test_problems, "validation_problems": e.val_problems}  # fmt: skip
+    want = {
+        "env": plan.base_config().env.id,
+        "task_kwargs": task_kwargs(plan, task),
+        "split": "test",
+        "test_problems": e.test_problems,
+        "validation_problems": e.val_problems,
+    }
     got = {k: data.get(k) for k in want}
     got["task_kwargs"] = got["task_kwargs"] or {}
     if got != want:

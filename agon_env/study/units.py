@@ -134,26 +134,66 @@ def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     kwargs = {**cfg.env.kwargs, cal.keyword: level(value)}
     name = f"calibrate-{cal.keyword}={level(value)}"
     folder = out / "calibration" / f"{cal.keyword}={level(value)}"
-    argv = ["eval", "--model", cfg.model.name, "--env", cfg.env.id, *kwarg_flags(kwargs),
-            "--split", "validation", "--methods", "base-few-shot", "--problems", str(cal.problems),
-            "--val-problems", "0", *base_sampling(plan), "--no-cache", "--out", str(folder), "--quiet",
-            *imports(cfg)]  # fmt: skip
+    argv = [
+        "eval",
+        "--model",
+        cfg.model.name,
+        "--env",
+        cfg.env.id,
+        *kwarg_flags(kwargs),
+        "--split",
+        "validation",
+        "--methods",
+        "base-few-shot",
+        "--problems",
+        str(cal.problems),
+        "--val-problems",
+        "0",
+        *base_sampling(plan),
+        "--no-cache",
+        "--out",
+        str(folder),
+        "--quiet",
+        *imports(cfg),
+    ]
     return Unit(name, argv, str(folder), threads=cfg.threads)
 
 
 def test_flags(plan: StudyPlan) -> list[str]:
     """What every test-split evaluation shares: the same problems and evaluation seeds."""
     e = plan.evaluation
-    return ["--split", "test", "--problems", str(e.test_problems), "--val-problems", str(e.val_problems),
-            "--seeds", *map(str, e.seeds), "--quiet"]  # fmt: skip
+    return [
+        "--split",
+        "test",
+        "--problems",
+        str(e.test_problems),
+        "--val-problems",
+        str(e.val_problems),
+        "--seeds",
+        *map(str, e.seeds),
+        "--quiet",
+    ]
 
 
 def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
     cfg = plan.base_config()
     folder = out / "eval" / "base"
-    argv = ["eval", "--model", cfg.model.name, "--env", cfg.env.id, *kwarg_flags({**cfg.env.kwargs, **task}),
-            "--methods", *plan.evaluation.base_methods, *test_flags(plan), *base_sampling(plan),
-            "--no-cache", "--out", str(folder), *imports(cfg)]  # fmt: skip
+    argv = [
+        "eval",
+        "--model",
+        cfg.model.name,
+        "--env",
+        cfg.env.id,
+        *kwarg_flags({**cfg.env.kwargs, **task}),
+        "--methods",
+        *plan.evaluation.base_methods,
+        *test_flags(plan),
+        *base_sampling(plan),
+        "--no-cache",
+        "--out",
+        str(folder),
+        *imports(cfg),
+    ]
     return Unit("base", argv, str(folder), threads=cfg.threads)
 
 
@@ -167,8 +207,16 @@ def arm_unit(plan: StudyPlan, out: Path, arm: str, seed: int, task: dict[str, An
     if two_stage(cfg.algo) == "self-cascade":
         methods = [m for m in methods if m != "cascade"]  # one adapter: nothing to cascade with
     evaluate = ["eval", str(run_dir), "--methods", *methods, *test_flags(plan), "--out", str(eval_dir)]
-    return Unit(name, evaluate, str(eval_dir), ["train", "--config", str(config_file)], str(run_dir),
-                cfg.steps, cfg.threads, to_dict(cfg))  # fmt: skip
+    return Unit(
+        name,
+        evaluate,
+        str(eval_dir),
+        ["train", "--config", str(config_file)],
+        str(run_dir),
+        cfg.steps,
+        cfg.threads,
+        to_dict(cfg),
+    )
 
 
 def write_specs(out: Path, units: list[Unit]) -> dict[str, Path]:
@@ -215,8 +263,18 @@ def train_command(argv: list[str], processes: int) -> list[str] | None:
     """``agon train ARGV`` as a data-parallel launch over ``processes`` (None: one process, this one)."""
     if processes <= 1:
         return None
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes),
-            "-m", "agon_env.cli", "train", *argv]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(processes),
+        "-m",
+        "agon_env.cli",
+        "train",
+        *argv,
+    ]
 
 
 def run_child(spec_path: Path, device: str | None = None) -> int:

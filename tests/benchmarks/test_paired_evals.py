@@ -75,19 +75,29 @@ def results_file(a: list[int], b: list[int], casc: list[tuple[int, int]]) -> dic
     return {
         "plan": {"eval_seeds": [0, 1]},
         "problems": {"test": {"ids": ["p0", "p1"]}},
-        "outcomes": {"arms": {"agon": {"0": {
-            "outcomes": {"standalone:agent_a": a, "standalone:agent_b": b,
-                         "cascade:agent_a>agent_b": [c for _, c in casc]},
-            "first_outcomes": {"cascade:agent_a>agent_b": [f for f, _ in casc]},
-            "chosen_cascade": "cascade:agent_a>agent_b",
-        }}}},
-    }  # fmt: skip
+        "outcomes": {
+            "arms": {
+                "agon": {
+                    "0": {
+                        "outcomes": {
+                            "standalone:agent_a": a,
+                            "standalone:agent_b": b,
+                            "cascade:agent_a>agent_b": [c for _, c in casc],
+                        },
+                        "first_outcomes": {"cascade:agent_a>agent_b": [f for f, _ in casc]},
+                        "chosen_cascade": "cascade:agent_a>agent_b",
+                    }
+                }
+            }
+        },
+    }
 
 
 def test_a_unit_of_a_study_results_file_pairs_with_an_eval_report() -> None:
     x = report("x", [1, 1, 0, 0], [1, 0, 0, 0], [(1, 1), (0, 1), (1, 0), (0, 0)])
-    y = paired_evals.unit_report(results_file([0, 1, 0, 0], [0, 0, 0, 0], [(1, 1), (0, 0), (0, 0), (0, 0)]),
-                                 "agon:0", "r.json")  # fmt: skip
+    y = paired_evals.unit_report(
+        results_file([0, 1, 0, 0], [0, 0, 0, 0], [(1, 1), (0, 0), (0, 0), (0, 0)]), "agon:0", "r.json"
+    )
     res = paired_evals.compare(x, y, ["standalone", "chosen"])
     assert res["methods"]["standalone"]["difference"]["mean"] == pytest.approx(3 / 8 - 1 / 8)
     c = res["methods"]["chosen"]

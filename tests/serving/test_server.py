@@ -108,9 +108,11 @@ def test_bad_requests_get_a_json_4xx(server):
     # JSON nested past the parser's depth, and a text part whose text is no string: 400s too
     for body, said in [
         (b"[" * 100_000, "not valid JSON"),
-        (b'{"model": "cascade", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',
-         "user message"),
-    ]:  # fmt: skip
+        (
+            b'{"model": "cascade", "messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}',
+            "user message",
+        ),
+    ]:
         auth = {"Authorization": f"Bearer {KEY}"}
         raw = httpx.post(f"{server}/v1/chat/completions", content=body, headers=auth)
         assert raw.status_code == 400 and said in raw.json()["error"]["message"]

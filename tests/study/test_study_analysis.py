@@ -23,8 +23,13 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "replicatio
 def _run_record(outcomes: dict[str, list[int]], chosen: str | None) -> dict:
     firsts = {k: [1, 1, 0, 0] for k in outcomes if ">" in k or "self" in k}  # drafts: first two right
     lengths = {k: 10.0 * (1 + (">" in k)) for k in outcomes}
-    return {"outcomes": outcomes, "first_outcomes": firsts, "mean_length": lengths,
-            "chosen_cascade": chosen, "post_hoc_differs": False}  # fmt: skip
+    return {
+        "outcomes": outcomes,
+        "first_outcomes": firsts,
+        "mean_length": lengths,
+        "chosen_cascade": chosen,
+        "post_hoc_differs": False,
+    }
 
 
 def test_summary_by_hand() -> None:
@@ -32,16 +37,25 @@ def test_summary_by_hand() -> None:
         "outcomes": {
             "base": {"outcomes": {"base-few-shot": [0, 0, 1, 0]}, "mean_length": {"base-few-shot": 9.0}},
             "arms": {
-                "grpo": {"0": _run_record({"standalone:agent_a": [1, 0, 1, 0],
-                                          "self-cascade:agent_a": [1, 1, 0, 0]}, None)},
-                "agon": {"0": _run_record({"standalone:agent_a": [1, 1, 1, 0],
-                                          "standalone:agent_b": [1, 0, 1, 0],
-                                          "cascade:agent_a>agent_b": [0, 0, 0, 0],
-                                          "cascade:agent_b>agent_a": [1, 1, 1, 1]},
-                                         "cascade:agent_b>agent_a")},
+                "grpo": {
+                    "0": _run_record(
+                        {"standalone:agent_a": [1, 0, 1, 0], "self-cascade:agent_a": [1, 1, 0, 0]}, None
+                    )
+                },
+                "agon": {
+                    "0": _run_record(
+                        {
+                            "standalone:agent_a": [1, 1, 1, 0],
+                            "standalone:agent_b": [1, 0, 1, 0],
+                            "cascade:agent_a>agent_b": [0, 0, 0, 0],
+                            "cascade:agent_b>agent_a": [1, 1, 1, 1],
+                        },
+                        "cascade:agent_b>agent_a",
+                    )
+                },
             },
         }
-    }  # fmt: skip
+    }
     s = rr.summary_from_outcomes(doc)
     agon = s["arms"]["agon"]
     # Standalone = the two adapters' mean per problem: [1, .5, 1, 0] -> 0.625.
@@ -65,8 +79,9 @@ def test_summary_by_hand() -> None:
     assert paired["agon − grpo, standalone"]["t_interval_over_seeds"] is None
     # agon's adapters a = [1, 1, 1, 0], b = [1, 0, 1, 0]: both wrong on problem 4, exactly one on
     # problem 2; independent adapters with those accuracies share 4 × 0.25 × 0.5 = 0.5 errors.
-    assert s["alike"] == {"agon": {"problems": 4, "both_wrong": 1, "both_wrong_if_independent": 0.5,
-                                   "exactly_one_wrong": 1}}  # fmt: skip
+    assert s["alike"] == {
+        "agon": {"problems": 4, "both_wrong": 1, "both_wrong_if_independent": 0.5, "exactly_one_wrong": 1}
+    }
     assert s["seeds"] == ["0"] and s["left_out"] == []
 
 
@@ -80,8 +95,11 @@ def test_tables_compare_only_the_seeds_every_arm_finished() -> None:
         o = {"standalone:agent_a": a, "standalone:agent_b": b, "cascade:agent_a>agent_b": a}
         return _run_record(o, "cascade:agent_a>agent_b")
 
-    grpo = {"0": solo([1, 0, 1, 0], [1, 1, 0, 0]), "1": solo([1, 1, 0, 0], [0, 0, 0, 0]),
-            "2": solo([1, 1, 1, 1], [1, 1, 1, 1])}  # fmt: skip
+    grpo = {
+        "0": solo([1, 0, 1, 0], [1, 1, 0, 0]),
+        "1": solo([1, 1, 0, 0], [0, 0, 0, 0]),
+        "2": solo([1, 1, 1, 1], [1, 1, 1, 1]),
+    }
     agon = {"0": pair([1, 1, 1, 0], [1, 0, 1, 0]), "1": pair([1, 1, 1, 1], [1, 1, 1, 1])}
     s = rr.summary_from_outcomes({"outcomes": {"base": None, "arms": {"grpo": grpo, "agon": agon}}})
     assert s["seeds"] == ["0", "1"] and s["left_out"] == ["grpo-seed2"]
@@ -187,8 +205,14 @@ def test_an_equivalence_needs_a_margin_and_an_interval_inside_it() -> None:
 def _study_doc(registered: list[str] | None, added: list[list[str]] = ()) -> dict:
     """A study's document with one seed of grpo and agon (agon +0.25 on every problem pair)."""
     grpo = _run_record({"standalone:agent_a": [1, 0, 1, 0], "self-cascade:agent_a": [1, 1, 0, 0]}, None)
-    agon = _run_record({"standalone:agent_a": [1, 1, 1, 0], "standalone:agent_b": [1, 1, 1, 0],
-                        "cascade:agent_a>agent_b": [1, 1, 1, 1]}, "cascade:agent_a>agent_b")  # fmt: skip
+    agon = _run_record(
+        {
+            "standalone:agent_a": [1, 1, 1, 0],
+            "standalone:agent_b": [1, 1, 1, 0],
+            "cascade:agent_a>agent_b": [1, 1, 1, 1],
+        },
+        "cascade:agent_a>agent_b",
+    )
     for run in (grpo, agon):
         run["training"] = {"per_step": {}}
     from agon_env.study.plan import from_dict

@@ -19,8 +19,12 @@ SHIPPED = sorted((ROOT / "studies").glob("*.yaml"))
 
 def test_the_four_plans_ship() -> None:
     names = {p.name for p in SHIPPED}
-    assert {"smoke.yaml", "smollm2-arith.yaml", "paper-deepmath-qwen3-0.6b.yaml",
-            "paper-codecontests-qwen3-1.7b.yaml"} <= names  # fmt: skip
+    assert {
+        "smoke.yaml",
+        "smollm2-arith.yaml",
+        "paper-deepmath-qwen3-0.6b.yaml",
+        "paper-codecontests-qwen3-1.7b.yaml",
+    } <= names
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
@@ -43,8 +47,21 @@ def test_the_second_study_ships_as_registered(monkeypatch: pytest.MonkeyPatch) -
     plan = load(ROOT / "studies" / "smollm2-arith.yaml")
     recorded = json.loads((ROOT / "docs" / "results" / "study_2.json").read_text())
     now = plan_record(plan)
-    for key in ("model", "env", "steps", "batch_problems", "num_generations", "max_new_tokens", "temperature",
-                "lr", "arms", "seeds", "test_problems", "val_problems", "eval_seeds"):  # fmt: skip
+    for key in (
+        "model",
+        "env",
+        "steps",
+        "batch_problems",
+        "num_generations",
+        "max_new_tokens",
+        "temperature",
+        "lr",
+        "arms",
+        "seeds",
+        "test_problems",
+        "val_problems",
+        "eval_seeds",
+    ):
         assert now[key] == recorded["plan"][key], key
     assert now["two_stage"] == {
         "grpo": "self-cascade",

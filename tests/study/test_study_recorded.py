@@ -86,8 +86,14 @@ def test_a_recorded_studys_test_problems_are_held_out(
 
     doc = verified(name)
     probs, plan = doc["problems"], doc["plan"]
-    data = load_eval_data("agon/arith-v0", {"difficulty": doc["task"]["difficulty"]}, "test",
-                          plan["test_problems"], plan["val_problems"], seed=0)  # fmt: skip
+    data = load_eval_data(
+        "agon/arith-v0",
+        {"difficulty": doc["task"]["difficulty"]},
+        "test",
+        plan["test_problems"],
+        plan["val_problems"],
+        seed=0,
+    )
     assert probs["test"]["ids"] == data.test.ids() and probs["validation"]["ids"] == data.validation.ids()
     assert probs["test"]["prompt_sha256"] == [sha(data.test.task[i].prompt) for i in data.test.indices]
     assert probs["test_prompts_in_training_pool"] == 0 and probs["test_prompts_in_validation"] == 0

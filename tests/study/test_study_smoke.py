@@ -27,8 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 def agon(*argv: str, **kw: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "agon_env.cli", *argv]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env,
-                          check=False, cwd=ROOT, **kw)  # type: ignore[call-overload]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, cwd=ROOT, **kw)  # type: ignore[call-overload]
 
 
 def outcomes(out: Path) -> dict:
@@ -120,8 +119,9 @@ def test_a_study_killed_mid_unit_resumes_to_the_uninterrupted_outcomes(
         "--workers",
         "2",
     ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     killed_in = None
     deadline = time.monotonic() + 600
     while killed_in is None and time.monotonic() < deadline and proc.poll() is None:

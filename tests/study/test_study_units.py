@@ -65,9 +65,10 @@ def test_an_evaluation_of_another_task_or_size_is_refused(tmp_path: Path) -> Non
 
 
 def test_each_unit_trains_its_arms_resolved_config_and_evaluates_its_run_alone(tmp_path: Path) -> None:
-    plan = from_dict(yaml.safe_load(SMOKE.read_text()) | {
-        "arms": {"grpo": {"algo": "grpo"}, "agon-none": {"algo": "agon", "env.exchange": "none"}}
-    })  # fmt: skip
+    plan = from_dict(
+        yaml.safe_load(SMOKE.read_text())
+        | {"arms": {"grpo": {"algo": "grpo"}, "agon-none": {"algo": "agon", "env.exchange": "none"}}}
+    )
     none = arm_unit(plan, tmp_path, "agon-none", 1, {"difficulty": 2})
     assert none.config is not None and none.train == [
         "train",
@@ -125,8 +126,14 @@ def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
     names = ("cli", "plan", "units", "launchers", "analysis", "results", "tables", "verify", "registration")
     modules = ", ".join(f"agon_env.study.{m}" for m in names)
     code = f"import sys; import {modules}; assert not {{'torch', 'ray'}} & set(sys.modules), 'loaded'"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr[-2000:]
 
 
