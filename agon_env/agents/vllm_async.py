@@ -11,6 +11,11 @@ needs (``agon serve --engine vllm``); ``vllm.LLM.generate`` holds the engine for
 The engine lives on an event loop of its own, in a daemon thread started with it: its output
 handler and its sockets belong to that loop, and callers block on their call's future. ``stream``
 hears each row's text token by token as the engine's outputs arrive (on the engine's thread).
+
+A call made for a request that is given up (a server's time-out, a client gone:
+:func:`~agon_env.agents.aborting.current`) has its rows aborted in the engine (``AsyncLLM.abort``
+with their request ids), so the engine stops spending decode steps on them, and raises
+:class:`~agon_env.agents.aborting.Aborted`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
+from agon_env.agents import aborting
 from agon_env.agents.protocol import Completion, SamplingParams
 from agon_env.agents.streaming import Emit, TextDeltas
 from agon_env.agents.vllm_backend import Row, VLLMBackend, cut_at_stop
@@ -71,28 +77,60 @@ class AsyncVLLMBackend(VLLMBackend):
         """Same contract as :meth:`VLLMBackend.generate`; each row is a request of its own, scheduled
         by the engine with every other call's; ``stream`` hears each row's text token by token."""
         params = params or SamplingParams()
+        abort = aborting.current() or aborting.Abort()
         rows = self._rows(prompts, params, adapter, seeds)
         if not rows:
             return []
         deltas = None if stream is None else TextDeltas(_Locked(self.tokenizer, self._tokenizing), stream)
-        outputs = self._call(self._all(rows, params, deltas))
+        ids = [uuid.uuid4().hex for _ in rows]
+
+        def end() -> None:  # in the thread that gives the request up: over to the engine's loop
+            asyncio.run_coroutine_threadsafe(self.engine.abort(ids), self._loop)
+
+        with abort.on_set(end):
+            outputs = self._call(self._all(rows, ids, params, deltas, abort))
+        if abort.is_set:
+            raise aborting.Aborted(f"{len(ids)} engine requests aborted: the request was given up")
         completions = [self._completion(r, o, params) for r, o in zip(rows, outputs, strict=True)]
         for i, c in enumerate(completions) if deltas is not None else ():
             deltas.finish(i, c.text)
         return completions
 
-    async def _all(self, rows: list[Row], params: SamplingParams, deltas: TextDeltas | None) -> list[Any]:
-        return list(await asyncio.gather(*(self._one(i, r, params, deltas) for i, r in enumerate(rows))))
+    async def _all(
+        self,
+        rows: list[Row],
+        ids: list[str],
+        params: SamplingParams,
+        deltas: TextDeltas | None,
+        abort: aborting.Abort,
+    ) -> list[Any]:
+        ones = (
+            self._one(i, r, d, params, deltas, abort) for i, (r, d) in enumerate(zip(rows, ids, strict=True))
+        )
+        return list(await asyncio.gather(*ones))
 
-    async def _one(self, index: int, row: Row, params: SamplingParams, deltas: TextDeltas | None) -> Any:
-        """Row ``index``'s last output. Where a stop string counts only after a marker (which vLLM
-        cannot check), the request is ended here as soon as one is written, as the HF backend stops."""
+    async def _one(
+        self,
+        index: int,
+        row: Row,
+        request_id: str,
+        params: SamplingParams,
+        deltas: TextDeltas | None,
+        abort: aborting.Abort,
+    ) -> Any:
+        """Row ``index``'s last output (None when the request was given up before it started). Where
+        a stop string counts only after a marker (which vLLM cannot check), the request is ended here
+        as soon as one is written, as the HF backend stops."""
+        if abort.is_set:  # given up before the engine heard of it: an abort would have found nothing
+            return None
         outputs = self.engine.generate(
-            {"prompt_token_ids": row.ids}, row.params, uuid.uuid4().hex, lora_request=row.lora
+            {"prompt_token_ids": row.ids}, row.params, request_id, lora_request=row.lora
         )
         last, heard = None, 0
         try:
             async for out in outputs:
+                if abort.is_set:  # given up while the abort was on its way: leaving aborts it too
+                    break
                 last = out.outputs[0]
                 tokens = list(last.token_ids)
                 keep = self._cut(tokens, params) if params.stop_after and params.stop else len(tokens)
@@ -104,7 +142,7 @@ class AsyncVLLMBackend(VLLMBackend):
                     break
         finally:
             await outputs.aclose()  # a request left early is aborted in the engine
-        assert last is not None, "vLLM ended a request without an output"
+        assert last is not None or abort.is_set, "vLLM ended a request without an output"
         return last
 
     def _cut(self, tokens: list[int], params: SamplingParams) -> int:

@@ -8,16 +8,31 @@ forward pass; a request waits for the batch in progress to end. On vLLM's async 
 request is admitted between decode steps.
 At most ``max_queue`` requests wait or generate at once; more are refused (:class:`QueueFull`), not
 held.
+
+A request given up (its time-out passed, or a streaming client went away and the server cancelled
+it) sets its job's :class:`~agon_env.agents.aborting.Abort`. Its call, run alone (always on
+:class:`Direct`), serves under that abort: vLLM's async engine aborts its requests at once, so the
+engine stops generating for nobody. On HF a job given up before its batch starts is dropped; one
+given up while its batch generates is generated to the end with the rest of its batch, since a batch
+cannot drop one row between decode steps (the HF engine does not batch continuously).
+
+When a batched call fails, each job is asked again alone, so only the request that broke it gets the
+error, except a streaming job that has heard pieces already: a client cannot take text back, and a
+retry would send the text again (or another text, if sampled), so that job fails with the batch's
+error, which the server streams as an error event (vLLM's server does the same when its engine
+fails mid-stream).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agon_env.agents.aborting import Abort, aborting
 from agon_env.serving.cascade import Cascade
 
 CASCADE_MODEL = "cascade"
@@ -44,6 +59,10 @@ class Job:
     future: asyncio.Future[Any]
     listen: Listen | None = None
     """Told ``(stage, text)`` on the event loop as the question's tokens are generated (streaming)."""
+    abort: Abort = dataclasses.field(default_factory=Abort)
+    """Set when the request is given up (time-out, client gone): its call, run alone, is ended."""
+    heard: bool = False
+    """Whether ``listen`` has been sent a piece: such a job is not generated again after a failure."""
 
 
 BURST_WINDOWS = 25
@@ -108,6 +127,8 @@ class Batcher:
             return await future
         finally:
             self.pending -= 1
+            if future.cancelled():  # given up (``wait_for``'s time-out, the stream cancelled)
+                job.abort.set()
 
     def _admit(self, job: Job) -> None:
         assert self.queue is not None
@@ -153,7 +174,11 @@ class Batcher:
         except Exception as exc:  # the server goes on
             if alone_on_failure:
                 for item in items:
-                    await self._run([item], alone_on_failure=False)
+                    if item.heard:  # its pieces are out: fails rather than streaming them again
+                        if not item.future.done():
+                            item.future.set_exception(exc)
+                    else:
+                        await self._run([item], alone_on_failure=False)
                 return
             for job in items:
                 if not job.future.done():
@@ -202,11 +227,15 @@ def generate(cascade: Cascade, items: Sequence[Job], loop: asyncio.AbstractEvent
     def stream(index: int, stage: str, text: str) -> None:  # in the worker thread: over to the loop
         listen = listeners[index]
         if listen is not None:
+            # Marked here, before the call can fail: ``_run`` reads it once the failure reaches it.
+            items[index].heard = True
             loop.call_soon_threadsafe(listen, stage, text)
 
     kwargs: dict[str, Any] = {"sampling": sampling, "seeds": seeds}
     if any(listeners):
         kwargs["stream"] = stream
-    if model != CASCADE_MODEL:
-        return list(cascade.alone_many(model.rpartition("/")[2], questions, **kwargs))
-    return list(cascade.answer_many(questions, **kwargs))
+    # A call for one request ends when it is given up (where the engine can); a batch runs to its end.
+    with aborting(items[0].abort) if len(items) == 1 else contextlib.nullcontext():
+        if model != CASCADE_MODEL:
+            return list(cascade.alone_many(model.rpartition("/")[2], questions, **kwargs))
+        return list(cascade.answer_many(questions, **kwargs))

@@ -259,6 +259,7 @@ def build_app(
 
         async def events() -> AsyncIterator[bytes]:
             status = 200
+            task: asyncio.Future[Any] | None = None
             try:
                 yield chunk({"role": "assistant", "content": ""})
                 task = asyncio.ensure_future(
@@ -313,6 +314,8 @@ def build_app(
                     }
                     yield f"data: {json.dumps(data)}\n\n".encode()
             finally:
+                if task is not None and not task.done():  # the client went away: give the request up
+                    task.cancel()
                 yield b"data: [DONE]\n\n"
                 metrics.request(request.model, status, time.perf_counter() - t0)
 

@@ -71,3 +71,42 @@ def test_a_burst_of_clients_arriving_one_after_another_is_one_batch() -> None:
     pair, alone = asyncio.run(main())
     assert pair.calls == [[f"q{i}" for i in range(16)], ["alone"]]
     assert alone < 0.5
+
+
+class Streaming(Pair):
+    """A Pair whose calls stream each answer (as the draft stage) before "boom" breaks the call."""
+
+    def answer_many(self, questions: list[str], **how: object) -> list[str]:
+        stream = how.get("stream")
+        for i, q in enumerate(questions):
+            if callable(stream):
+                stream(i, "draft", q.upper())
+        return super().answer_many(questions, **how)
+
+
+def test_a_streamed_request_of_a_failed_batch_is_not_streamed_again() -> None:
+    """A batch that fails is asked again row by row; a streaming request whose pieces are already
+    sent fails (its stream ends with an error event) instead of hearing its text a second time, and a
+    request that heard nothing is answered by its retry."""
+
+    async def main() -> tuple[list[object], list[str], Streaming]:
+        pair = Streaming()
+        batcher = Batcher(pair, window_s=0.2, max_batch=8)  # type: ignore[arg-type]
+        await batcher.start()
+        heard: list[str] = []
+        try:
+            asks = (
+                batcher.submit(CASCADE_MODEL, "a", listen=lambda stage, text: heard.append(text)),
+                batcher.submit(CASCADE_MODEL, "b"),
+                batcher.submit(CASCADE_MODEL, "boom"),
+            )
+            got = await asyncio.gather(*asks, return_exceptions=True)
+        finally:
+            await batcher.stop()
+        return got, heard, pair
+
+    got, heard, pair = asyncio.run(main())
+    assert heard == ["A"]  # once, not again from a retry
+    assert isinstance(got[0], RuntimeError) and "refused" in str(got[0])
+    assert got[1] == "B" and isinstance(got[2], RuntimeError)
+    assert pair.calls == [["a", "b", "boom"], ["b"], ["boom"]]

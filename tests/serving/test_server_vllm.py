@@ -15,10 +15,14 @@ import pytest
 from serving_run import write_tiny_run
 from test_server import KEY, ask, client, start_server, stop_server
 
+psutil = pytest.importorskip("psutil")
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+SERVERS: dict[str, object] = {}
+"""Each served url's process (the abort test reads its engine's CPU time)."""
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +33,7 @@ def vllm_server(tmp_path_factory, vllm_interpreter):
     cache = str(tmp_path_factory.getbasetemp() / "vllm-cache")
     env = {"AGON_API_KEY": KEY, "VLLM_CACHE_ROOT": os.environ.get("VLLM_CACHE_ROOT", cache)}
     proc, url = start_server(run, "--engine", "vllm", env=env, python=vllm_interpreter)
+    SERVERS[url] = proc
     yield url
     stop_server(proc)
 
@@ -93,3 +98,36 @@ def test_a_short_request_sent_while_a_long_one_generates_finishes_first(vllm_ser
     assert short.usage.completion_tokens <= 2 and len(arrivals) > 20
     # admitted while the long one generated, not after its batch: the long one went on streaming after
     assert answered < arrivals[-1] and sum(t > answered for t in arrivals) > 5
+
+
+def busy_s(url: str, seconds: float) -> float:
+    """CPU seconds the server and its engine's processes spend over the next ``seconds``."""
+    procs = [psutil.Process(SERVERS[url].pid)]  # type: ignore[attr-defined]
+    procs += procs[0].children(recursive=True)
+
+    def used() -> float:
+        return sum(sum(p.cpu_times()[:2]) for p in procs if p.is_running())
+
+    before = used()
+    time.sleep(seconds)
+    return used() - before
+
+
+def test_a_stream_whose_client_goes_away_is_aborted_in_the_engine(vllm_server):
+    """The client closes a 3000-token stream after a few pieces: the server gives the request up and
+    aborts it in the engine, which goes idle instead of generating the rest for nobody."""
+    c = client(vllm_server)
+    stream = c.chat.completions.create(
+        **ask("qwen-pair/agent_a"), temperature=0, max_tokens=3000, stream=True
+    )
+    pieces = 0
+    for chunk in stream:
+        pieces += bool(chunk.choices and chunk.choices[0].delta.content)
+        if pieces == 5:
+            break
+    generating = busy_s(vllm_server, 2.0)
+    stream.close()
+    time.sleep(1.0)  # the disconnect reaches the server, the abort the engine
+    after = busy_s(vllm_server, 2.0)
+    print(f"CPU seconds over 2 s: {generating:.2f} generating, {after:.2f} after the client left")
+    assert after < 0.5 * generating
