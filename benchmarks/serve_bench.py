@@ -39,12 +39,15 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cascade_bench import fresh_run  # noqa: E402  (a sibling script, not a package)
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def questions(n: int) -> list[str]:
@@ -78,9 +81,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stream(url: str, key: str, question: str, out: dict[str, Any]) -> None:
-    import httpx
-
+def _stream(client: httpx.Client, url: str, key: str, question: str, out: dict[str, Any]) -> None:
     body = {
         "model": "cascade",
         "messages": [{"role": "user", "content": question}],
@@ -90,12 +91,8 @@ def _stream(url: str, key: str, question: str, out: dict[str, Any]) -> None:
     t0 = time.perf_counter()
     first = None
     usage = None
-    with httpx.stream(
-        "POST",
-        f"{url}/v1/chat/completions",
-        json=body,
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=900,
+    with client.stream(
+        "POST", f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
     ) as r:
         r.raise_for_status()
         for line in r.iter_lines():
@@ -153,10 +150,15 @@ def served(
             if time.monotonic() > deadline:
                 raise RuntimeError("agon serve did not come up within 900 s")
             time.sleep(0.5)
-        _stream(url, key, asked[0], {})  # warm-up, as raw's
+        # One client for every request, made before the clock starts (as vLLM's benchmark_serving
+        # shares one session): a client made per thread spends the clock on its own set-up, and
+        # spreads the burst's arrival at the server over more than the batch window.
+        limits = httpx.Limits(max_connections=len(asked), max_keepalive_connections=len(asked))
+        client = httpx.Client(timeout=900, limits=limits)
+        _stream(client, url, key, asked[0], {})  # warm-up, as raw's
         results: list[dict[str, Any]] = [{} for _ in asked]
         workers = [
-            threading.Thread(target=_stream, args=(url, key, q, r))
+            threading.Thread(target=_stream, args=(client, url, key, q, r))
             for q, r in zip(asked, results, strict=True)
         ]
         auth = {"Authorization": f"Bearer {key}"}
@@ -168,6 +170,7 @@ def served(
             w.join()
         seconds = time.perf_counter() - t0
         after = httpx.get(f"{url}/health", headers=auth).json()
+        client.close()
     finally:
         server.terminate()
         server.wait(timeout=60)
