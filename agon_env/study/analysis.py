@@ -20,12 +20,14 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER, LATENT_EMPTY
+from agon_env import metric_names as M
+from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.stats import Difference, least_discordant, paired_bootstrap, verdict_of
 from agon_env.study.plan import unit_name
+from agon_env.vocabulary import ROLES, SEATS
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
-PER_STEP = (CHANGED, "conversion_rate", "time/step")
+PER_STEP = (CHANGED, M.CONVERSION, M.TIME_STEP)
 PAIRS = (
     ("agon", "grpo"),
     ("coop", "grpo"),
@@ -141,26 +143,19 @@ def second_turn_net(turn: dict[str, int]) -> float:
 
 
 TRAINING_RATES = (
-    "conversion_rate",
-    "win_rate/agent_a",
-    "win_rate/agent_b",
-    "draft_unusable",
-    "summary_leak",
-    "divergence/kl",
+    M.CONVERSION,
+    *(M.key(M.WIN, seat) for seat in SEATS),
+    M.DRAFT_UNUSABLE,
+    M.SUMMARY_LEAK,
+    M.KL,
     CHANGED,
-    "acc/drafter",
-    "acc/challenger",
-    "format/drafter",
-    "format/challenger",
-    "len_tokens/drafter",
-    "len_tokens/challenger",
-    "groups_dropped",
-    "time/step",
-    "prompt_tokens/drafter",
-    "prompt_tokens/challenger",
-    "latent/tokens",
-    "latent/bytes",
-    LATENT_EMPTY,
+    *(M.key(quantity, role) for quantity in (M.ACC, M.FORMAT, M.LEN_TOKENS) for role in ROLES),
+    M.GROUPS_DROPPED,
+    M.TIME_STEP,
+    *(M.key(M.PROMPT_TOKENS, role) for role in ROLES),
+    M.LATENT_TOKENS,
+    M.LATENT_BYTES,
+    M.LATENT_EMPTY,
 )
 
 

@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from agon_env import metric_names as M
 from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
 from agon_env.figures import pyplot, save
@@ -36,6 +37,7 @@ from agon_env.study.registration import describe
 from agon_env.study.transfer import markdown as transfer_markdown
 from agon_env.study.verify import late, unbound
 from agon_env.upgrade import LEGACY_CHANGED
+from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
 """The first replication's figure, relative to the docs file (it is written next to it)."""
@@ -383,20 +385,20 @@ def _training_cells(seeds: dict[str, Any], changed: str) -> list[str]:
 
         return f"{f(a)} → {f(b)}" if a is not None or b is not None else "–"
 
-    wa, wb = avg("win_rate/agent_a", "all"), avg("win_rate/agent_b", "all")
+    wa, wb = (avg(M.key(M.WIN, seat), "all") for seat in SEATS)
     win = "–" if wa is None else f"{100 * wa:.0f} / {100 * (wb or 0):.0f}"
-    times = [t for r in seeds.values() for t in r["training"]["per_step"].get("time/step") or [] if t]
-    step = statistics.median(times) if times else avg("time/step", "all")
+    times = [t for r in seeds.values() for t in r["training"]["per_step"].get(M.TIME_STEP) or [] if t]
+    step = statistics.median(times) if times else avg(M.TIME_STEP, "all")
     return [
-        move("acc/drafter"),
-        move("acc/challenger"),
-        move("conversion_rate"),
+        move(M.key(M.ACC, DRAFTER)),
+        move(M.key(M.ACC, CHALLENGER)),
+        move(M.CONVERSION),
         win,
-        move("draft_unusable"),
-        move("summary_leak"),
+        move(M.DRAFT_UNUSABLE),
+        move(M.SUMMARY_LEAK),
         move(changed),
-        move("divergence/kl", 1, 3),
-        move("len_tokens/drafter", 1, 0),
+        move(M.KL, 1, 3),
+        move(M.key(M.LEN_TOKENS, DRAFTER), 1, 0),
         move(LATENT_EMPTY),
         "–" if step is None else f"{step:.0f}",
     ]
