@@ -22,7 +22,6 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ConfigError
-from agon_env.evaluation.report_file import read_eval_report
 from agon_env.study.results_file import RESULTS, read_results, write_results
 
 Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
@@ -194,49 +193,6 @@ def register(args: RegisterArgs) -> int:
     return 0
 
 
-def calibrate(plan: Any, out: Path, launch: Callable[[dict[str, Path]], dict[str, str]]) -> dict[str, Any]:
-    """The calibrated task keyword (``calibration.json``; measured once, then read back)."""
-    from agon_env.evaluation.report import write_text_atomic
-    from agon_env.study.launchers import say
-    from agon_env.study.units import calibration_unit, level, write_specs
-
-    path = out / "calibration.json"
-    if path.is_file():
-        return json.loads(path.read_text())
-    cal = plan.calibration
-    if cal is None:
-        record: dict[str, Any] = {"task": {}, "measured": {}}
-    else:
-        measured: dict[str, Any] = {}
-        chosen = None
-        for value in cal.candidates:
-            unit = calibration_unit(plan, out, value)
-            failed = launch(write_specs(out, [unit]))
-            if failed:
-                raise RuntimeError(f"calibration failed: {failed[unit.name]}")
-            r = read_eval_report(unit.eval_dir).runs[0].methods["base-few-shot"]["pass@1"]
-            key = f"{cal.keyword}={level(value)}"
-            measured[key] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
-            say(f"base few-shot at {key}: {100 * r['rate']:.1f}%")
-            if len(cal.candidates) > 1 and cal.band[0] <= r["rate"] <= cal.band[1]:
-                chosen = value
-                break
-        if chosen is None:
-            middle = sum(cal.band) / 2
-            chosen = min(
-                cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle)
-            )
-        record = {
-            "keyword": cal.keyword,
-            "chosen": level(chosen),
-            "task": {cal.keyword: level(chosen)},
-            "measured": measured,
-        }
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, json.dumps(record) + "\n")
-    return record
-
-
 def _claim(plan: Any, out: Path) -> None:
     """Record the plan and prompts in ``out`` the first time; refuse another plan or other prompts."""
     from agon_env.evaluation.report import write_text_atomic
@@ -263,6 +219,7 @@ def _claim(plan: Any, out: Path) -> None:
 
 def run(args: RunArgs, argv: Sequence[str]) -> int:
     from agon_env.study import registration
+    from agon_env.study.calibration import calibrate
     from agon_env.study.launchers import LAUNCHERS, say
     from agon_env.study.units import arm_unit, base_unit, write_specs
 
@@ -294,7 +251,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
         )
     else:
         launch = partial(LAUNCHERS["local"], logs=out / "logs", workers=args.workers, devices=args.devices)
-    task = calibrate(plan, out, lambda specs: launch(specs))["task"]
+    task = calibrate(plan, out, lambda specs: launch(specs), say)["task"]
     units = [base_unit(plan, out, task)] if plan.evaluation.base_methods else []
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
     for u in units:

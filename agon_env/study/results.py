@@ -23,6 +23,7 @@ from agon_env.evaluation.evaluate import outcomes  # no torch: the study's proce
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.study.analysis import PER_STEP, TRAINING_RATES, summary_from_outcomes
+from agon_env.study.calibration import read_calibration
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.units import UNIT_RECORD
 from agon_env.upgrade import LEGACY_CHANGED
@@ -207,8 +208,7 @@ def build(
 ) -> dict[str, Any]:
     """The results document of the study in ``out``; ``added``: comparisons asked for at report
     time (exploratory)."""
-    cal_path = out / "calibration.json"
-    calibration = json.loads(cal_path.read_text()) if cal_path.is_file() else {"task": {}, "measured": {}}
+    calibration = read_calibration(out)
     task = calibration["task"]
     probs = problems(plan, task)
     cfg = plan.base_config()

@@ -20,7 +20,6 @@ from agon_env.figures import pyplot, save
 from agon_env.stats import least_discordant, smoothed
 from agon_env.study.analysis import (
     CHANGED,
-    LATENT_EMPTY,
     LEGACY_NOT_SHOWN,
     NOT_SHOWN,
     compared,
@@ -399,7 +398,7 @@ def _training_cells(seeds: dict[str, Any], changed: str) -> list[str]:
         move(changed),
         move(M.KL, 1, 3),
         move(M.key(M.LEN_TOKENS, DRAFTER), 1, 0),
-        move(LATENT_EMPTY),
+        move(M.LATENT_EMPTY),
         "–" if step is None else f"{step:.0f}",
     ]
 
