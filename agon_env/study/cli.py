@@ -193,30 +193,6 @@ def register(args: RegisterArgs) -> int:
     return 0
 
 
-def _claim(plan: Any, out: Path) -> None:
-    """Record the plan and prompts in ``out`` the first time; refuse another plan or other prompts."""
-    from agon_env.evaluation.report import write_text_atomic
-    from agon_env.study.plan import load
-    from agon_env.study.registration import now, prompts_fingerprint
-
-    stored = out / "plan.yaml"
-    if stored.is_file() and load(stored).sha256() != plan.sha256():
-        raise ConfigError(f"{out} holds a study of another plan ({stored}); use another --out or that plan")
-    prompts = prompts_fingerprint()
-    started = out / "study.json"
-    if started.is_file():
-        old = json.loads(started.read_text())["prompts"]
-        if old != prompts:
-            raise ConfigError(
-                f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out"
-            )
-    out.mkdir(parents=True, exist_ok=True)
-    if not stored.is_file():
-        write_text_atomic(stored, plan.yaml())
-    if not started.is_file():
-        write_text_atomic(started, json.dumps({"prompts": prompts, "started_at": now()}) + "\n")
-
-
 def run(args: RunArgs, argv: Sequence[str]) -> int:
     from agon_env.study import registration
     from agon_env.study.calibration import calibrate
@@ -240,7 +216,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
             f"{out} has no registration: every comparison will be reported as exploratory "
             f"(agon study register {args.plan} --out {args.out} first to fix them)"
         )
-    _claim(plan, out)
+    registration.claim(plan, out)
     if args.launcher == "ray":
         launch = partial(
             LAUNCHERS["ray"],
@@ -297,7 +273,7 @@ def _report(
     from agon_env.study import tables
     from agon_env.study.analysis import summary_from_outcomes
     from agon_env.study.plan import load, split
-    from agon_env.study.registration import REGISTRATION, read
+    from agon_env.study.registration import read, refuse_another_plan
     from agon_env.study.results import build
 
     added = [split(c) for c in compare]
@@ -320,11 +296,9 @@ def _report(
             raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
         plan = load(study / "plan.yaml")
         reg = read(study)
-        if reg is not None and reg["plan_sha256"] != plan.sha256():
-            raise ConfigError(
-                f"{study / 'plan.yaml'} differs from the plan registered in {study / REGISTRATION}; "
-                "a report reads the plan its units ran under"
-            )
+        refuse_another_plan(
+            reg, plan, study, str(study / "plan.yaml"), "a report reads the plan its units ran under"
+        )
         unknown = [a for pair in added for a in pair if a not in plan.arms]
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")

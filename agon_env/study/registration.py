@@ -1,4 +1,10 @@
-"""Pre-registration: a plan frozen in its study folder before any unit runs.
+"""Pre-registration, and a study folder's identity: a plan frozen in its study folder before any
+unit runs, and the one place that decides whether a folder is a plan's.
+
+A study's identity (:func:`identity`) is its plan's content hash, its preset's content hash and the
+prompts' fingerprint. ``agon study run`` claims a folder for it (:func:`claim`: ``plan.yaml`` and
+``study.json``), checks it against the folder's registration (:func:`check`), and ``register``
+(:func:`register`) and ``report`` refuse a folder of another plan (:func:`refuse_another_plan`).
 
 ``registration.json`` holds the plan's content hash and the plan itself, its preset's content
 hash, the prompts' fingerprint, the package version and its checkout's commit, the commit of the
@@ -136,6 +142,51 @@ def describe(power: dict[str, Any]) -> str:
     )
 
 
+def identity(plan: StudyPlan) -> dict[str, str | None]:
+    """What makes a study folder ``plan``'s: the plan's hash, its preset's and the prompts'."""
+    return {
+        "plan_sha256": plan.sha256(),
+        "preset_sha256": preset_sha256(plan),
+        "prompts": prompts_fingerprint(),
+    }
+
+
+def refuse_another_plan(
+    reg: dict[str, Any] | None, plan: StudyPlan, out: Path, subject: str, what: str
+) -> None:
+    """Refuse ``what`` when ``out``'s registration ``reg`` froze another plan than ``plan``
+    (``subject``: where ``plan`` was read from)."""
+    if reg is not None and reg["plan_sha256"] != plan.sha256():
+        sha, when = reg["plan_sha256"][:12], reg.get("registered_at", "at an unknown time")
+        raise ConfigError(
+            f"{subject} differs from the plan registered in {out / REGISTRATION} (sha256 {sha}, "
+            f"registered {when}); {what}"
+        )
+
+
+def claim(plan: StudyPlan, out: Path) -> None:
+    """Record the plan and prompts in ``out`` the first time; refuse another plan or other prompts."""
+    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.plan import load
+
+    stored = out / "plan.yaml"
+    if stored.is_file() and load(stored).sha256() != plan.sha256():
+        raise ConfigError(f"{out} holds a study of another plan ({stored}); use another --out or that plan")
+    prompts = identity(plan)["prompts"]
+    started = out / "study.json"
+    if started.is_file():
+        old = json.loads(started.read_text())["prompts"]
+        if old != prompts:
+            raise ConfigError(
+                f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out"
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    if not stored.is_file():
+        write_text_atomic(stored, plan.yaml())
+    if not started.is_file():
+        write_text_atomic(started, json.dumps({"prompts": prompts, "started_at": now()}) + "\n")
+
+
 def record(
     plan: StudyPlan, source: Path | None = None, power: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -143,11 +194,12 @@ def record(
     one holding the plan file ``source``; None outside one), ``package_commit`` agon-env's checkout."""
     from agon_env import __version__
 
+    mine = identity(plan)
     return {
-        "plan_sha256": plan.sha256(),
-        "preset_sha256": preset_sha256(plan),
+        "plan_sha256": mine["plan_sha256"],
+        "preset_sha256": mine["preset_sha256"],
         "plan": plan.as_dict(),
-        "prompts": prompts_fingerprint(),
+        "prompts": mine["prompts"],
         "package_version": __version__,
         "package_commit": git_commit(),
         "git_commit": None if source is None else git_commit(source),
@@ -169,13 +221,8 @@ def register(
     from agon_env.evaluation.report import write_text_atomic
 
     old = read(out)
+    refuse_another_plan(old, plan, out, str(source or "the plan"), "a new plan needs a new --out")
     if old is not None:
-        if old["plan_sha256"] != plan.sha256():
-            sha, when = old["plan_sha256"][:12], old["registered_at"]
-            raise ConfigError(
-                f"{out} is registered with another plan (sha256 {sha}, registered {when}); "
-                "a new plan needs a new --out"
-            )
         return old, False
     if (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
         raise ConfigError(
@@ -192,15 +239,15 @@ def register(
 def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
     """The registration in ``out`` when ``plan`` is the one it froze (None: not registered);
     a changed plan, or prompts other than the registered ones, is refused (naming what changed)."""
-    reg = read(out)
-    if reg is not None and reg["plan_sha256"] == plan.sha256():
-        preset = preset_sha256(plan)
+    reg, mine = read(out), identity(plan)
+    if reg is not None and reg["plan_sha256"] == mine["plan_sha256"]:
+        preset = mine["preset_sha256"]
         if reg.get("preset_sha256", preset) != preset:  # registrations before it hold none
             raise ConfigError(
                 f"the preset {plan.config} differs from the one registered in {out / REGISTRATION} "
                 "(its content changed since): restore it, or register anew in a new --out"
             )
-        now_prompts = prompts_fingerprint()
+        now_prompts = mine["prompts"]
         if reg["prompts"] != now_prompts:
             raise ConfigError(
                 f"the prompts differ from those registered in {out / REGISTRATION} "

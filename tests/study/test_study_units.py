@@ -110,7 +110,7 @@ def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
     assert "differs from the one registered" in err and "seeds changed" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in out.iterdir()) == ["registration.json"]  # nothing else written
     assert main(["register", str(changed), "--out", str(out)]) == 2
-    assert "registered with another plan" in capsys.readouterr().err
+    assert "differs from the plan registered in" in capsys.readouterr().err
     with pytest.raises(ConfigError):
         registration.check(load(changed), out)
     # A plan outside any git repository: no study commit, and no `git add` to advise (issue #46).
