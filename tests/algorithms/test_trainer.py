@@ -266,7 +266,11 @@ BASE_ARGS = ["--model", "tiny", "--steps", "1", "--no-progress", "--threads", "1
         (["--algo", "agonn"], "unknown algorithm 'agonn'. Did you mean 'agon'"),
     ],
 )
-def test_user_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, args, needle):
+def test_user_errors_are_one_line_and_leave_no_folder(tmp_path, capsys, monkeypatch, args, needle):
+    import huggingface_hub.constants
+
+    # The hub cannot be reached here: offline, a missing model is refused at once (~45 s of retries else).
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     run = tmp_path / "run"
     assert main([*BASE_ARGS, *args, "--out-dir", str(run)]) == 2
     err = capsys.readouterr().err.strip()
