@@ -127,6 +127,14 @@ def imports(cfg: Any) -> list[str]:
     return ["--imports", *cfg.imports] if cfg.imports else []
 
 
+def base_eval(plan: StudyPlan, kwargs: dict[str, Any], folder: Path, *flags: str) -> list[str]:
+    """``agon eval`` of the untrained base on the plan's model and env at ``kwargs``, sampling as
+    the plan's training base does, uncached, into ``folder``; ``flags`` say which split and methods."""
+    cfg = plan.base_config()
+    head = ["eval", "--model", cfg.model.name, "--env", cfg.env.id, *kwarg_flags(kwargs), *flags]
+    return [*head, *base_sampling(plan), "--no-cache", "--out", str(folder)]
+
+
 def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     """The untrained base's few-shot pass@1 on validation with the calibrated keyword at ``value``."""
     cal, cfg = plan.calibration, plan.base_config()
@@ -134,28 +142,8 @@ def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     kwargs = {**cfg.env.kwargs, cal.keyword: level(value)}
     name = f"calibrate-{cal.keyword}={level(value)}"
     folder = out / "calibration" / f"{cal.keyword}={level(value)}"
-    argv = [
-        "eval",
-        "--model",
-        cfg.model.name,
-        "--env",
-        cfg.env.id,
-        *kwarg_flags(kwargs),
-        "--split",
-        "validation",
-        "--methods",
-        "base-few-shot",
-        "--problems",
-        str(cal.problems),
-        "--val-problems",
-        "0",
-        *base_sampling(plan),
-        "--no-cache",
-        "--out",
-        str(folder),
-        "--quiet",
-        *imports(cfg),
-    ]
+    flags = ["--split", "validation", "--methods", "base-few-shot", "--problems", str(cal.problems)]
+    argv = [*base_eval(plan, kwargs, folder, *flags, "--val-problems", "0"), "--quiet", *imports(cfg)]
     return Unit(name, argv, str(folder), threads=cfg.threads)
 
 
@@ -178,22 +166,8 @@ def test_flags(plan: StudyPlan) -> list[str]:
 def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
     cfg = plan.base_config()
     folder = out / "eval" / "base"
-    argv = [
-        "eval",
-        "--model",
-        cfg.model.name,
-        "--env",
-        cfg.env.id,
-        *kwarg_flags({**cfg.env.kwargs, **task}),
-        "--methods",
-        *plan.evaluation.base_methods,
-        *test_flags(plan),
-        *base_sampling(plan),
-        "--no-cache",
-        "--out",
-        str(folder),
-        *imports(cfg),
-    ]
+    flags = ["--methods", *plan.evaluation.base_methods, *test_flags(plan)]
+    argv = [*base_eval(plan, {**cfg.env.kwargs, **task}, folder, *flags), *imports(cfg)]
     return Unit("base", argv, str(folder), threads=cfg.threads)
 
 
