@@ -30,14 +30,17 @@ from agon_env.study.units import calibration_unit, level, write_specs
 CALIBRATION = "calibration.json"
 """The calibration's record in a study folder: ``task`` (the chosen keyword), ``measured``."""
 
-NONE: dict[str, Any] = {"task": {}, "measured": {}}
-"""The record of a plan without calibration (or of a study folder not yet calibrated)."""
+
+def uncalibrated() -> dict[str, Any]:
+    """The record of a plan without calibration (or of a study folder not yet calibrated): a fresh
+    one each time, since callers read its ``task`` into the units' keywords."""
+    return {"task": {}, "measured": {}}
 
 
 def read_calibration(out: Path) -> dict[str, Any]:
-    """The study folder's calibration record (:data:`NONE` when it has none yet)."""
+    """The study folder's calibration record (:func:`uncalibrated` when it has none yet)."""
     path = out / CALIBRATION
-    return json.loads(path.read_text()) if path.is_file() else dict(NONE)
+    return json.loads(path.read_text()) if path.is_file() else uncalibrated()
 
 
 def calibrate(
@@ -53,7 +56,7 @@ def calibrate(
         return read_calibration(out)
     cal = plan.calibration
     if cal is None:
-        record: dict[str, Any] = dict(NONE)
+        record = uncalibrated()
     else:
         measured: dict[str, Any] = {}
         chosen = None
