@@ -5,12 +5,15 @@ Measures, on this machine:
 * per-run latency of a trivial program (``print(1)``), run one at a time, through the sandbox
   (bwrap mode, and the fallback when root) and as a plain ``subprocess.run`` of the same
   interpreter; overhead = sandbox median - plain median;
+* the same sandboxed run from a caller holding ``--resident-gb`` of touched memory (a trainer holds
+  its model while the env scores code), as a ratio to the bare caller's: spawning must not copy the
+  caller (a fork does, page tables and all; the sandbox starts its runs without one);
 * checks/s of ``--n`` trivial checks through a :class:`SandboxPool` of ``--workers``;
 * checks/s of ``--n`` realistic checks through the same pool: HumanEval canonical solutions
   (one assert-harness run each) and CodeContests sample reference solutions on one stdin/stdout
   case each (skipped when ``../shared/data`` is absent).
 
-    python benchmarks/sandbox_bench.py [--n 60] [--workers 2]
+    python benchmarks/sandbox_bench.py [--n 60] [--workers 2] [--resident-gb 4]
 
 Prints one JSON object as its last line.
 """
@@ -62,6 +65,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=60)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--resident-gb", type=float, default=4.0)
     args = ap.parse_args()
     limits = Limits()
     mode = sandbox_mode()
@@ -76,6 +80,19 @@ def main() -> None:
     print(
         f"trivial run, median of {args.n}: plain {plain:.1f} ms, {mode} {sandboxed:.1f} ms "
         f"-> overhead {sandboxed - plain:.1f} ms"
+    )
+    resident = bytearray(int(args.resident_gb * 2**30))
+    resident[::4096] = b"\x01" * len(range(0, len(resident), 4096))  # touch every page: it is resident
+    held = median_ms(lambda: run_python(TRIVIAL, "", limits), args.n)
+    del resident
+    result.update(
+        resident_gb=args.resident_gb,
+        sandbox_ms_resident=round(held, 1),
+        resident_over_bare=round(held / sandboxed, 2),
+    )
+    print(
+        f"trivial run from a caller holding {args.resident_gb:g} GB: {held:.1f} ms "
+        f"({held / sandboxed:.2f} x the bare caller's)"
     )
     if mode == "bwrap" and os.geteuid() == 0:
         fallback = median_ms(lambda: run_python(TRIVIAL, "", limits, mode="fallback"), args.n)
