@@ -147,6 +147,14 @@ def test_offline_mode_reads_the_datasets_cache_and_says_when_it_is_not_there(
     monkeypatch.delenv("AGON_DATA_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # As in a process started with it set: datasets and huggingface_hub read it once, at import, and
+    # one imported earlier in this session would otherwise retry the hub for ~20 s before failing.
+    import datasets.config
+    import huggingface_hub.constants
+
+    for module in (datasets.config, huggingface_hub.constants):
+        monkeypatch.setattr(module, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
     monkeypatch.setattr(data, "hub_reachable", lambda timeout=3.0: pytest.fail("offline mode must not probe"))
     with pytest.raises(data.DataUnavailableError, match="not in the datasets cache"):
         data.load_rows("no-such-owner/no-such-dataset")
