@@ -50,6 +50,22 @@ def vllm_interpreter() -> str:
 @pytest.fixture(scope="session", autouse=True)
 def shared_vllm_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """One ``VLLM_CACHE_ROOT`` for every vLLM engine the session starts (each test's child
-    inherits it), unless the caller set one: the later engine starts reuse the first's caches."""
+    inherits it), unless the caller set one: the later engine starts reuse the first's caches.
+
+    And a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE``, unless the caller set one): on the CPU
+    backend ``gpu_memory_utilization`` (0.4 in ``VLLMBackend``) reserves that share of host memory,
+    9.4 GiB here, which the engine zeroes at start for models of 135M parameters and less that
+    need a few MB; 1 GiB halves an engine's start (``benchmarks/vllm_start_bench.py``: 39.9 s ->
+    22.1 s). The tests that drive ``vllm.LLM`` alone also run its engine in their own process
+    (``vllm_in_process``: 7.2 s); the paper-path run keeps vLLM's default layout, the one users get, and
+    serving's ``AsyncLLM`` has no other."""
     if "VLLM_CACHE_ROOT" not in os.environ:
         os.environ["VLLM_CACHE_ROOT"] = str(tmp_path_factory.getbasetemp() / "vllm-cache")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+
+@pytest.fixture(scope="session")
+def vllm_in_process() -> dict[str, str]:
+    """Environment variables that run a ``vllm.LLM`` engine in its caller's process instead of a
+    process of its own (``shared_vllm_cache`` says why)."""
+    return {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}

