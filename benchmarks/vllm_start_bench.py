@@ -1,7 +1,7 @@
 """How long a ``VLLMBackend`` takes to start on CPU, under the settings the vLLM tests use.
 
-Three child processes, one after another, each starting ``VLLMBackend`` on SmolLM2-135M with two
-LoRA adapters (``max_model_len`` 1024), generating once, and closing:
+Three child processes, one after another, each starting ``VLLMBackend`` on SmolLM2-135M (``--model``)
+with two LoRA adapters (``max_model_len`` 1024), generating once, and closing:
 
 ``default``     vLLM's defaults as ``VLLMBackend`` passes them: the engine core and its worker in
                 processes of their own, and ``gpu_memory_utilization`` 0.4, which on the CPU
@@ -13,7 +13,7 @@ LoRA adapters (``max_model_len`` 1024), generating once, and closing:
 Per setting: ``start_s`` (constructing the backend: engine start and both adapters registered),
 ``generate_s`` and ``close_s``. Run with an interpreter that imports vllm::
 
-    .venv-vllm/bin/python benchmarks/vllm_start_bench.py [--settings default in_process]
+    .venv-vllm/bin/python benchmarks/vllm_start_bench.py [--settings default in_process] [--model tiny-qwen3]
 
 Prints one JSON object as its last line.
 """
@@ -34,11 +34,11 @@ SETTINGS: dict[str, dict[str, str]] = {
 }
 
 
-def child() -> None:
+def child(model: str) -> None:
     from agon_env.agents import LoraSpec, SamplingParams, SharedBase
     from agon_env.agents.vllm_backend import VLLMBackend
 
-    base = SharedBase.from_source("smollm2-135m")
+    base = SharedBase.from_source(model)
     base.add_adapter("agent_a", LoraSpec(init_seed=1))
     base.add_adapter("agent_b", LoraSpec(init_seed=2))
     t0 = time.perf_counter()
@@ -56,16 +56,17 @@ def child() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    ap.add_argument("--model", default="smollm2-135m", help="a model alias, folder or hub id")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child()
+        child(args.model)
         return
     timings: dict[str, dict[str, float]] = {}
     clean = {k: v for k, v in os.environ.items() if k not in SETTINGS["in_process"]}
     for name in args.settings:
         proc = subprocess.run(
-            [sys.executable, __file__, "--child"],
+            [sys.executable, __file__, "--child", "--model", args.model],
             env={**clean, **SETTINGS[name]},
             capture_output=True,
             text=True,
