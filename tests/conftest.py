@@ -54,8 +54,8 @@ def shared_vllm_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
     And a 1 GiB KV cache (``VLLM_CPU_KVCACHE_SPACE``, unless the caller set one): on the CPU
     backend ``gpu_memory_utilization`` (0.4 in ``VLLMBackend``) reserves that share of host memory,
-    9.4 GiB here, which the engine zeroes at start for models of 135M parameters and less that
-    need a few MB; 1 GiB halves an engine's start (``benchmarks/vllm_start_bench.py``: 39.9 s ->
+    9.4 GiB here, zeroed at every start, where the tests' models (135M parameters and less) need a
+    few MB of it; 1 GiB halves an engine's start (``benchmarks/vllm_start_bench.py``: 39.9 s ->
     22.1 s). The tests that drive ``vllm.LLM`` alone also run its engine in their own process
     (``vllm_in_process``: 7.2 s); the paper-path run keeps vLLM's default layout, the one users get, and
     serving's ``AsyncLLM`` has no other."""
