@@ -6,9 +6,9 @@ returns a :class:`RunResult`; :class:`SandboxPool` runs many with bounded concur
 Mode ``"bwrap"`` (used whenever a bubblewrap probe succeeds) gives each run:
 
 * an unprivileged uid. As root we drop to a slot uid (65534, then 65533, ... for concurrent runs,
-  each leased machine-wide) *before* bwrap starts, so bwrap itself runs unprivileged in a user
-  namespace. Model code never runs as root: root ignores RLIMIT_NPROC, and a bwrap started as
-  root can still read ``/etc/shadow``;
+  each leased machine-wide; ``setpriv``, first in the command) *before* bwrap starts, so bwrap
+  itself runs unprivileged in a user namespace. Model code never runs as root: root ignores
+  RLIMIT_NPROC, and a bwrap started as root can still read ``/etc/shadow``;
 * ``bwrap --unshare-all --die-with-parent --new-session --clearenv``: new user, pid, net (only a
   downed loopback), ipc, uts and cgroup namespaces and an empty environment;
 * a filesystem of ``/usr`` read-only, the ``/lib``, ``/lib64``, ``/bin`` symlinks, fresh ``/proc``
