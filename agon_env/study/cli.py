@@ -227,7 +227,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
         )
     else:
         launch = partial(LAUNCHERS["local"], logs=out / "logs", workers=args.workers, devices=args.devices)
-    task = calibrate(plan, out, lambda specs: launch(specs), say)["task"]
+    task = calibrate(plan, out, launch, say)["task"]
     units = [base_unit(plan, out, task)] if plan.evaluation.base_methods else []
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
     for u in units:

@@ -172,7 +172,7 @@ def claim(plan: StudyPlan, out: Path) -> None:
     stored = out / "plan.yaml"
     if stored.is_file() and load(stored).sha256() != plan.sha256():
         raise ConfigError(f"{out} holds a study of another plan ({stored}); use another --out or that plan")
-    prompts = identity(plan)["prompts"]
+    prompts = prompts_fingerprint()
     started = out / "study.json"
     if started.is_file():
         old = json.loads(started.read_text())["prompts"]
