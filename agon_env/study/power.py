@@ -183,7 +183,8 @@ def detectable(
 def method(draws: int = DRAWS) -> str:
     """How :func:`detectable` got its figure, in words a registration states."""
     return (
-        f"simulated: registered rule, {draws} draws (problem ICC {ICC:g}, seed luck {100 * SEED_LUCK:g} pp)"
+        f"simulated: registered rule, {draws} draws, problem ICC {ICC:g}, "
+        f"{100 * SEED_LUCK:g} pp luck per arm × seed"
     )
 
 

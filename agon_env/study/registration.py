@@ -81,10 +81,6 @@ def preset_sha256(plan: StudyPlan) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-POWER = 0.8
-"""The power the detectable difference is stated at (the conventional 80 %)."""
-
-
 def base_rate(plan: StudyPlan, stated: float | None = None) -> tuple[float, str]:
     """The pass@1 both arms are expected near, and where it comes from: ``stated`` (a flag), else
     the middle of the calibration band, else 50 % (the worst case: the most discordant pairs)."""
@@ -98,24 +94,24 @@ def base_rate(plan: StudyPlan, stated: float | None = None) -> tuple[float, str]
 
 
 def detectable(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
-    """The smallest difference each primary comparison can detect at the plan's seeds × test
-    problems and confidence (:func:`agon_env.stats.detectable_difference`, at :data:`POWER`), from
-    :func:`base_rate`; the same for every comparison, since each pairs every seed and problem. It
-    counts seeds × problems as independent pairs, so with few seeds it is a lower bound; with the
-    problems alone (seeds perfectly correlated) it is ``problems_only``."""
-    from agon_env.stats import detectable_difference
+    """The smallest difference each primary comparison's registered rule detects with 80 % power
+    at the plan's seeds × test problems, confidence and every-seed clause, from :func:`base_rate`:
+    simulated (:func:`agon_env.study.power.statement`), the same for every comparison, since each
+    pairs every seed and problem. 1.0 when no possible rise is detected that often."""
+    from agon_env.study import power
 
     rate, source = base_rate(plan, stated)
-    confidence, problems = plan.decision.confidence, plan.evaluation.test_problems
-    pairs = len(plan.seeds) * problems
+    seeds, problems, decided = len(plan.seeds), plan.evaluation.test_problems, plan.decision
+    design = power.Design(seeds, problems, rate, decided.confidence, decided.every_seed)
     return {
         "base_rate": rate,
         "base_rate_source": source,
-        "power": POWER,
-        "confidence": confidence,
-        "pairs": pairs,
-        "difference": detectable_difference(pairs, rate, confidence, POWER),
-        "problems_only": detectable_difference(problems, rate, confidence, POWER),
+        "power": power.POWER,
+        "confidence": decided.confidence,
+        "seeds": seeds,
+        "problems": problems,
+        "pairs": seeds * problems,
+        **power.statement(design),
         "comparisons": list(plan.comparisons),
     }
 
@@ -128,17 +124,30 @@ def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
         raise ConfigError(
             f"decision.equivalence_margin: ±{100 * margin:g} pp is below the smallest difference this plan "
             f"can detect ({100 * power['difference']:.1f} pp at {power['pairs']} seed × problem pairs, base "
-            f"rate {100 * power['base_rate']:g} %); widen the margin or add seeds or test problems"
+            f"rate {100 * power['base_rate']:g} %, {power.get('method', 'McNemar formula')}); widen the "
+            "margin or add seeds or test problems"
         )
 
 
 def describe(power: dict[str, Any]) -> str:
-    """The detectable difference in words (register, ``--print-plan`` and the report say it)."""
+    """The detectable difference in words (register, ``--print-plan`` and the report say it); a
+    registration from before the simulation (no ``method``) states McNemar's formula, as it did."""
+    size = f"{100 * power['power']:g} % power and {100 * power['confidence']:g} % confidence"
+    base = f"base rate {100 * power['base_rate']:g} % ({power['base_rate_source']})"
+    if "method" not in power:
+        return (
+            f"detectable difference ±{100 * power['difference']:.1f} pp at {size} over {power['pairs']} "
+            f"seed × problem pairs (±{100 * power['problems_only']:.1f} pp if seeds repeat each other), "
+            f"{base}"
+        )
+    found = (
+        f"detectable difference ±{100 * power['difference']:.1f} pp"
+        if power["difference"] < 1
+        else "no difference detectable (not even the largest possible rise)"
+    )
     return (
-        f"detectable difference ±{100 * power['difference']:.1f} pp at {100 * power['power']:g} % power "
-        f"and {100 * power['confidence']:g} % confidence over {power['pairs']} seed × problem pairs "
-        f"(±{100 * power['problems_only']:.1f} pp if seeds repeat each other), base rate "
-        f"{100 * power['base_rate']:g} % ({power['base_rate_source']})"
+        f"{found} at {size} over {power['seeds']} seeds × {power['problems']} "
+        f"problems ({power['method']}), {base}"
     )
 
 
