@@ -19,6 +19,7 @@ power rises monotonically with the difference and a bisection on it is exact for
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +107,17 @@ def counts(index: np.ndarray, size: int) -> np.ndarray:
     return np.bincount(flat, minlength=rows * size).reshape(rows, size).astype(float)
 
 
+@functools.lru_cache(maxsize=8)
+def resampled(seeds: int, problems: int, reps: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`agon_env.stats.paired_bootstrap`'s draws as weights: how often each replicate drew
+    each seed ``(reps, S)`` and each problem ``(reps, N)``; float32, which is exact here (every
+    product and sum below is an integer far under 2**24). Cached: a bisection reuses them."""
+    rng = np.random.default_rng(0)
+    rows = counts(rng.integers(0, seeds, size=(reps, seeds)), seeds).astype(np.float32)
+    cols = counts(rng.integers(0, problems, size=(reps, problems)), problems).astype(np.float32)
+    return rows, cols
+
+
 def bootstrap_bounds(
     d: np.ndarray, confidence: float, reps: int = BOOTSTRAP_REPS
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -114,15 +126,14 @@ def bootstrap_bounds(
     mean written as weights (how often each seed and problem was drawn) so one matrix product
     serves every table."""
     k, s, n = d.shape
-    rng = np.random.default_rng(0)
-    rows = counts(rng.integers(0, s, size=(reps, s)), s)
-    cols = counts(rng.integers(0, n, size=(reps, n)), n)
+    rows, cols = resampled(s, n, reps)
     step = max(1, CHUNK // (s * reps))
     boot = np.empty((k, reps))
     for start in range(0, k, step):
-        part = d[start : start + step].astype(float)
+        part = d[start : start + step].astype(np.float32)
         per_seed = (part.reshape(-1, n) @ cols.T).reshape(part.shape[0], s, reps)
-        boot[start : start + step] = np.einsum("ksr,rs->kr", per_seed, rows) / (s * n)
+        total = sum(per_seed[:, i, :] * rows[:, i] for i in range(s))
+        boot[start : start + step] = np.asarray(total, dtype=float) / (s * n)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boot, [alpha, 1 - alpha], axis=1)
     return low, high
