@@ -129,6 +129,8 @@ def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[
         # None where the evaluation did not count them: the report says "unknown", never 0
         "score_errors": {m: v.get("score_errors") for m, v in methods.items()},
         "score_timeouts": {m: v.get("score_timeouts") for m, v in methods.items()},
+        "turns": {m: v.get("turns") for m, v in methods.items()},
+        "token_cap": {m: v.get("token_cap") for m, v in methods.items()},
         # What the unit sampled at, as its run resolved it (each adapter at its own temperature),
         # not the plan's base config: eval.json's settings come from the run's resolved.yaml.
         "settings": run.record.get("settings"),

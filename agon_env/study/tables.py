@@ -31,6 +31,7 @@ from agon_env.study.analysis import (
     verdict,
 )
 from agon_env.study.analysis import rule as rule_of
+from agon_env.study.health import notes
 from agon_env.study.plan import split
 from agon_env.study.registration import describe
 from agon_env.study.transfer import markdown as transfer_markdown
@@ -477,6 +478,7 @@ def markdown(
     title = "CPU replication" if recorded else doc["plan"]["study"]["name"]
     sections = [
         [*introduction(doc, results), "", *pass_at_1(doc)],
+        notes(doc),
         [] if recorded else registration_words(doc),
         paired_differences(doc),
         [] if recorded else verifier_failures(doc),
