@@ -17,26 +17,33 @@ from agon_env.study.plan import unit_name
 
 
 def never_updated(doc: dict[str, Any]) -> list[str]:
-    """An arm (or the units of one) whose every group was dropped at every step: its training's
-    mean ``groups_dropped`` is 1 only when each step's is."""
-    notes = []
+    """The arms (and the units of other arms) whose every group was dropped at every step: a
+    unit's mean ``groups_dropped`` over its steps is 1 only when each step's is."""
+    arms, units = [], []
     for arm, seeds in doc["outcomes"]["arms"].items():
         stuck = [
             s
             for s, r in seeds.items()
             if ((r.get("training") or {}).get(M.GROUPS_DROPPED) or {}).get("all") == 1.0
         ]
-        if not stuck:
-            continue
+        if stuck and len(stuck) == len(seeds):
+            arms.append(arm)
+        else:
+            units += [unit_name(arm, s) for s in stuck]
+    why = "every group was dropped (its samples all earned one reward, so GRPO had no variance to learn from)"
+    notes = []
+    if arms:
         who = (
-            f"{arm} never updated: at every step of its {len(seeds)} unit(s)"
-            if len(stuck) == len(seeds)
-            else f"{', '.join(unit_name(arm, s) for s in stuck)} never updated: at every step"
+            "No arm ever updated"
+            if len(arms) == len(doc["outcomes"]["arms"])
+            else (f"{', '.join(arms)} never updated")
         )
         notes.append(
-            f"{who} every group was dropped (its samples all earned one reward, so GRPO had no "
-            "variance to learn from); it is compared as the untrained model it started as."
+            f"{who}: at every step of every unit {why}; "
+            f"{'each is' if len(arms) > 1 else 'it is'} compared as the untrained model it started as."
         )
+    if units:
+        notes.append(f"{', '.join(units)} never updated: at every step {why}.")
     return notes
 
 
