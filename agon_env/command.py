@@ -37,6 +37,19 @@ def exit_code(exc: SystemExit) -> int:
     return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
 
 
+PIPE_CLOSED = 141
+"""The status of a command whose reader left: the shell's for a SIGPIPE death (128 + 13)."""
+
+
+def pipe_closed() -> int:
+    """Drop what is left to print, quietly, when stdout's reader left (``agon study status | head
+    -1``), as ``cat`` does: no traceback, and none at exit when Python flushes stdout again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return PIPE_CLOSED
+
+
 def user_error(prog: str, exc: BaseException, debug: bool = False) -> int:
     """Print what to fix in one line and return 2; re-raise with ``debug`` or ``AGON_DEBUG=1``."""
     if debug or os.environ.get("AGON_DEBUG", "") not in ("", "0"):
@@ -60,6 +73,10 @@ def run_command(cls: type[Args], argv: Sequence[str], prog: str, run: Callable[[
         return exit_code(exc)
     try:
         import_modules(args.imports)
-        return int(run(args) or 0)
+        code = int(run(args) or 0)
+        sys.stdout.flush()  # a reader that left (``| head -1``) shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return pipe_closed()
     except USER_ERRORS as exc:
         return user_error(prog, exc, args.debug)

@@ -88,6 +88,12 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     }
     out["score_errors"] = sum(t.score_error is not None for e in all_eps for t in e.turns)
     out["score_timeouts"] = sum(t.score_timeout for e in all_eps for t in e.turns)
+    # Turns cut at max_new_tokens (the backend's finish reason "length"): a model that only ever
+    # runs to the cap writes no answer, whatever else the table says.
+    out["turns"] = sum(len(e.turns) for e in all_eps)
+    out["token_cap"] = sum(
+        getattr(t.completion, "finish_reason", "stop") == "length" for e in all_eps for t in e.turns
+    )
     challenges = [e.challenge for e in all_eps if e.challenge is not None and e.challenge.draft]
     if challenges:
         # What the second turn was really shown: no usable summary, or one that states the answer.

@@ -15,6 +15,8 @@ module                        concept
 :mod:`.analysis`              the summary from the outcome lists alone; verdicts
 :mod:`.results`               reading finished units into the results document
 :mod:`.tables`                the Markdown tables, the figure, generated docs blocks
+:mod:`.health`                the report's notes: arms that never updated, samples cut at the
+                              token cap, a base that solves nothing
 :mod:`.verify`                recomputing a results file's summary
 :mod:`.cli`                   ``agon study register | run | report | verify``
 ============================  ==============================================================

@@ -212,6 +212,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
     out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
     reg = registration.check(plan, out)
     if reg is None:
+        registration.admissible(plan)  # what register would refuse is not run unregistered either
         say(
             f"{out} has no registration: every comparison will be reported as exploratory "
             f"(agon study register {args.plan} --out {args.out} first to fix them)"

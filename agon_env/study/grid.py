@@ -49,8 +49,24 @@ def _check(grid: Any) -> dict[str, list[Any]]:
             raise ConfigError(f"grid.{key}: give a non-empty list of values, e.g. [1e-4, 3e-4]")
         if key in ("algo", "seed", "out_dir"):
             raise ConfigError(f"grid.{key}: an arm's plugin, seed and folder are not grid keys")
-        compose(None, {key: values[0]})  # an unknown key or a value of the wrong type: one line
+        _once(key, values, compose)
     return grid
+
+
+def _once(key: str, values: list[Any], compose: Callable[..., Any]) -> None:
+    """Refuse two values of ``key`` that parse to one config (``"1e-4"`` and ``0.0001``): they would
+    be two arms of identical units, and two primary comparisons that are one. Each value is resolved
+    as a unit resolves it, so an unknown key or a value of the wrong type is one line here too."""
+    from agon_env.config import to_dict
+
+    seen: dict[str, Any] = {}
+    for value in values:
+        parsed = repr(to_dict(compose(None, {key: value})))
+        if parsed in seen:
+            raise ConfigError(
+                f"grid.{key}: {seen[parsed]!r} and {value!r} are one value once parsed; give each value once"
+            )
+        seen[parsed] = value
 
 
 def names(grid: dict[str, list[Any]]) -> dict[str, str]:

@@ -107,21 +107,47 @@ def ray(
         kwargs = {"include_dashboard": False} if address is None else {}
         ray_lib.init(address=address, log_to_driver=False, **kwargs)
 
+    from agon_env.study.status import resume_note
+
     @ray_lib.remote(num_cpus=cpus_per_unit, num_gpus=gpus_per_unit)
     def task(spec: str, log: str) -> tuple[int, float]:
         # Ray sets CUDA_VISIBLE_DEVICES for a task given GPUs: the child sees its own as cuda:0.
         return run_one(Path(spec), Path(log), "cuda" if gpus_per_unit else None)
 
+    notes = {name: resume_note(spec) for name, spec in specs.items()}  # before any child trains on
+    since = time.time() - 1  # a file system may keep whole seconds
     refs = {name: task.remote(str(spec), str(logs / f"{name}.log")) for name, spec in specs.items()}
+    names = {ref: name for name, ref in refs.items()}
     failed: dict[str, str] = {}
-    for name, ref in refs.items():
-        rc, seconds = ray_lib.get(ref)
-        if rc:
-            failed[name] = _tail(logs / f"{name}.log")
-            say(f"{name}: FAILED (exit {rc}); see {logs / f'{name}.log'}")
-        else:
-            say(f"{name}: done in {seconds:.0f} s (ray)")
+    started: set[str] = set()
+    while refs:
+        ended, _ = ray_lib.wait(list(refs.values()), num_returns=1, timeout=POLL_S)
+        for name in [n for n in refs if n not in started and _started(logs.parent, n, since)]:
+            started.add(name)
+            say(f"{name}: started (ray){notes[name]}")
+        for ref in ended:
+            name = names[ref]
+            del refs[name]
+            rc, seconds = ray_lib.get(ref)
+            if rc:
+                failed[name] = _tail(logs / f"{name}.log")
+                say(f"{name}: FAILED (exit {rc}); see {logs / f'{name}.log'}")
+            else:
+                say(f"{name}: done in {seconds:.0f} s (ray)")
     return failed
+
+
+POLL_S = 2.0
+"""How often the Ray launcher looks for units that started (a task may wait for a free node)."""
+
+
+def _started(study: Path, name: str, since: float) -> bool:
+    """Whether unit ``name``'s child took its lock after ``since``: the child rewrites the lock
+    file with its pid on every acquisition, so its time says so on any node sharing the folder."""
+    try:
+        return (study / "locks" / name / ".lock").stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
 
 
 LAUNCHERS: dict[str, Callable[..., dict[str, str]]] = {"local": local, "ray": ray}

@@ -216,6 +216,16 @@ def two_stage(algo: str) -> str:
     return "self-cascade" if len(get_algorithm(algo).adapters) == 1 else "cascade"
 
 
+def episode_turns(algo: str) -> int:
+    """Turns a training episode of plugin ``algo`` plays: 2 where a challenger answers a draft
+    (agon, coop, self-refine), 1 alone (grpo). A unit's cost grows with them (the challenger's turn also
+    reads the draft), so ``agon study status`` weights its estimate by them."""
+    from agon_env.algorithms.registry import get_algorithm
+    from agon_env.envs.draft_challenge import MODES
+
+    return 2 if MODES[get_algorithm(algo).env_mode].challenge else 1
+
+
 def check(plan: StudyPlan) -> dict[str, TrainConfig]:
     """Every arm's first unit, resolved as ``agon train`` would (a ``ConfigError`` naming the arm
     otherwise), and every comparison's arms present; returns arm -> its config."""

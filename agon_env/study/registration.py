@@ -129,6 +129,16 @@ def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
         )
 
 
+def admissible(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
+    """The plan's detectable difference when ``register`` would freeze the plan; the
+    ``ConfigError`` it would refuse it with otherwise. The one home of the checks a registration
+    adds to :func:`agon_env.study.plan.check`: ``run`` asks it of an unregistered study, so a plan
+    ``register`` refuses is not run unregistered instead."""
+    power = detectable(plan, stated)
+    check_margin(plan, power)
+    return power
+
+
 def describe(power: dict[str, Any]) -> str:
     """The detectable difference in words (register, ``--print-plan`` and the report say it); a
     registration from before the simulation (no ``method``) states McNemar's formula, as it did."""
@@ -237,8 +247,7 @@ def register(
         raise ConfigError(
             f"{out} already holds results: a registration must come before them; use a new --out"
         )
-    power = detectable(plan, stated)
-    check_margin(plan, power)
+    power = admissible(plan, stated)
     out.mkdir(parents=True, exist_ok=True)
     reg = record(plan, source, power)
     write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")

@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from agon_env.config import TrainConfig
 from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT, read_metrics
@@ -128,6 +129,8 @@ def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[
         # None where the evaluation did not count them: the report says "unknown", never 0
         "score_errors": {m: v.get("score_errors") for m, v in methods.items()},
         "score_timeouts": {m: v.get("score_timeouts") for m, v in methods.items()},
+        "turns": {m: v.get("turns") for m, v in methods.items()},
+        "token_cap": {m: v.get("token_cap") for m, v in methods.items()},
         # What the unit sampled at, as its run resolved it (each adapter at its own temperature),
         # not the plan's base config: eval.json's settings come from the run's resolved.yaml.
         "settings": run.record.get("settings"),
@@ -173,19 +176,33 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
     return {"arms": arms, "base": base, "missing": missing}
 
 
+SETTINGS: dict[str, Callable[[TrainConfig], Any]] = {
+    "steps": lambda c: c.steps,
+    "batch_problems": lambda c: c.batch_problems,
+    "num_generations": lambda c: c.grpo.num_generations,
+    "max_new_tokens": lambda c: c.sampling.max_new_tokens,
+    "temperature": lambda c: c.sampling.temperature,
+    "lr": lambda c: c.optim.lr,
+}
+"""The training settings the report's header names: key -> how a unit's config holds it."""
+
+
+def settings(cfg: TrainConfig) -> dict[str, Any]:
+    """``cfg``'s :data:`SETTINGS`."""
+    return {key: read(cfg) for key, read in SETTINGS.items()}
+
+
 def plan_record(plan: StudyPlan) -> dict[str, Any]:
-    """The results file's ``plan``: the settings the tables name, the arms' two-stage methods, the
-    comparisons and decision rule the summary and verdicts read, and the whole plan."""
+    """The results file's ``plan``: the settings the tables name (the training base's, and each
+    arm's own in ``arm_settings``: a grid over ``optim.lr`` leaves the base's lr to no arm), the
+    arms' two-stage methods, the comparisons and decision rule the summary and verdicts read, and
+    the whole plan."""
     cfg, e = plan.base_config(), plan.evaluation
     return {
         "model": cfg.model.name,
         "env": cfg.env.id,
-        "steps": cfg.steps,
-        "batch_problems": cfg.batch_problems,
-        "num_generations": cfg.grpo.num_generations,
-        "max_new_tokens": cfg.sampling.max_new_tokens,
-        "temperature": cfg.sampling.temperature,
-        "lr": cfg.optim.lr,
+        **settings(cfg),
+        "arm_settings": {arm: settings(plan.unit_config(arm, plan.seeds[0])) for arm in plan.arms},
         "arms": list(plan.arms),
         "seeds": plan.seeds,
         "test_problems": e.test_problems,

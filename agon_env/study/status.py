@@ -14,8 +14,11 @@ it was killed, and after it finished.
 - **waiting**: nothing written yet.
 
 A unit's time is from its lock's last acquisition to its ``unit.json`` (a resumed unit counts its
-last part only); the estimate of what is left is the finished trained units' mean time times the
-work left (waiting units, and the steps running ones still have), divided by the units running now.
+last part only). A trained unit's cost is its steps times the turns its plugin's episodes play
+(:func:`~agon_env.study.plan.episode_turns`: an agon unit costs about twice a grpo one, and runs
+3–4× as long, its challenger reading the draft too); the estimate of what is left is the finished
+trained units' seconds per unit of cost times the cost left (waiting units, and the steps running
+ones still have), divided by the units running now.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ from datetime import datetime
 from pathlib import Path
 
 from agon_env.run_folder import CHECKPOINT, EVAL_REPORT
-from agon_env.study.plan import StudyPlan, load, unit_name
+from agon_env.study.plan import StudyPlan, episode_turns, load, unit_name
 from agon_env.study.results import FAILED
-from agon_env.study.units import UNIT_RECORD
+from agon_env.study.units import UNIT_RECORD, trained
 
 
 @dataclass
@@ -43,10 +46,17 @@ class UnitState:
     step: int = 0
     steps: int = 0
     """Training steps logged and planned (0 planned: the base, which only evaluates)."""
+    turns: int = 1
+    """Turns per training episode (:func:`~agon_env.study.plan.episode_turns`)."""
     seconds: float | None = None
     """A done unit's time (its last part, when it was resumed)."""
     last_line: str = ""
     """A failed unit's log's last line."""
+
+    @property
+    def cost(self) -> int:
+        """What training the unit costs, in step-turns: its time grows with both."""
+        return self.steps * self.turns
 
     def describe(self) -> str:
         at = f" at step {self.step} of {self.steps}" if self.steps else ""
@@ -90,33 +100,42 @@ def resume_step(run_dir: Path) -> int | None:
 
 
 def resume_note(spec: Path) -> str:
-    """What the console adds to a unit's "started": from which step it resumes, if it does."""
-    run_dir = json.loads(spec.read_text()).get("run_dir") if spec.is_file() else None
-    step = resume_step(Path(run_dir)) if run_dir else None
+    """What the console adds to a unit's "started": that it only evaluates (its run finished
+    training before, as its child will find), or from which step it resumes, if it does."""
+    unit = json.loads(spec.read_text()) if spec.is_file() else {}
+    run_dir = Path(unit["run_dir"]) if unit.get("run_dir") else None
+    if run_dir is None:
+        return ""
+    if trained(run_dir, unit.get("steps", 0)):
+        return " (trained already: evaluating only)"
+    step = resume_step(run_dir)
     return "" if step is None else f" (resuming from step {step}, its last checkpoint)"
 
 
-def unit_names(plan: StudyPlan) -> list[tuple[str, int]]:
-    """Every unit of ``plan`` as ``run`` orders them, with its planned training steps."""
-    names = [("base", 0)] if plan.evaluation.base_methods else []
-    return names + [
-        (unit_name(arm, seed), plan.unit_config(arm, seed).steps) for seed in plan.seeds for arm in plan.arms
-    ]
+def unit_names(plan: StudyPlan) -> list[tuple[str, int, int]]:
+    """Every unit of ``plan`` as ``run`` orders them, with its planned training steps and the turns
+    of its episodes."""
+    names = [("base", 0, 1)] if plan.evaluation.base_methods else []
+    for seed in plan.seeds:
+        for arm in plan.arms:
+            cfg = plan.unit_config(arm, seed)
+            names.append((unit_name(arm, seed), cfg.steps, episode_turns(cfg.algo)))
+    return names
 
 
-def unit_state(study: Path, name: str, steps: int, failed: dict[str, str]) -> UnitState:
+def unit_state(study: Path, name: str, steps: int, failed: dict[str, str], turns: int = 1) -> UnitState:
     eval_dir, run_dir = study / "eval" / name, study / "runs" / name
     step = logged_steps(run_dir) if steps else 0
     if (eval_dir / EVAL_REPORT).is_file():
         lock, stamp = study / "locks" / name / ".lock", eval_dir / UNIT_RECORD
         seconds = stamp.stat().st_mtime - lock.stat().st_mtime if lock.is_file() and stamp.is_file() else None
-        return UnitState(name, "done", step, steps, seconds)
+        return UnitState(name, "done", step, steps, turns, seconds)
     if _holder(study, name) is not None:
-        return UnitState(name, "evaluating" if step >= steps else "running", step, steps)
+        return UnitState(name, "evaluating" if step >= steps else "running", step, steps, turns)
     if name in failed:
-        return UnitState(name, "failed", step, steps, last_line=failed[name])
+        return UnitState(name, "failed", step, steps, turns, last_line=failed[name])
     begun = (study / "logs" / f"{name}.log").is_file() or run_dir.exists()
-    return UnitState(name, "stopped" if begun else "waiting", step, steps)
+    return UnitState(name, "stopped" if begun else "waiting", step, steps, turns)
 
 
 def states(study: Path) -> list[UnitState]:
@@ -126,22 +145,23 @@ def states(study: Path) -> list[UnitState]:
     plan = load(study / "plan.yaml")
     path = study / FAILED
     failed = json.loads(path.read_text()) if path.is_file() else {}
-    return [unit_state(study, name, steps, failed) for name, steps in unit_names(plan)]
+    return [unit_state(study, name, steps, failed, turns) for name, steps, turns in unit_names(plan)]
 
 
 def remaining(units: list[UnitState]) -> float | None:
-    """Seconds left, estimated from the finished trained units (None: none finished yet)."""
-    times = [u.seconds for u in units if u.state == "done" and u.steps and u.seconds is not None]
-    if not times:
+    """Seconds left, estimated from the finished trained units' seconds per unit of cost
+    (:attr:`UnitState.cost`; None: none finished yet)."""
+    done = [u for u in units if u.state == "done" and u.steps and u.seconds is not None]
+    if not done:
         return None
-    mean = sum(times) / len(times)
+    rate = sum(u.seconds or 0.0 for u in done) / sum(u.cost for u in done)
     work = sum(
-        1 if u.state in ("waiting", "failed") else 1 - u.step / u.steps  # a stopped unit resumes
+        u.cost * (1 if u.state in ("waiting", "failed") else 1 - u.step / u.steps)  # a stopped unit resumes
         for u in units
         if u.steps and u.state not in ("done", "evaluating")
     )
     running = sum(u.state in ("running", "evaluating") for u in units)
-    return mean * work / max(1, running)
+    return rate * work / max(1, running)
 
 
 def render(study: Path, units: list[UnitState], now: float | None = None) -> str:

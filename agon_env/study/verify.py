@@ -108,6 +108,11 @@ PLAN_VIEW = (
 model and sampling, need its preset and plugins resolved, which :func:`unbound` tries too)."""
 
 
+LATER = ("arm_settings",)
+"""Fields of a results file's ``plan`` added since files were recorded: absent, they are not a
+departure (present, they must be what the registered plan resolves to)."""
+
+
 def _view(registered: dict[str, Any]) -> dict[str, Any]:
     """What a results file's ``plan`` says for :data:`PLAN_VIEW`, from the registered mapping."""
     from agon_env.study.plan import Evaluation, split
@@ -159,7 +164,11 @@ def unbound(doc: dict[str, Any]) -> list[str]:
         want = plan_record(plan)
     except (UserError, ImportError, OSError, ValueError):
         pass
-    wrong += [f"plan.{k}: not what the registered plan resolves to" for k in want if view.get(k) != want[k]]
+    wrong += [
+        f"plan.{k}: not what the registered plan resolves to"
+        for k in want
+        if view.get(k) != want[k] and not (k in LATER and k not in view)
+    ]
     confidence = plan.decision.confidence
     used = doc.get("summary", {}).get("confidence")
     if used is not None and used != confidence:

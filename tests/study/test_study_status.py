@@ -70,13 +70,13 @@ def test_a_running_study_names_each_units_state(study: Path, capsys: pytest.Capt
         "grpo-seed1": "stopped at step 1 of 4 (the next run resumes it)",
         "agon-seed1": "failed: RuntimeError: out of memory",
     }
-    # left: one trained unit took 40 s; half of agon-seed0, 3/4 of grpo-seed1 and all of agon-seed1 remain
-    assert remaining(states(study)) == pytest.approx(40 * (0.5 + 0.75 + 1))
+    # left: grpo-seed0's 4 one-turn steps took 40 s (10 s a step-turn); half of agon-seed0's 4
+    # two-turn steps, 3/4 of grpo-seed1's and all of agon-seed1's remain: an agon unit costs twice
+    assert remaining(states(study)) == pytest.approx(10 * (8 * 0.5 + 4 * 0.75 + 8))
     assert main(["status", str(study)]) == 0
     head = capsys.readouterr().out.splitlines()[0]
-    assert (
-        "2 of 5 units done, 1 running, 1 failed" in head and "about 90 s left (from 1 finished units)" in head
-    )
+    assert "2 of 5 units done, 1 running, 1 failed" in head
+    assert "about 150 s left (from 1 finished units)" in head
     spec = study / "spec.json"
     spec.write_text(json.dumps({"run_dir": str(study / "runs" / "agon-seed0")}))
     assert resume_note(spec) == " (resuming from step 2, its last checkpoint)"
