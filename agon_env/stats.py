@@ -324,9 +324,12 @@ def paired_bootstrap(
     return Difference(float(d.mean()), float(lo), float(hi), int(d.shape[0]), int(d.shape[1]))
 
 
-def verdict_of(low: float, high: float, above: str, below: str) -> str:
-    """A change's interval in words: ``above`` / ``below`` when it excludes 0, else within noise."""
-    if low == high == 0:
+def verdict_of(low: float, high: float, above: str, below: str, same: bool = False) -> str:
+    """A change's interval in words: ``above`` / ``below`` when it excludes 0, else within noise;
+    "no change" when nothing changed: every value the same on both sides, which for values is a
+    zero-width interval, and for a rate (``same``: 0/4 then 0/6) an interval as wide as few
+    outcomes make it, though no outcome differs."""
+    if same or low == high == 0:
         return "no change"
     if low > 0:
         return above

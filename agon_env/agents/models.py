@@ -163,6 +163,16 @@ def ensure_tiny_qwen3_folder() -> Path:
     return cached_model_folder(TINY_QWEN3_FOLDER, lambda: build_tiny_qwen3(seed=0))
 
 
+def check_source(source: str) -> None:
+    """Refuse, in one line, a source :func:`resolve_source` would refuse, without converting,
+    building or downloading anything: so a command can say so before its other work."""
+    if source == "smollm2-135m":
+        if not (cache_dir() / SMOLLM2_FOLDER / "config.json").is_file():
+            _smollm2_gguf()  # the package that holds it must be installed
+    elif source not in ALIASES:
+        _folder_or_hub_id(source)
+
+
 def resolve_source(source: str) -> str:
     """Map an alias or path to what ``from_pretrained`` takes; raise one line when unknown."""
     if source == "tiny":
@@ -173,6 +183,11 @@ def resolve_source(source: str) -> str:
         return str(ensure_tiny_qwen3_folder())
     if source in HUB_ALIASES:
         return HUB_ALIASES[source]
+    return _folder_or_hub_id(source)
+
+
+def _folder_or_hub_id(source: str) -> str:
+    """``source`` as a model folder (it must hold ``config.json``) or an ``owner/name`` hub id."""
     path = Path(source).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():

@@ -22,7 +22,7 @@ import torch
 
 from agon_env.agents.protocol import Agent
 from agon_env.algorithms.distributed import DistContext, all_sum
-from agon_env.envs.scoring import limit_text
+from agon_env.envs.scoring import failure_of, limit_text
 from agon_env.episodes import Episode, Played, Start, TaskEnv, Turn, play_episodes
 from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
@@ -123,7 +123,7 @@ class ScoringWatch:
             errors = [t.score_error for t in failed if t.score_error is not None]
             first = errors[0] if errors else "(on another rank)"
             raise TaskScoreError(
-                f"step {step}: the task's score() raised on all {n_scored} answers; "
+                f"step {step}: the task's score() {failure_of(first)} on all {n_scored} answers; "
                 f"fix the task (first error below)\n{first}"
             )
         unjudged = n_failed + n_timeouts
@@ -140,7 +140,7 @@ class ScoringWatch:
         name = getattr(self.task, "name", type(self.task).__name__)
         raise TaskScoreError(
             f"task {name!r}: score() gave no verdict on {where} ({n_timeouts} timed out at "
-            f"{limit_text(self.task)}, {n_failed} raised this step): scoring is hopeless, so the run "
+            f"{limit_text(self.task)}, {n_failed} gave errors this step): scoring is hopeless, so the run "
             "stops; fix the scorer (or raise its score_timeout)"
         )
 

@@ -170,7 +170,8 @@ def summary_rows(records: list[JSONRecord], window: int = 3) -> list[tuple[str, 
     rate no outcome at all leaves "too few steps" in words. Any other metric (reward, tokens,
     KL, seconds) gets Welch's interval over the per-step values (steps as the independent
     units), or "too few steps" with fewer than 2 steps a side. A change whose interval holds 0
-    is labelled "within noise".
+    is labelled "within noise", and "no change" where every outcome or value is the same on
+    both sides (a rate at 0 or 1 on both: its interval is wide on few outcomes, yet none moved).
     """
     rows = []
     head, tail = records[:window], records[-window:]
@@ -191,15 +192,18 @@ def summary_rows(records: list[JSONRecord], window: int = 3) -> list[tuple[str, 
             if nb:
                 end = f"{kb / nb:.3f}"
             diff = kb / nb - ka / na if ci is not None else 0.0
+            # Every outcome alike on both sides (all 0 or all 1): unchanged, as equal values are.
+            same = ci is not None and ka / na == kb / nb and kb / nb in (0.0, 1.0)
         else:
             ci = welch_interval(b, a)
             diff = mean(b) - mean(a) if ci is not None else 0.0
+            same = False  # a zero-width interval says it
         if ci is None:
             rows.append((key, start, end, "too few steps", "-"))
             continue
         lo, hi = ci
         change = f"{diff:+.3f} [{lo:+.3f}, {hi:+.3f}]"
-        rows.append((key, start, end, change, verdict_of(lo, hi, "up", "down")))
+        rows.append((key, start, end, change, verdict_of(lo, hi, "up", "down", same)))
     return rows
 
 

@@ -13,8 +13,9 @@ name            where it goes
 ``wandb``       a Weights & Biases run named after the run folder, its files in ``$WANDB_DIR``, else
                 ``<run>/wandb`` (project ``$WANDB_PROJECT``, else ``agon-env``; ``WANDB_MODE=offline``
                 keeps it local); its id is kept in ``<run>/wandb-run-id.txt``
-``trackio``     a trackio run named after the run folder, in ``$TRACKIO_DIR`` (else the HF
-                cache; project ``$TRACKIO_PROJECT``, else ``agon-env``; ``trackio show`` reads it)
+``trackio``     a trackio run named ``<folder>-<6 hex>``, in ``$TRACKIO_DIR`` (else the HF cache;
+                project ``$TRACKIO_PROJECT``, else ``agon-env``; ``trackio show`` reads it); its
+                name is kept in ``<run>/trackio-run-name.txt``
 ``none``        no tracker: the run folder only
 ==============  ============================================================================
 
@@ -22,7 +23,9 @@ name            where it goes
 run -- wandb's id, trackio's name -- and first hands each tracker the steps of ``metrics.jsonl``
 before the resume step that it does not hold (:meth:`Tracker.catch_up`): a step logged just
 before a kill may never have left the process (wandb and trackio send from a background
-thread), so without it a resumed run's tracker lost steps that ``metrics.jsonl`` keeps.
+thread), so without it a resumed run's tracker lost steps that ``metrics.jsonl`` keeps. The
+steps from the resume step on are trained again, so trackio's rows of them are dropped first
+(as TensorBoard purges its events): each step is one row, the resumed run's.
 
 wandb and trackio are optional (``pip install 'agon-env[track]'``) and imported only when
 named; :func:`refusal` is the config check that turns a missing one away in one line before
@@ -208,19 +211,61 @@ class Wandb:
         self.run.finish()
 
 
+def trackio_name(run_dir: Path) -> tuple[str, bool]:
+    """The run folder's trackio run name and whether it was kept from before: ``<folder>-<6 hex>``,
+    written to :data:`Trackio.NAME_FILE` the first time, so two folders named ``run`` are two
+    trackio runs and a resumed one is the same. A folder from before the file (resumed: its
+    ``checkpoint.pt`` is there) keeps the folder's name it was logged under."""
+    run_dir = Path(run_dir)
+    kept = run_dir / Trackio.NAME_FILE
+    if kept.is_file():
+        return kept.read_text().strip(), True
+    if RunFolder(run_dir).checkpoint.is_file():
+        return run_dir.name, True
+    name = f"{run_dir.name}-{secrets.token_hex(3)}"
+    kept.write_text(name + "\n")
+    return name, False
+
+
+def _drop_steps_from(project: str, name: str, start_step: int) -> None:
+    """Delete trackio's rows of run ``name`` at ``start_step`` and after: a resumed run logs those
+    steps again (trackio appends a row per log call, so it would hold them twice)."""
+    import sqlite3
+
+    from trackio.sqlite_storage import SQLiteStorage
+
+    db = SQLiteStorage.get_project_db_path(project)
+    if not db.exists():
+        return
+    with SQLiteStorage._get_connection(db) as conn:
+        try:
+            who = SQLiteStorage._resolve_run_identity(conn, run_name=name)
+            if who is not None:  # the column is trackio's own name ("run_id" or "run_name")
+                conn.execute(f"DELETE FROM metrics WHERE {who[0]} = ? AND step >= ?", (who[1], start_step))
+        except sqlite3.OperationalError as exc:
+            if "no such table" not in str(exc):  # nothing logged yet: nothing to drop
+                raise
+
+
 class Trackio:
-    """A trackio run named after the run folder (its own system metrics off: only the run's)."""
+    """A trackio run named ``<folder>-<6 hex>`` (:func:`trackio_name`; its own system metrics off:
+    only the run's)."""
+
+    NAME_FILE = "trackio-run-name.txt"
 
     def __init__(self, run_dir: Path, config: Mapping[str, JSONValue], start_step: int) -> None:
         import trackio
 
         self.trackio = trackio
-        self.name = Path(run_dir).name
+        self.project = os.environ.get("TRACKIO_PROJECT", PROJECT)
+        self.name, kept = trackio_name(run_dir)
+        if kept:
+            _drop_steps_from(self.project, self.name, start_step)
         trackio.init(
-            project=os.environ.get("TRACKIO_PROJECT", PROJECT),
+            project=self.project,
             name=self.name,
             config=dict(config),
-            resume="allow" if start_step else "never",
+            resume="allow" if kept else "never",
             auto_log_cpu=False,
             auto_log_gpu=False,
         )
@@ -239,8 +284,7 @@ class Trackio:
     def catch_up(self, records: Sequence[Mapping[str, JSONValue]]) -> None:
         from trackio.sqlite_storage import SQLiteStorage
 
-        project = os.environ.get("TRACKIO_PROJECT", PROJECT)
-        held = {row.get("step") for row in SQLiteStorage.get_logs(project, self.name)}
+        held = {row.get("step") for row in SQLiteStorage.get_logs(self.project, self.name)}
         for record in records:
             if record["step"] not in held:
                 self.trackio.log(finite_scalars(record, drop=("step",)), step=record["step"])

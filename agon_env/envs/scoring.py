@@ -198,8 +198,21 @@ def _judge(task: Task, problem: Problem, answer: str) -> Verdict:
     verdict = as_verdict(value)
     if verdict is None:
         shown = repr(value)[:200]
-        return Verdict(False, error=f"score() returned {shown} ({type(value).__name__}), not a bool")
+        return Verdict(False, error=f"{_RETURNED}{shown} ({type(value).__name__}){_NOT_A_BOOL}")
     return Verdict(verdict)
+
+
+_RETURNED, _NOT_A_BOOL = "score() returned ", ", not a bool"
+"""How :func:`_judge` words a non-verdict, which :func:`failure_of` reads back."""
+
+
+def failure_of(error: str) -> str:
+    """How a ``score`` that gave no verdict failed, after "score()": ``"returned nan (float)
+    instead of a bool"`` for a value that is no verdict, ``"raised"`` for an exception (whose
+    traceback ``error`` is): a NaN was never raised, so it is not reported as if it were."""
+    if error.startswith(_RETURNED) and error.endswith(_NOT_A_BOOL):
+        return f"returned {error[len(_RETURNED) : -len(_NOT_A_BOOL)]} instead of a bool"
+    return "raised"
 
 
 _WARNED: set[tuple[str, str]] = set()
@@ -237,9 +250,9 @@ def warn_once(task: Task, verdict: Verdict) -> None:
     elif verdict.timeout:
         text = f"task {task_name!r}: score() timed out; the turn scores 0 and counts in score_timeouts."
     else:
-        text = (
-            f"task {task_name!r}: score() raised (or returned a non-bool); the turn scores 0. "
-            f"First error:\n{verdict.error}"
+        how = failure_of(verdict.error or "")
+        text = f"task {task_name!r}: score() {how}; the turn scores 0." + (
+            f" First error:\n{verdict.error}" if how == "raised" else ""
         )
     gymnasium.logger.warn("%s", text)  # the text itself may hold a '%': never a format string
 

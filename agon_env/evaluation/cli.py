@@ -133,11 +133,24 @@ def _shared(values: list[Any]) -> Any:
 
 def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     """Evaluate as ``args`` say; ``argv`` is what the report records as its command."""
+    from agon_env.evaluation.checks import (
+        check_confidence,
+        check_distinct_adapters,
+        check_distinct_folders,
+        check_seeds,
+    )
+
+    # What the command line alone can refuse, before anything is imported, read or loaded.
+    check_confidence(args.confidence)
+    check_seeds(args.seeds)
+    check_distinct_folders(args.runs)
+
+    from agon_env.agents.models import check_source
     from agon_env.evaluation.cache import SampleCache
     from agon_env.evaluation.evaluate import Evaluator
     from agon_env.evaluation.report import across_runs
     from agon_env.evaluation.report_file import write_eval_report
-    from agon_env.evaluation.runs import PolicyLoader, settings_for
+    from agon_env.evaluation.runs import PolicyLoader, settings_for, weights_hashes
     from agon_env.evaluation.splits import (
         HOW_CHECKED,
         check_heldout,
@@ -152,8 +165,6 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         if not args.quiet:
             print(f"agon eval: {msg}", file=sys.stderr, flush=True)
 
-    if not args.seeds:
-        raise ValueError("--seeds: give at least one sampling seed, e.g. --seeds 0 or --seeds 0 1 2")
     out = (
         Path(args.out)
         if args.out
@@ -166,6 +177,8 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     configs = [run.config for run in runs]
     _one_base(args, configs)
     cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
+    check_source(args.model or cfg.model.name)
+    check_distinct_adapters({str(r): weights_hashes(r) for r in args.runs})
     env_id, task_kwargs = _task_choice(args, cfg)
     data = load_eval_data(
         env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed

@@ -113,8 +113,16 @@ def probe_env(cfg: ProbeConfig) -> tuple[str, dict[str, Any]]:
     return env_id, {**run_task_kwargs(run.config, env_id), **own, **given}
 
 
+def _base_of(cfg: ProbeConfig) -> str:
+    """The base model the probe loads: ``--model``, or the run's own with ``--run``."""
+    from agon_env.run_folder import load_resolved
+
+    return load_resolved(cfg.run).config.model.name if cfg.run else cfg.model
+
+
 def probe(cfg: ProbeConfig) -> JSONRecord:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
+    from agon_env.agents.models import check_source
     from agon_env.envs.exchange import CHANNELS, DEFAULT
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
@@ -137,6 +145,7 @@ def probe(cfg: ProbeConfig) -> JSONRecord:
             "cache to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
     check_keywords(env_id, kwargs)  # dificulty=3: "did you mean 'difficulty'?", as make says it
+    check_source(_base_of(cfg))  # before the task is built and its problems drawn
     task = build_task(env_id, kwargs, cfg.split)
     indices = distinct_sample(task, cfg.problems, cfg.seed, "probe")
     agent = _agent(cfg, task)

@@ -119,6 +119,12 @@ def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
+def weights_hashes(run_dir: str | Path) -> dict[str, str]:
+    """Each adapter of a run folder -> a hash of its weights, as its sample identity holds it:
+    two folders with the same hashes hold the same policies (:mod:`agon_env.evaluation.checks`)."""
+    return {name: _fingerprint(source) for name, source in _adapter_sources(Path(run_dir)).items()}
+
+
 def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
     """What a policy's prompts are made of: the role prompts and the chat-template options."""
     return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))

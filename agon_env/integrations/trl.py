@@ -18,7 +18,9 @@ code (:func:`agon_env.envs.turns.read_action`: a completion outside the env's ac
 the ``<answer>`` block against the gold answer and ``φ`` the format (``<summary>`` then
 ``<answer>``). TRL calls it as ``f(prompts=..., completions=..., **columns)``; the gold answer
 is the dataset's ``answer`` column (``meta`` and ``problem_id`` columns are used when present:
-some tasks check against the problem's ``meta``).
+some tasks check against the problem's ``meta``). ``meta`` is JSON text, one object per row
+(:func:`meta_of` reads it back): Arrow gives a column one type, and one task's problems carry
+meta values of several (pyfunc's constant ``k`` is a number for one template, a string for another).
 
 A completion the task could not judge (``score`` raised, or its verifier timed out) is not
 scored as wrong: its reward is ``None``, which TRL treats as "no reward" (the completion gets
@@ -30,6 +32,8 @@ totals in :attr:`AgonReward.counts`.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -49,7 +53,7 @@ if TYPE_CHECKING:
 
     from agon_env.envs.tasks.base import Task
 
-__all__ = ["AgonReward", "dataset", "reward_function"]
+__all__ = ["AgonReward", "dataset", "meta_of", "reward_function"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +85,31 @@ def prompt_text(prompt: str | Messages) -> str:
     return users[-1] if users else ""
 
 
+def meta_of(cell: str | Mapping[str, JSONValue] | None) -> dict[str, JSONValue]:
+    """A ``meta`` cell as the problem's meta: the JSON text :func:`dataset` writes, or a mapping
+    (a dataset a user built with ``meta`` as a struct column), or nothing."""
+    if cell is None:
+        return {}
+    value = json.loads(cell) if isinstance(cell, str) else cell
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"a meta cell must hold a JSON object, got {type(value).__name__}: {str(cell)[:80]!r}"
+        )
+    return dict(value)
+
+
+def plain(value: object) -> object:
+    """``value`` with every dataclass instance in it as a dict (CodeContests' cases are
+    :class:`~agon_env.envs.tasks.code_checks.IOCase`, which Arrow cannot hold)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
 class AgonReward:
     """``reward(prompts, completions, answer=[...], **columns) -> list[float | None]`` for
     ``GRPOTrainer(reward_funcs=...)``, scoring with ``task`` and format weight ``lam``."""
@@ -99,7 +128,7 @@ class AgonReward:
         prompts: Sequence[str | Messages],
         completions: Sequence[str | Messages],
         answer: Sequence[Any] | None = None,
-        meta: Sequence[Mapping[str, JSONValue] | None] | None = None,
+        meta: Sequence[str | Mapping[str, JSONValue] | None] | None = None,
         problem_id: Sequence[object] | None = None,
         log_metric: Callable[[str, float], object] | None = None,
         **_columns: Any,
@@ -113,7 +142,7 @@ class AgonReward:
         batch: Counter[str] = Counter()
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             ident = str(problem_id[i]) if problem_id is not None else f"trl/{i}"
-            problem = Problem(ident, prompt_text(prompt), answer[i], dict((meta[i] if meta else None) or {}))
+            problem = Problem(ident, prompt_text(prompt), answer[i], meta_of(meta[i] if meta else None))
             read = read_action(completion_text(completion), self.space)
             outcome, verdict = judge(self.task, problem, read.parsed, read.length)
             unjudged = "score_timeouts" if verdict.timeout else "score_errors" if verdict.error else None
@@ -162,7 +191,8 @@ def dataset(
 ) -> Dataset:
     """``env_id``'s problems of ``split`` as a ``datasets.Dataset`` for TRL: ``prompt`` (chat
     messages: the drafter's system prompt and worked examples of the task's prompt family, then
-    the problem), ``answer``, ``problem_id``, and ``meta`` when the task's problems carry it.
+    the problem), ``answer``, ``problem_id``, and ``meta`` when the task's problems carry it (JSON
+    text: :func:`meta_of` reads a cell back).
 
     ``kwargs`` are task keywords (``agon_env.make``); a task built without splits ignores ``split``.
     """
@@ -176,12 +206,12 @@ def dataset(
     rows = [
         {
             "prompt": observation_messages({"text": p.prompt, "role": 0}, prompts),
-            "answer": p.answer,
+            "answer": plain(p.answer),
             "problem_id": p.id,
         }
         for p in problems
     ]
     if any(p.meta for p in problems):
         for row, p in zip(rows, problems, strict=True):
-            row["meta"] = p.meta
+            row["meta"] = json.dumps(p.meta, sort_keys=True)
     return Dataset.from_list(rows)

@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from agon_env.agents.models import ALIASES, ModelSourceError, cache_dir, load_base, resolve_source
+from agon_env.agents.models import (
+    ALIASES,
+    ModelSourceError,
+    cache_dir,
+    check_source,
+    load_base,
+    resolve_source,
+)
 from agon_env.agents.tiny import build_tiny
 
 
@@ -45,6 +52,25 @@ def test_unknown_source_is_one_line_listing_aliases(bad):
     assert "\n" not in msg and bad in msg
     for alias in ALIASES:
         assert alias in msg
+
+
+@pytest.mark.parametrize("bad", ["smollm", "./no/such/folder", "a/b/c"])
+def test_a_source_is_checked_as_resolve_source_would_refuse_it_but_nothing_is_built(
+    bad, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("AGON_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(ModelSourceError) as e:
+        check_source(bad)
+    assert str(e.value) == _refusal(bad)
+    for good in ("tiny", "tiny-qwen3", "qwen3-0.6b", "Qwen/Qwen3-0.6B"):
+        check_source(good)
+    assert not (tmp_path / "cache").exists()  # tiny-qwen3 is built when loaded, not when checked
+
+
+def _refusal(source: str) -> str:
+    with pytest.raises(ModelSourceError) as e:
+        resolve_source(source)
+    return str(e.value)
 
 
 def test_folder_without_config_is_refused(tmp_path):

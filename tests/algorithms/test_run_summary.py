@@ -49,3 +49,18 @@ def test_a_window_without_the_rate_says_too_few_steps():
     # ... and a metric with per-step values needs two steps a side.
     records = [{"step": 0, "reward/drafter": 1.0}, {"step": 1, "reward/drafter": 2.0}]
     assert _row(summary_rows(records, window=1), "reward/drafter")[3:] == ("too few steps", "-")
+
+
+def test_a_rate_that_did_not_move_reads_no_change_as_an_unchanged_value_does():
+    # Issue 58: 0/2 then 0/2 read "within noise [-0.658, +0.658]" where a reward constant over the
+    # run read "no change".
+    records = [_step(s, acc__drafter=(0, 1)) for s in range(4)]  # 0/2 pooled over each window
+    records = [{**r, "reward/drafter": 0.5} for r in records]
+    rows = summary_rows(records, window=2)
+    assert _row(rows, "acc/drafter")[3:] == ("+0.000 [-0.658, +0.658]", "no change")
+    assert _row(rows, "reward/drafter")[4] == "no change"
+    every = [_step(s, acc__drafter=(2, 2)) for s in range(4)]
+    assert _row(summary_rows(every, window=2), "acc/drafter")[4] == "no change"
+    # The same share from varied outcomes is not "no change": 1/2 then 1/2 could hide a move.
+    half = [_step(s, acc__drafter=(1, 2)) for s in range(4)]
+    assert _row(summary_rows(half, window=2), "acc/drafter")[4] == "within noise"

@@ -90,14 +90,15 @@ def test_wandb_and_trackio_equal_metrics_jsonl_after_kill_9_and_resume(tmp_path:
     assert len(ids) == 1 and (run / "wandb-run-id.txt").read_text().strip() in ids  # one run, resumed
     assert history == expected
 
+    name = (run / "trackio-run-name.txt").read_text().strip()
     check = (
         "import json\n"
         "from trackio.sqlite_storage import SQLiteStorage\n"
-        "print(json.dumps(SQLiteStorage.get_logs('agon-resume', 'run'), default=str))\n"
+        f"print(json.dumps(SQLiteStorage.get_logs('agon-resume', {name!r}), default=str))\n"
     )
     out = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
-    rows: dict[int, dict[str, Any]] = {}
-    for row in json.loads(out.stdout.strip().splitlines()[-1]):  # in the order logged: the last counts
-        rows[row["step"]] = {k: v for k, v in row.items() if k in expected[row["step"]]}
+    logged = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sorted(row["step"] for row in logged) == list(range(8))  # one row per step
+    rows = {row["step"]: {k: v for k, v in row.items() if k in expected[row["step"]]} for row in logged}
     assert rows == expected

@@ -165,11 +165,12 @@ def test_wandb_and_trackio_get_the_scalars_of_metrics_jsonl(tmp_path):
     sent = {i.key: json.loads(i.value_json) for i in config.update}
     assert sent["steps"] == 2 and sent["grpo"]["num_generations"] == 2 and sent["report_to"][1] == "wandb"
 
+    name = (run / "trackio-run-name.txt").read_text().strip()
     check = (
         "import json, sys\n"
         "from trackio.sqlite_storage import SQLiteStorage\n"
-        "logs = SQLiteStorage.get_logs('agon-env', 'run')\n"
-        "config = SQLiteStorage.get_run_config('agon-env', 'run')\n"
+        f"logs = SQLiteStorage.get_logs('agon-env', {name!r})\n"
+        f"config = SQLiteStorage.get_run_config('agon-env', {name!r})\n"
         "print(json.dumps({'logs': logs, 'steps': config['steps']}, default=str))\n"
     )
     r = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=120)

@@ -10,7 +10,7 @@ from agon_env.agents import ScriptedAgent
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.metrics import rollout_metrics
 from agon_env.algorithms.rollout import ScoringWatch, TaskScoreError, rollout
-from agon_env.envs.scoring import as_verdict
+from agon_env.envs.scoring import as_verdict, failure_of
 from agon_env.envs.tasks import code_checks
 from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.envs.tasks.errors import VerifierError
@@ -161,3 +161,26 @@ def test_a_launcher_failure_is_believed_only_when_a_canary_fails_too(monkeypatch
     assert code_checks.sandbox_failure(looks_like_bwrap) is None  # the real sandbox runs a canary fine
     monkeypatch.setattr(code_checks, "run_python", lambda *a, **k: looks_like_bwrap)
     assert code_checks.sandbox_failure(looks_like_bwrap).startswith("bwrap: Creating")
+
+
+def test_a_score_that_returns_nan_is_reported_as_returning_it_not_as_raising():
+    # Issue 58: a NaN was first reported as "score() raised (or returned a non-bool)", then the run
+    # stopped with "score() raised on all 2 answers", though nothing was raised.
+    task = _Returns(float("nan"))
+    env = agon_env.make("agon/math-v0", task=task, mode="solo")
+    env.reset(seed=0)
+    with pytest.warns(UserWarning) as caught:
+        env.step(fmt("2"))
+    shown = " ".join(str(w.message) for w in caught)
+    assert "score() returned nan (float) instead of a bool; the turn scores 0." in shown
+    assert "raised" not in shown
+    batch = _solo_batch(task, fmt("2"))
+    with pytest.raises(
+        TaskScoreError, match=r"score\(\) returned nan \(float\) instead of a bool on all 2 answers"
+    ):
+        ScoringWatch(task).check(batch, 0, DistContext())
+
+
+def test_a_raising_score_is_still_reported_as_raised():
+    assert failure_of("Traceback (most recent call last):\n  ...\nValueError: 100% wrong") == "raised"
+    assert failure_of("score() returned 'no' (str), not a bool") == "returned 'no' (str) instead of a bool"

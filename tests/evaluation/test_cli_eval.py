@@ -178,10 +178,15 @@ def test_eval_user_errors_are_one_line(tmp_path, capsys, args, needle):
 
 
 def _run_like(tiny_run, folder, sampling, model="tiny", temperatures=None):
-    """A copy of ``tiny_run``'s adapters with its own config: another sampling, model, temperatures."""
-    import shutil
+    """A run like ``tiny_run`` with its own config (another sampling, model, temperatures) and its
+    own adapters: a copy of ``tiny_run``'s would be one run twice, which eval refuses."""
+    from agon_env.agents.adapters import LoraSpec, SharedBase
 
-    shutil.copytree(tiny_run / "adapters", folder / "adapters")
+    base = SharedBase.from_source("tiny")
+    seed = 2 + sum(map(ord, folder.name))  # tiny_run's are seeds 0 and 1
+    for i, name in enumerate(("agent_a", "agent_b")):
+        base.add_adapter(name, LoraSpec(r=4, alpha=8, init_seed=seed + i, init_b_std=0.05))
+        base.save(name, folder / "adapters" / name)
     extra = f"temperatures: {json.dumps(temperatures)}\n" if temperatures else ""
     (folder / "config.yaml").write_text(
         f"algo: agon\nmodel: {{name: {model}, lora_r: 4, lora_alpha: 8}}\n"

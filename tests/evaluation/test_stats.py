@@ -187,6 +187,7 @@ def test_verdicts():
     assert verdict_of(0.01, 0.2, "up", "down") == "up" and verdict_of(-0.2, -0.01, "up", "down") == "down"
     assert verdict_of(-0.1, 0.2, "up", "down") == "within noise"
     assert verdict_of(0, 0, "up", "down") == "no change"
+    assert verdict_of(-0.658, 0.658, "up", "down", same=True) == "no change"  # a rate at 0 on both sides
 
 
 def test_smoothed_is_a_centred_mean_with_its_band():

@@ -10,7 +10,7 @@ import pytest
 import agon_env
 from agon_env.envs.tasks.base import Problem
 from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
-from agon_env.integrations.trl import AgonReward, dataset, reward_function
+from agon_env.integrations.trl import AgonReward, dataset, meta_of, reward_function
 
 QUESTION = [{"role": "user", "content": "What is 40 + 2?"}]
 
@@ -84,7 +84,7 @@ def test_a_code_task_scores_in_its_sandbox_through_the_dataset_columns():
 def test_a_task_that_checks_meta_gets_it_from_its_column():
     rows = dataset("agon/countdown-v0", limit=1)
     row = rows[0]
-    numbers, target = row["meta"]["numbers"], row["meta"]["target"]
+    numbers, target = meta_of(row["meta"])["numbers"], meta_of(row["meta"])["target"]
     reward = reward_function("agon/countdown-v0")
     text = f"<summary>s</summary><answer>{row['answer']}</answer>"
     assert reward([row["prompt"]], [text], answer=[row["answer"]], meta=[row["meta"]]) == [2.5]

@@ -152,9 +152,11 @@ class CodeContestsTask(CodeTask):
         if self._pool is None:
             self._pool = SandboxPool(self.workers)
         tol = problem.answer["tolerance"] or 0.0
+        # Cases as plain mappings too: TRL's dataset stores them so (Arrow holds no IOCase).
+        cases = [IOCase(**c) if isinstance(c, Mapping) else c for c in problem.answer["tests"]]
         return check_stdio(
             strip_code_fence(answer),
-            problem.answer["tests"],
+            cases,
             limits,
             rel_tol=tol,
             abs_tol=tol,
