@@ -185,6 +185,9 @@ def register(args: RegisterArgs) -> int:
     )
     if reg.get("detectable"):
         print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
+    if reg.get("fingerprint"):  # registrations before it hold none
+        print(f"fingerprint: {reg['fingerprint']}")
+        print("publish it before running: agon study verify RESULTS --fingerprint SHA checks against it")
     if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
         print(
             f"commit before running: git add {args.plan} {out / REGISTRATION} "

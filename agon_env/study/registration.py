@@ -25,14 +25,12 @@ from typing import Any
 
 from agon_env.config import ConfigError
 from agon_env.run_folder import EVAL_REPORT
+from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint
 from agon_env.study.plan import StudyPlan
 from agon_env.study.results_file import RESULTS
 
 REGISTRATION = "registration.json"
 
-FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
-"""The prompt families the fingerprint hashes: the built-in ones it has always hashed (the recorded
-studies' ``prompts`` are this hash). Families registered at run time are not among them."""
 
 
 def prompts_fingerprint() -> str:
@@ -195,6 +193,7 @@ def record(
     from agon_env import __version__
 
     mine = identity(plan)
+    frozen = anchor(plan, mine["preset_sha256"], str(mine["prompts"]))
     return {
         "plan_sha256": mine["plan_sha256"],
         "preset_sha256": mine["preset_sha256"],
@@ -205,6 +204,8 @@ def record(
         "git_commit": None if source is None else git_commit(source),
         "detectable": power if power is not None else detectable(plan),
         "registered_at": now(),
+        "anchor": frozen,  # what the fingerprint hashes: published, it binds results to this
+        "fingerprint": fingerprint(frozen),
     }
 
 
