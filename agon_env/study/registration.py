@@ -32,7 +32,6 @@ from agon_env.study.results_file import RESULTS
 REGISTRATION = "registration.json"
 
 
-
 def prompts_fingerprint() -> str:
     """A hash of everything a unit's model reads besides the problem: the :data:`FINGERPRINTED`
     families' system messages and worked examples and the exchange wording (torch-free imports)."""
