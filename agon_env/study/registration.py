@@ -25,7 +25,7 @@ from typing import Any
 
 from agon_env.config import ConfigError
 from agon_env.run_folder import EVAL_REPORT
-from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint
+from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
 from agon_env.study.plan import StudyPlan
 from agon_env.study.results_file import RESULTS
 
@@ -252,6 +252,13 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
             raise ConfigError(
                 f"the prompts differ from those registered in {out / REGISTRATION} "
                 f"({reg['prompts']}, now {now_prompts}): run the registered code"
+            )
+        frozen = (reg.get("anchor") or {}).get("task_modules")  # registrations before it hold none
+        edited = [m for m, sha in task_modules(plan).items() if frozen is not None and frozen.get(m) != sha]
+        if edited:
+            raise ConfigError(
+                f"the task module {edited[0]} differs from the one registered in {out / REGISTRATION} "
+                "(its source changed since): run the registered code, or register anew in a new --out"
             )
         return reg
     if reg is None:

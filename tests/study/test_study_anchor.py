@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from agon_env.config import ConfigError
 from agon_env.study.anchor import anchor, fingerprint
 from agon_env.study.cli import main
 from agon_env.study.plan import StudyPlan, from_dict, load
-from agon_env.study.registration import prompts_fingerprint
+from agon_env.study.registration import check, prompts_fingerprint, register
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "studies" / "smoke.yaml"
@@ -93,7 +94,13 @@ def test_a_user_tasks_source_moves_it(tmp_path: Path, monkeypatch: pytest.Monkey
     plan = from_dict({**plan.as_dict(), "train": {**plan.train, "env.kwargs": {}}})
     before = frozen(plan)
     assert "anchor_doubles_task" in before["task_modules"] and "math" in before["prompt_families"]
+    register(plan, tmp_path / "study")
+    assert check(plan, tmp_path / "study") is not None
     module.write_text(module.read_text() + "# the task edited after its registration\n")
+    with pytest.raises(
+        ConfigError, match="the task module anchor_doubles_task differs from the one registered"
+    ):
+        check(plan, tmp_path / "study")  # `agon study run` runs the registered code only
     after = frozen(plan)
     assert after["task_modules"]["anchor_doubles_task"] != before["task_modules"]["anchor_doubles_task"]
     assert fingerprint(after) != fingerprint(before)
