@@ -240,7 +240,9 @@ def against_report(doc: dict[str, Any], results: Path, report: Path) -> list[str
         body.pop()
     for i, (said, want) in enumerate(zip(body, rendered, strict=False), start=1):
         if said != want:
-            return [f"{report.name} line {i}: {short(said)!r}, the results render {short(want)!r}"]
+            at = next((j for j, (a, b) in enumerate(zip(said, want, strict=False)) if a != b), len(want))
+            part = slice(max(0, at - 8), at + 32)  # where they part, not the shared start
+            return [f"{report.name} line {i}: '…{said[part]}…', the results render '…{want[part]}…'"]
     return (
         []
         if len(body) == len(rendered)
@@ -294,7 +296,10 @@ def bind(
             fail(path, wrong)
     if wrong:
         fail(path, wrong)
-    return doc, said(doc, folder, published, problems)
+    words = said(doc, folder, published, problems)
+    return doc, words + (
+        f"; {Path(report).name} names this file's sha256 and renders from it" if report else ""
+    )
 
 
 def said(doc: dict[str, Any], folder: Path | None, published: str | None, problems: str) -> str:
