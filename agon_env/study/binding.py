@@ -281,7 +281,7 @@ def bind(
     if published and reg is not None and fingerprint(reg.get("anchor") or {}) != published:
         checks.append(
             lambda: [
-                f"fingerprint: given {short(published)}, the results' registration hashes to "
+                f"fingerprint: given {published}, the results' registration hashes to "
                 f"{fingerprint(reg.get('anchor') or {})}"
             ]
         )

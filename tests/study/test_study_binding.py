@@ -96,7 +96,7 @@ def test_a_rule_edited_with_every_hash_recomputed_and_rerendered_misses_the_fing
     assert main(["verify", str(path)]) == 0  # alone it is consistent ...
     assert "self-consistent, not bound" in capsys.readouterr().out
     err = refused(path, capsys, "--fingerprint", published)  # ... and not what was published
-    assert f"fingerprint: given {published[:37]}..., the results' registration hashes to" in err
+    assert f"fingerprint: given {published}, the results' registration hashes to" in err
 
 
 def test_a_wrong_fingerprint_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
