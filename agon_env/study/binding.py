@@ -112,10 +112,11 @@ def own_times(doc: dict[str, Any], reg: dict[str, Any]) -> list[str]:
     for name, rec in units(doc).items():
         wrong += [f"outcomes.{name}.{key}: missing" for key in TIMES if not rec.get(key)]
     starts = sorted((rec["started_at"], name) for name, rec in units(doc).items() if rec.get("started_at"))
-    if starts and reg.get("registered_at", "~") >= starts[0][0]:
+    # times are to the second: a registration in the same second as the first start is not after it
+    if starts and reg.get("registered_at", "~") > starts[0][0]:
         when, name = starts[0]
         wrong.append(
-            f"registration.registered_at: {reg.get('registered_at')} is not before the first unit's start "
+            f"registration.registered_at: {reg.get('registered_at')} is after the first unit's start "
             f"({name}, {when})"
         )
     return wrong
@@ -214,9 +215,9 @@ def against_units(doc: dict[str, Any], study: Path, reg: dict[str, Any]) -> list
         if (s := read_stamp(study / "eval" / n, UNIT_RECORD))
     ]
     first = min(starts, default=None)
-    if first and first[0] and reg.get("registered_at", "~") >= first[0]:
+    if first and first[0] and reg.get("registered_at", "~") > first[0]:
         wrong.append(
-            f"{REGISTRATION}.registered_at: {reg.get('registered_at')} is not before the first unit's start "
+            f"{REGISTRATION}.registered_at: {reg.get('registered_at')} is after the first unit's start "
             f"({first[1]}, {first[0]})"
         )
     return wrong

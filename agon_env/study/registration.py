@@ -27,6 +27,7 @@ from agon_env.config import ConfigError
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
 from agon_env.study.plan import StudyPlan
+from agon_env.study.records import STARTED
 from agon_env.study.results_file import RESULTS
 
 REGISTRATION = "registration.json"
@@ -224,9 +225,11 @@ def register(
     refuse_another_plan(old, plan, out, str(source or "the plan"), "a new plan needs a new --out")
     if old is not None:
         return old, False
-    if (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
+    started = any((out / "units").glob(f"*{STARTED}"))  # a unit begun: its start must follow
+    if started or (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
         raise ConfigError(
-            f"{out} already holds results: a registration must come before them; use a new --out"
+            f"{out} already holds {'started units' if started else 'results'}: a registration must "
+            "come before them; use a new --out"
         )
     power = detectable(plan, stated)
     check_margin(plan, power)

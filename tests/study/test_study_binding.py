@@ -127,7 +127,17 @@ def test_the_registration_moved_after_the_units_with_their_times_deleted_fails(
     for rec in units(doc).values():  # times kept, the registration still after the first start
         rec["written_at"] = "2030-01-02T00:00:00Z"
     err = refused(write(doc, tmp_path), capsys, "--fingerprint", published)
-    assert "registration.registered_at: 2030-01-01T00:00:00Z is not before the first unit's start" in err
+    assert "registration.registered_at: 2030-01-01T00:00:00Z is after the first unit's start" in err
+
+
+def test_a_folder_with_a_started_unit_cannot_be_registered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "units").mkdir()
+    (tmp_path / "units" / "grpo-seed0.started").write_text("2026-12-05T02:07:00Z\n")
+    assert main(["register", str(PLAN), "--out", str(tmp_path)]) == 2
+    assert "already holds started units: a registration must come before them" in capsys.readouterr().err
+    assert not (tmp_path / "registration.json").exists()
 
 
 def test_a_verdict_edited_in_report_md_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
