@@ -274,21 +274,20 @@ def bind(
     folder = folder_of(path, study)
     wrong, problems = rederived(doc)
     reg = registered(doc)
+    # a registration before fingerprints (the older rules) holds no anchor and its units no times
+    old = reg is not None and not reg.get("anchor")
     checks: list[Callable[[], list[str]]] = []
     if reg is None and (folder is not None or published):
-        checks.append(lambda: ["registration: none in the results file (recorded before registrations)"])
-    if reg is not None and (folder is not None or published or reg.get("anchor")):
+        checks.append(lambda: ["registration: none in the results file"])
+    if reg is not None and not old:
         checks += [lambda: against_anchor(doc, reg, "registration"), lambda: own_times(doc, reg)]
     if published and reg is not None and fingerprint(reg.get("anchor") or {}) != published:
-        checks.append(
-            lambda: [
-                f"fingerprint: given {published}, the results' registration hashes to "
-                f"{fingerprint(reg.get('anchor') or {})}"
-            ]
-        )
+        held = "has none (the older rules)" if old else f"hashes to {fingerprint(reg['anchor'])}"
+        checks.append(lambda: [f"fingerprint: given {published}, the results' registration {held}"])
     if folder is not None:
-        checks += [lambda: against_folder(doc, folder)]
-        checks += [lambda: against_units(doc, folder, read(folder) or {})]
+        checks.append(lambda: against_folder(doc, folder))
+        if not old:
+            checks.append(lambda: against_units(doc, folder, read(folder) or {}))
     if report:
         checks.append(lambda: against_report(doc, path, Path(report)))
     for check in checks:
@@ -306,10 +305,16 @@ def bind(
 def said(doc: dict[str, Any], folder: Path | None, published: str | None, problems: str) -> str:
     """What a results file that passed :func:`bind` is bound to, in one line."""
     reg = registered(doc)
-    if reg is None:
+    if "registration" not in doc:
         return f"recorded without a registration (the older rules): self-consistent, not bound; {problems}"
-    if not reg.get("anchor") and folder is None and not published:
-        return f"registered without a fingerprint (the older rules): self-consistent, not bound; {problems}"
+    if reg is None:
+        return f"not registered (every comparison exploratory): self-consistent, not bound; {problems}"
+    if not reg.get("anchor"):
+        same = f", the same as {folder / REGISTRATION}" if folder is not None else ""
+        return (
+            f"registered without a fingerprint (the older rules{same}; its units' records not checked): "
+            f"self-consistent, not bound; {problems}"
+        )
     if folder is None and not published:
         return (
             f"self-consistent, not bound (no study folder, no --fingerprint: give either to bind it to its "

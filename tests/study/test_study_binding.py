@@ -130,6 +130,20 @@ def test_the_registration_moved_after_the_units_with_their_times_deleted_fails(
     assert "registration.registered_at: 2030-01-01T00:00:00Z is after the first unit's start" in err
 
 
+def test_a_study_registered_before_fingerprints_verifies_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(SMOKE.read_text())  # registered under 86f3fbc's rules: no anchor, no start times
+    path = write(doc, tmp_path)
+    (tmp_path / "registration.json").write_text(json.dumps(doc["registration"]))
+    assert main(["verify", str(path)]) == 0
+    assert "registered without a fingerprint (the older rules, the same as " in capsys.readouterr().out
+    doc["registration"]["plan"]["decision"]["confidence"] = 0.9
+    (tmp_path / "registration.json").write_text(json.dumps(doc["registration"]))
+    assert "plan.decision.confidence: results 0.95, registration 0.9" in refused(path, capsys)
+    assert "registration has none (the older rules)" in refused(path, capsys, "--fingerprint", "0" * 64)
+
+
 def test_a_folder_with_a_started_unit_cannot_be_registered(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
