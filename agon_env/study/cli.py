@@ -99,10 +99,19 @@ class ReportArgs(CommandArgs):
 
 @dataclass
 class VerifyArgs(CommandArgs):
-    """Recompute a results file's summary from its outcome lists; any mismatch fails (exit 2)."""
+    """Recompute a results file's summary from its outcome lists and bind it to what was frozen
+    outside it (the study folder's registration and units, a published fingerprint, its report);
+    any mismatch fails (exit 2) with one line naming what disagrees."""
 
     results: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="RESULTS")] = ""
     """A study's results.json."""
+    study: str | None = None
+    """The study folder whose registration.json and units' records the results must match (None: the
+    results file's own folder, when it holds a registration.json)."""
+    fingerprint: str | None = None
+    """The fingerprint ``register`` printed (and you published): the results' registration must hash to it."""
+    report: str | None = None
+    """A report.md: it must name the results file's sha256 and be what the results render to."""
 
 
 @dataclass
@@ -185,6 +194,9 @@ def register(args: RegisterArgs) -> int:
     )
     if reg.get("detectable"):
         print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
+    if reg.get("fingerprint"):  # registrations before it hold none
+        print(f"fingerprint: {reg['fingerprint']}")
+        print("publish it before running: agon study verify RESULTS --fingerprint SHA checks against it")
     if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
         print(
             f"commit before running: git add {args.plan} {out / REGISTRATION} "
@@ -279,6 +291,16 @@ def _report(
 
     added = [split(c) for c in compare]
     if study.suffix == ".json":
+        from agon_env.study.binding import bind, folder_of
+
+        if folder_of(study, None) is not None:  # beside its registration: never render it unbound
+            bind(study)
+        else:
+            print(
+                f"agon study report: {study} is rendered unbound (no study folder beside it); "
+                "agon study verify binds it",
+                file=sys.stderr,
+            )
         doc = read_results(study).document
         if added:
             arms = doc["outcomes"]["arms"]
@@ -323,6 +345,10 @@ def _report(
             write_results(doc, study / RESULTS)
         label = results or _shown(study / RESULTS)
         print(tables.write(doc, study, label))
+        from agon_env.study.binding import seal
+
+        if (study / RESULTS).is_file():
+            seal(study / "report.md", study / RESULTS)
     if results is not None:
         write_results(doc, Path(results))
     if docs is not None:
@@ -347,21 +373,16 @@ def report(args: ReportArgs, argv: Sequence[str]) -> int:
 
 
 def verify(args: VerifyArgs) -> int:
-    from agon_env.study.verify import verify as check
+    from agon_env.study.binding import bind
 
     path = Path(_required(args.results, "a results file, e.g. runs/smoke/results.json"))
-    doc = check(path)
+    doc, bound = bind(path, args.study, args.fingerprint, args.report)
     arms = doc["outcomes"]["arms"]
     units = sum(len(seeds) for seeds in arms.values()) + bool(doc["outcomes"].get("base"))
     print(
         f"{path}: the summary recomputes from the outcome lists ({units} units, "
         f"{len(doc['problems']['test']['ids'])} test problems, "
-        f"{len(doc['summary']['paired'])} paired differences)"
-        + (
-            "; bound to its registration of " + doc["registration"]["registered_at"]
-            if doc.get("registration")
-            else "; not registered"
-        )
+        f"{len(doc['summary']['paired'])} paired differences); {bound}"
     )
     return 0
 

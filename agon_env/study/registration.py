@@ -25,14 +25,12 @@ from typing import Any
 
 from agon_env.config import ConfigError
 from agon_env.run_folder import EVAL_REPORT
+from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
 from agon_env.study.plan import StudyPlan
+from agon_env.study.records import STARTED
 from agon_env.study.results_file import RESULTS
 
 REGISTRATION = "registration.json"
-
-FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
-"""The prompt families the fingerprint hashes: the built-in ones it has always hashed (the recorded
-studies' ``prompts`` are this hash). Families registered at run time are not among them."""
 
 
 def prompts_fingerprint() -> str:
@@ -214,6 +212,7 @@ def record(
     from agon_env import __version__
 
     mine = identity(plan)
+    frozen = anchor(plan, mine["preset_sha256"], str(mine["prompts"]))
     return {
         "plan_sha256": mine["plan_sha256"],
         "preset_sha256": mine["preset_sha256"],
@@ -224,6 +223,8 @@ def record(
         "git_commit": None if source is None else git_commit(source),
         "detectable": power if power is not None else detectable(plan),
         "registered_at": now(),
+        "anchor": frozen,  # what the fingerprint hashes: published, it binds results to this
+        "fingerprint": fingerprint(frozen),
     }
 
 
@@ -243,9 +244,11 @@ def register(
     refuse_another_plan(old, plan, out, str(source or "the plan"), "a new plan needs a new --out")
     if old is not None:
         return old, False
-    if (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
+    started = any((out / "units").glob(f"*{STARTED}"))  # a unit begun: its start must follow
+    if started or (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
         raise ConfigError(
-            f"{out} already holds results: a registration must come before them; use a new --out"
+            f"{out} already holds {'started units' if started else 'results'}: a registration must "
+            "come before them; use a new --out"
         )
     power = admissible(plan, stated)
     out.mkdir(parents=True, exist_ok=True)
@@ -270,6 +273,13 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
             raise ConfigError(
                 f"the prompts differ from those registered in {out / REGISTRATION} "
                 f"({reg['prompts']}, now {now_prompts}): run the registered code"
+            )
+        frozen = (reg.get("anchor") or {}).get("task_modules")  # registrations before it hold none
+        edited = [m for m, sha in task_modules(plan).items() if frozen is not None and frozen.get(m) != sha]
+        if edited:
+            raise ConfigError(
+                f"the task module {edited[0]} differs from the one registered in {out / REGISTRATION} "
+                "(its source changed since): run the registered code, or register anew in a new --out"
             )
         return reg
     if reg is None:

@@ -117,6 +117,12 @@ def written_at(eval_dir: Path) -> str:
     return datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def started_at(eval_dir: Path) -> str | None:
+    """When the unit started (its ``unit.json``; None: written before units recorded it)."""
+    stamp = eval_dir / UNIT_RECORD
+    return json.loads(stamp.read_text()).get("started_at") if stamp.is_file() else None
+
+
 def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
     """One evaluated unit: outcomes and draft outcomes per method, lengths, verifier failures."""
     run = report.runs[0]
@@ -134,6 +140,7 @@ def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[
         # What the unit sampled at, as its run resolved it (each adapter at its own temperature),
         # not the plan's base config: eval.json's settings come from the run's resolved.yaml.
         "settings": run.record.get("settings"),
+        "started_at": started_at(eval_dir),
         "written_at": written_at(eval_dir),
     }
 

@@ -570,11 +570,16 @@ def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str
     return table
 
 
-def write(doc: dict[str, Any], out: Path, results: str) -> str:
-    """``out/report.md`` and ``out/accuracy_vs_length.png``; the Markdown."""
+def report_markdown(doc: dict[str, Any], results: str) -> str:
+    """report.md's Markdown (``agon study verify --report`` renders it again to compare)."""
     table = markdown(doc, "report", results)
     table = table.replace(f"]({figure_name('report')})", "](accuracy_vs_length.png)")
-    table += transfer_markdown(doc)  # `agon study eval`'s exploratory sections, after the study's own
+    return table + transfer_markdown(doc)  # `agon study eval`'s exploratory sections, after the study's own
+
+
+def write(doc: dict[str, Any], out: Path, results: str) -> str:
+    """``out/report.md`` and ``out/accuracy_vs_length.png``; the Markdown."""
+    table = report_markdown(doc, results)
     write_text_atomic(out / "report.md", table)
     figure(doc, out / "accuracy_vs_length.png")
     return table

@@ -12,6 +12,7 @@ Folder layout under the study's ``--out``::
 
     plan.yaml  registration.json  calibration.json  results.json  report.md
     units/NAME.json   the unit's spec (its commands)       runs/NAME/   its run folder
+    units/NAME.started  when its child first took it
     locks/NAME/.lock  its flock                             eval/NAME/   its eval.json, unit.json
     logs/NAME.log     its output                            calibration/KEY=VALUE/  eval.json
 """
@@ -24,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,11 @@ from typing import Any
 from agon_env.config import to_dict
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, read_metrics
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
+from agon_env.study.records import mark_started, unit_stamp
 
 UNIT_RECORD = "unit.json"
-"""Written into a unit's eval folder after its ``eval.json``: when its results were written."""
+"""Written into a unit's eval folder after its ``eval.json``: when the unit started and its results
+were written, and hashes of its ``eval.json`` and adapters (:mod:`agon_env.study.records`)."""
 
 
 @dataclass
@@ -266,6 +268,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
     try:
         if unit.done():
             return 0
+        started_at = mark_started(spec_path.parent, unit.name)
         train_dev, eval_dev = device_flags(device)
         if (
             unit.train is not None
@@ -292,7 +295,8 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
         if rc == 0:
             from agon_env.evaluation.report import write_text_atomic
 
-            stamp = {"written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pid": os.getpid()}
+            run_dir = None if unit.run_dir is None else Path(unit.run_dir)
+            stamp = unit_stamp(Path(unit.eval_dir), started_at, run_dir)
             write_text_atomic(Path(unit.eval_dir) / UNIT_RECORD, json.dumps(stamp) + "\n")
         return rc
     finally:
