@@ -35,7 +35,7 @@ their functions): 1: 18 / 6 / 6, 2: 28 / 9 / 9, 3: 37 / 12 / 12.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -81,15 +81,29 @@ every split of every level has templates (a hash bucket per template left level 
 validation template)."""
 
 
+def deal(families: Mapping[str, str]) -> dict[str, str]:
+    """Template name -> split, from template name -> family name: each level's families (a
+    family's level is its lowest member's), ordered by a stable hash of their names, dealt round
+    :data:`SPLIT_CYCLE`; every member goes where its family goes."""
+    level = {s.name: s.level for s in SPECS}
+    first: dict[str, int] = {}
+    for name, fam in families.items():
+        first[fam] = min(first.get(fam, level[name]), level[name])
+    to: dict[str, str] = {}
+    for lv in LEVELS:
+        fams = sorted(
+            (f for f, f_lv in first.items() if f_lv == lv), key=lambda f: derive_seed(0, "pyfunc", f)
+        )
+        to.update((f, SPLIT_CYCLE[i % len(SPLIT_CYCLE)]) for i, f in enumerate(fams))
+    return {name: to[fam] for name, fam in families.items()}
+
+
 @cache
 def template_splits() -> dict[str, str]:
-    """Template (spec) name -> its split: each level's specs, ordered by a stable hash of their
-    names, dealt round :data:`SPLIT_CYCLE`. A template and all its constants are in one split."""
-    out: dict[str, str] = {}
-    for level in LEVELS:
-        names = sorted((s.name for s in SPECS if s.level == level), key=lambda n: derive_seed(0, "pyfunc", n))
-        out.update((n, SPLIT_CYCLE[i % len(SPLIT_CYCLE)]) for i, n in enumerate(names))
-    return out
+    """Template (spec) name -> its split: families (:attr:`Spec.kin`) dealt whole by :func:`deal`,
+    so a template and all its constants, and every template that behaves as it at some constant,
+    are in one split."""
+    return deal({s.name: s.kin for s in SPECS})
 
 
 @cache
