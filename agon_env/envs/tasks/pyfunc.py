@@ -14,12 +14,16 @@ program runs in the sandbox and ``tests`` hidden asserts call its function (the 
 the first of them). Expected values come from the spec's reference solution, run on the host
 when the problem is generated (it is the project's own code, never the model's).
 
-**Splits by template, not by function or prompt.** A template is a spec -- a function's name and
-code -- with all its constants (``add_k`` with k = 1 … 20). Each level's templates are dealt to
-train, validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names),
-and a split only draws its own, so a held-out score is on functions never trained on, not on a
-training function with another constant (issue 47: splitting by function left 19 of level 1's
-21 test functions with a training template). A problem draws a template first, then a constant.
+**Splits by family of templates, not by function or prompt.** A template is a spec -- a
+function's name and code -- with all its constants (``add_k`` with k = 1 … 20); a family is the
+templates that behave alike at some constant (``double_all`` is ``scale`` at k = 2, ``add_k`` is
+``minus_k`` at −k: :attr:`~agon_env.envs.tasks.pyfunc_specs.Spec.family`, found by
+:mod:`~agon_env.envs.tasks.pyfunc_behaviour`). Each level's families are dealt whole to train,
+validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names), and a
+split only draws its own, so a held-out score is on functions never trained on under any name
+or constant (issue 47: splitting by function left 19 of level 1's 21 test functions with a
+training template; issue 58: splitting by name left ``double_all`` and ``add_k`` in level 1's
+test split, a third of its problems). A problem draws a template first, then a constant.
 
 **Difficulty knobs.** ``difficulty`` picks the specs' level: 1, a single expression over one
 builtin (``s[::-1]``, ``min(xs)``, ``s * 3``); 2, a condition or a comprehension (``largest
@@ -29,7 +33,7 @@ left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky 
 default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
 (16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates
 per level (train / validation / test; ``python -m agon_env.envs.tasks.pyfunc`` recounts them and
-their functions): 1: 18 / 6 / 6, 2: 28 / 9 / 9, 3: 37 / 12 / 12.
+their functions): 1: 16 / 6 / 8, 2: 25 / 9 / 12, 3: 33 / 12 / 16.
 """
 
 from __future__ import annotations
