@@ -31,7 +31,8 @@ even``, ``words longer than 3 letters``); 3, two steps (``second largest distinc
 left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky passes) and
 ``example=False`` hides the example call. Each level includes the levels below it. Level 1 (the
 default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
-(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates
+(9/40 = 22 % [11, 38] on validation templates never trained on under any name or constant,
+docs/benchmarks.md). Templates
 per level (train / validation / test; ``python -m agon_env.envs.tasks.pyfunc`` recounts them and
 their functions): 1: 16 / 6 / 8, 2: 25 / 9 / 12, 3: 33 / 12 / 16.
 """
