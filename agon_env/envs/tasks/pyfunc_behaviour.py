@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -100,14 +100,14 @@ class Coincidence:
 
 
 @cache
-def coincidences(specs: Sequence[Spec] = SPECS) -> tuple[Coincidence, ...]:
-    """Every (function, other template at some constant) pair of ``specs`` that behave alike."""
+def coincidences() -> tuple[Coincidence, ...]:
+    """Every (function, other template at some constant) pair of :data:`SPECS` that behave alike."""
     found = []
-    for a in specs:
+    for a in SPECS:
         for ka in a.ks:
             f = reference(Function(a, ka))
             inputs = drawn_inputs(a.name, ka)
-            for b in specs:
+            for b in SPECS:
                 if b.name == a.name:
                     continue
                 for kb in constants(b):
