@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agon_env.envs.tasks.arith import ArithTask, distinct_problems
+from agon_env.envs.tasks.arith import ArithTask, distinct_problems, rearranged
 from agon_env.envs.tasks.base import SPLITS, content_split, normalize_prompt
 from agon_env.envs.tasks.data import local_file
 from agon_env.envs.tasks.math import deepmath, gsm8k, math_task
@@ -30,6 +30,24 @@ def test_arith_splits_partition_the_expression_space(level):
     assert all(content_split(p) == s for s, ps in by_split.items() for p in ps)
     if level <= 2:  # small levels: every distinct problem of the split shows up
         assert {s: len(ps) for s, ps in by_split.items()} == {s: distinct_problems(level, s) for s in SPLITS}
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_arith_counts_held_out_expressions_whose_swap_is_trained(level):
+    # Issue 58: not a trained function (every split has every operator) but a held-out answer trained
+    # under another order; counted, not moved (docs/envs.md). At levels 1-2 a twin is exactly the swap.
+    ops = "+" if level == 1 else "+−×"
+    exprs = [f"{a} {o} {b}" for a in range(10) for o in ops for b in range(10)]
+    for split in ("validation", "test"):
+        swapped = sum(
+            content_split(f"What is {e}?") == split
+            and e.split()[1] in "+×"
+            and e.split()[0] != e.split()[2]
+            and content_split(f"What is {e.split()[2]} {e.split()[1]} {e.split()[0]}?") == "train"
+            for e in exprs
+        )
+        assert rearranged(level, split) == swapped > 0
+    assert rearranged(level, "train") == 0 and rearranged(2.5, "test") == 0  # b op a is not a 2.5 shape
 
 
 def test_normalised_prompts_decide_the_split():

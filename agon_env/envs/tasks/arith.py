@@ -21,6 +21,14 @@ level  train   validation  test
 ``agon eval`` samples *distinct* test and validation problems, so at level 2 it can
 report on at most 59 test problems.
 
+The split holds apart *expressions*, not their numbers: a held-out ``3 + 4`` may have its
+training twin ``4 + 3`` (the same numbers and operators in another order, same value;
+:func:`rearranged`). Validation / test expressions with one: level 1: 6 / 12, level 2: 15 / 25,
+level 2.5: 0 / 0 (``b op a`` is not a 2.5 shape), level 3: 782 / 1540 (the same command). This
+is not the trained-function problem pyfunc had (every split trains every operator, so no
+held-out arith skill exists to leak), and the split is left as it is: a held-out arith score
+measures new expressions of trained kinds, some of them trained answers under another order.
+
 Difficulty levels (calibrated on SmolLM2-135M-Instruct with two worked few-shot turns,
 T=0.7: single-digit sums 9/16, single-digit ``+``/``×`` 13/16, two-digit sums 1/16):
 
@@ -105,22 +113,40 @@ def _prompt(expression: str) -> str:
     return f"What is {expression}?"
 
 
-def distinct_problems(difficulty: float, split: str) -> int:
-    """How many distinct prompts ``split`` of a level holds (exact for levels 1-3)."""
+def _expressions(difficulty: float) -> list[str]:
+    """Every expression of a level (levels 1-3: levels 4-5 have too many to enumerate)."""
     if level(difficulty) > 3:
         raise ValueError("levels 4-5 have too many expressions to enumerate; count a sample instead")
     digits, ops = range(10), "+−×"
     if difficulty == 1:
-        exprs = [f"{a} + {b}" for a in digits for b in digits]
-    elif difficulty == 2:
-        exprs = [f"{a} {o} {b}" for a in digits for o in ops for b in digits]
-    elif difficulty == 2.5:
-        exprs = [f"{a} {o} {b}" for a in range(10, 100) for o in ops for b in digits]
-    else:
-        exprs = [
-            f"{a} {o} {b} {p} {c}" for a in digits for o in ops for b in digits for p in ops for c in digits
-        ]
-    return sum(content_split(_prompt(e)) == split for e in exprs)
+        return [f"{a} + {b}" for a in digits for b in digits]
+    if difficulty == 2:
+        return [f"{a} {o} {b}" for a in digits for o in ops for b in digits]
+    if difficulty == 2.5:
+        return [f"{a} {o} {b}" for a in range(10, 100) for o in ops for b in digits]
+    return [f"{a} {o} {b} {p} {c}" for a in digits for o in ops for b in digits for p in ops for c in digits]
+
+
+def distinct_problems(difficulty: float, split: str) -> int:
+    """How many distinct prompts ``split`` of a level holds (exact for levels 1-3)."""
+    return sum(content_split(_prompt(e)) == split for e in _expressions(difficulty))
+
+
+def rearranged(difficulty: float, split: str) -> int:
+    """How many of ``split``'s distinct expressions (levels 1-3) have a *training* twin: the same
+    numbers and operators in another order with the same value (``3 + 4`` held out, ``4 + 3``
+    trained). Not a trained function -- every split has every operator -- but a held-out prompt
+    whose answer was trained under another arrangement; the split keeps them (docs/envs.md)."""
+
+    def key(expr: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+        parts = expr.split()
+        return tuple(sorted(parts[::2])), tuple(sorted(parts[1::2])), evaluate(expr)
+
+    trained = {key(e) for e in _expressions(difficulty) if content_split(_prompt(e)) == "train"}
+    return sum(
+        content_split(_prompt(e)) == split and key(e) in trained and split != "train"
+        for e in _expressions(difficulty)
+    )
 
 
 def evaluate(expression: str) -> int:
@@ -177,5 +203,6 @@ class ArithTask:
 
 
 if __name__ == "__main__":
+    print("level, distinct problems per split, then held-out ones with a rearranged training twin")
     for lv in (1, 2, 2.5, 3):
-        print(lv, *(distinct_problems(lv, s) for s in SPLITS))
+        print(lv, *(distinct_problems(lv, s) for s in SPLITS), "|", *(rearranged(lv, s) for s in SPLITS[1:]))

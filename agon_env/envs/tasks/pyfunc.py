@@ -14,12 +14,16 @@ program runs in the sandbox and ``tests`` hidden asserts call its function (the 
 the first of them). Expected values come from the spec's reference solution, run on the host
 when the problem is generated (it is the project's own code, never the model's).
 
-**Splits by template, not by function or prompt.** A template is a spec -- a function's name and
-code -- with all its constants (``add_k`` with k = 1 … 20). Each level's templates are dealt to
-train, validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names),
-and a split only draws its own, so a held-out score is on functions never trained on, not on a
-training function with another constant (issue 47: splitting by function left 19 of level 1's
-21 test functions with a training template). A problem draws a template first, then a constant.
+**Splits by family of templates, not by function or prompt.** A template is a spec -- a
+function's name and code -- with all its constants (``add_k`` with k = 1 … 20); a family is the
+templates that behave alike at some constant (``double_all`` is ``scale`` at k = 2, ``add_k`` is
+``minus_k`` at −k: :attr:`~agon_env.envs.tasks.pyfunc_specs.Spec.family`, found by
+:mod:`~agon_env.envs.tasks.pyfunc_behaviour`). Each level's families are dealt whole to train,
+validation and test (:data:`SPLIT_CYCLE`, in the order of a stable hash of their names), and a
+split only draws its own, so a held-out score is on functions never trained on under any name
+or constant (issue 47: splitting by function left 19 of level 1's 21 test functions with a
+training template; issue 58: splitting by name left ``double_all`` and ``add_k`` in level 1's
+test split, a third of its problems). A problem draws a template first, then a constant.
 
 **Difficulty knobs.** ``difficulty`` picks the specs' level: 1, a single expression over one
 builtin (``s[::-1]``, ``min(xs)``, ``s * 3``); 2, a condition or a comprehension (``largest
@@ -27,15 +31,16 @@ even``, ``words longer than 3 letters``); 3, two steps (``second largest distinc
 left by 2``). ``tests`` is how many asserts must pass (more inputs: fewer lucky passes) and
 ``example=False`` hides the example call. Each level includes the levels below it. Level 1 (the
 default) is where ``agon probe`` found SmolLM2-135M in the 20–60 % band the issue asked for
-(16/40 = 40 % [25, 57] on validation templates never trained on, docs/benchmarks.md). Templates
+(9/40 = 22 % [11, 38] on validation templates never trained on under any name or constant,
+docs/benchmarks.md). Templates
 per level (train / validation / test; ``python -m agon_env.envs.tasks.pyfunc`` recounts them and
-their functions): 1: 18 / 6 / 6, 2: 28 / 9 / 9, 3: 37 / 12 / 12.
+their functions): 1: 16 / 6 / 8, 2: 25 / 9 / 12, 3: 33 / 12 / 16.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -81,15 +86,29 @@ every split of every level has templates (a hash bucket per template left level 
 validation template)."""
 
 
+def deal(families: Mapping[str, str]) -> dict[str, str]:
+    """Template name -> split, from template name -> family name: each level's families (a
+    family's level is its lowest member's), ordered by a stable hash of their names, dealt round
+    :data:`SPLIT_CYCLE`; every member goes where its family goes."""
+    level = {s.name: s.level for s in SPECS}
+    first: dict[str, int] = {}
+    for name, fam in families.items():
+        first[fam] = min(first.get(fam, level[name]), level[name])
+    to: dict[str, str] = {}
+    for lv in LEVELS:
+        fams = sorted(
+            (f for f, f_lv in first.items() if f_lv == lv), key=lambda f: derive_seed(0, "pyfunc", f)
+        )
+        to.update((f, SPLIT_CYCLE[i % len(SPLIT_CYCLE)]) for i, f in enumerate(fams))
+    return {name: to[fam] for name, fam in families.items()}
+
+
 @cache
 def template_splits() -> dict[str, str]:
-    """Template (spec) name -> its split: each level's specs, ordered by a stable hash of their
-    names, dealt round :data:`SPLIT_CYCLE`. A template and all its constants are in one split."""
-    out: dict[str, str] = {}
-    for level in LEVELS:
-        names = sorted((s.name for s in SPECS if s.level == level), key=lambda n: derive_seed(0, "pyfunc", n))
-        out.update((n, SPLIT_CYCLE[i % len(SPLIT_CYCLE)]) for i, n in enumerate(names))
-    return out
+    """Template (spec) name -> its split: families (:attr:`Spec.kin`) dealt whole by :func:`deal`,
+    so a template and all its constants, and every template that behaves as it at some constant,
+    are in one split."""
+    return deal({s.name: s.kin for s in SPECS})
 
 
 @cache

@@ -95,6 +95,15 @@ class Spec:
     """The reference solution (``{k!r}`` is the parameter): the expected values' source."""
     inputs: Inputs
     ks: tuple[Any, ...] = (None,)
+    family: str = ""
+    """The template this one behaves as at some constant (``scale`` for ``double_all``, which is
+    ``scale`` at k = 2); a family is dealt to one split whole
+    (:mod:`agon_env.envs.tasks.pyfunc_behaviour` finds them). Empty: its own."""
+
+    @property
+    def kin(self) -> str:
+        """The family's name: :attr:`family`, or the template's own name."""
+        return self.family or self.name
 
 
 _XS: Inputs = lambda rng, k: (_ints(rng),)  # noqa: E731
@@ -105,7 +114,15 @@ _N: Inputs = lambda rng, k: (rng.randint(0, 99),)  # noqa: E731
 
 SPECS: tuple[Spec, ...] = (
     # level 1: one expression over one builtin or idiom
-    Spec(1, "reverse_string", "s", "returns the string s reversed", "return s[::-1]", _W),
+    Spec(
+        1,
+        "reverse_string",
+        "s",
+        "returns the string s reversed",
+        "return s[::-1]",
+        _W,
+        family="reverse_string",
+    ),
     Spec(
         1,
         "reverse_words",
@@ -115,9 +132,25 @@ SPECS: tuple[Spec, ...] = (
         _S,
     ),
     Spec(1, "to_upper", "s", "returns the string s in upper case", "return s.upper()", _S),
-    Spec(1, "smallest", "xs", "returns the smallest number in the non-empty list xs", "return min(xs)", _XS),
+    Spec(
+        1,
+        "smallest",
+        "xs",
+        "returns the smallest number in the non-empty list xs",
+        "return min(xs)",
+        _XS,
+        family="largest",
+    ),
     Spec(1, "first_word", "s", "returns the first word of the string s", "return s.split()[0]", _S),
-    Spec(1, "last_char", "s", "returns the last character of the non-empty string s", "return s[-1]", _W),
+    Spec(
+        1,
+        "last_char",
+        "s",
+        "returns the last character of the non-empty string s",
+        "return s[-1]",
+        _W,
+        family="reverse_string",
+    ),
     Spec(
         1,
         "is_palindrome",
@@ -127,7 +160,15 @@ SPECS: tuple[Spec, ...] = (
         _W,
     ),
     Spec(1, "square", "n", "returns the square of the integer n", "return n * n", _N),
-    Spec(1, "count_words", "s", "returns how many words the string s has", "return len(s.split())", _S),
+    Spec(
+        1,
+        "count_words",
+        "s",
+        "returns how many words the string s has",
+        "return len(s.split())",
+        _S,
+        family="count_words",
+    ),
     Spec(1, "is_odd", "n", "returns True when the integer n is odd", "return n % 2 == 1", _N),
     Spec(
         1,
@@ -136,8 +177,17 @@ SPECS: tuple[Spec, ...] = (
         "returns a list of every number in xs doubled",
         "return [x * 2 for x in xs]",
         _XS,
+        family="scale",
     ),
-    Spec(1, "count_items", "xs", "returns how many elements the list xs has", "return len(xs)", _XS),
+    Spec(
+        1,
+        "count_items",
+        "xs",
+        "returns how many elements the list xs has",
+        "return len(xs)",
+        _XS,
+        family="count_items",
+    ),
     Spec(
         1,
         "abs_diff",
@@ -154,10 +204,22 @@ SPECS: tuple[Spec, ...] = (
         "return s * {k!r}",
         lambda rng, k: (rng.choice(_WORDS),),
         (2, 3, 4, 5, 6),
+        family="times_k",
     ),
-    Spec(1, "add_k", "n", "returns n plus {k}", "return n + {k!r}", _N, tuple(range(1, 21))),
-    Spec(1, "minus_k", "n", "returns n minus {k}", "return n - {k!r}", _N, tuple(range(1, 21))),
-    Spec(1, "times_k", "n", "returns n multiplied by {k}", "return n * {k!r}", _N, tuple(range(2, 13))),
+    Spec(1, "add_k", "n", "returns n plus {k}", "return n + {k!r}", _N, tuple(range(1, 21)), family="add_k"),
+    Spec(
+        1, "minus_k", "n", "returns n minus {k}", "return n - {k!r}", _N, tuple(range(1, 21)), family="add_k"
+    ),
+    Spec(
+        1,
+        "times_k",
+        "n",
+        "returns n multiplied by {k}",
+        "return n * {k!r}",
+        _N,
+        tuple(range(2, 13)),
+        family="times_k",
+    ),
     Spec(
         1,
         "is_multiple",
@@ -176,7 +238,13 @@ SPECS: tuple[Spec, ...] = (
         lambda rng, k: (_sentence(rng).title(),),
     ),
     Spec(
-        1, "no_spaces", "s", "returns the string s with its spaces removed", "return s.replace(' ', '')", _S
+        1,
+        "no_spaces",
+        "s",
+        "returns the string s with its spaces removed",
+        "return s.replace(' ', '')",
+        _S,
+        family="no_spaces",
     ),
     Spec(
         1,
@@ -195,6 +263,7 @@ SPECS: tuple[Spec, ...] = (
         "return [x * {k!r} for x in xs]",
         _XS,
         (3, 4, 5, 6, 7, 8, 9),
+        family="scale",
     ),
     Spec(
         1,
@@ -213,6 +282,7 @@ SPECS: tuple[Spec, ...] = (
         "return xs[-{k!r}:]",
         _XS,
         (2, 3, 4),
+        family="reverse_string",
     ),
     Spec(
         1,
@@ -232,7 +302,15 @@ SPECS: tuple[Spec, ...] = (
         lambda rng, k: (_word(rng) + (k if rng.random() < 0.5 else ""),),
         tuple("aeknt"),
     ),
-    Spec(1, "largest", "xs", "returns the largest number in the non-empty list xs", "return max(xs)", _XS),
+    Spec(
+        1,
+        "largest",
+        "xs",
+        "returns the largest number in the non-empty list xs",
+        "return max(xs)",
+        _XS,
+        family="largest",
+    ),
     Spec(1, "sum_list", "xs", "returns the sum of the numbers in the list xs", "return sum(xs)", _XS),
     Spec(1, "first_item", "xs", "returns the first element of the non-empty list xs", "return xs[0]", _XS),
     Spec(
@@ -276,6 +354,7 @@ SPECS: tuple[Spec, ...] = (
         "return sum(1 for x in xs if x > {k!r})",
         _XS,
         (0, 3, 5, 10, 15),
+        family="count_items",
     ),
     Spec(
         2,
@@ -293,7 +372,8 @@ SPECS: tuple[Spec, ...] = (
         "returns the list of words in the string s longer than {k} letters",
         "return [w for w in s.split() if len(w) > {k!r}]",
         _S,
-        (2, 3, 4, 5),
+        (2, 3, 4),
+        family="long_words",
     ),
     Spec(
         2,
@@ -303,6 +383,7 @@ SPECS: tuple[Spec, ...] = (
         "return s.count({k!r})",
         _S,
         tuple("aeost"),
+        family="count_words",
     ),
     Spec(
         2,
@@ -360,6 +441,7 @@ SPECS: tuple[Spec, ...] = (
         "return sum(1 for w in s.split() if w.startswith({k!r}))",
         _S,
         tuple("abcst"),
+        family="count_words",
     ),
     Spec(
         2,
@@ -378,6 +460,7 @@ SPECS: tuple[Spec, ...] = (
         "return s.replace(' ', {k!r})",
         _S,
         ("_", "-", "."),
+        family="no_spaces",
     ),
     # level 3: two steps
     Spec(
@@ -452,6 +535,7 @@ SPECS: tuple[Spec, ...] = (
         "return sorted(xs, reverse=True)[{k!r} - 1]",
         lambda rng, k: (_ints(rng, -9, 20, (5, 8)),),
         (2, 3, 4),
+        family="largest",
     ),
     Spec(
         3,
@@ -479,6 +563,7 @@ SPECS: tuple[Spec, ...] = (
         "return xs[::{k!r}]",
         _XS,
         (2, 3, 4),
+        family="reverse_string",
     ),
     Spec(
         3,
@@ -497,6 +582,7 @@ SPECS: tuple[Spec, ...] = (
         "return [w for w in s.split() if len(w) == {k!r}]",
         _S,
         (3, 4, 5),
+        family="long_words",
     ),
     Spec(
         3,
