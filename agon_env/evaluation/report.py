@@ -250,7 +250,10 @@ def across_runs(runs: Sequence[JSONRecord], confidence: float = 0.95) -> JSONRec
 def _spread_row(methods: Sequence[JSONRecord], confidence: float) -> JSONRecord:
     rates = [m["pass@1"] for m in methods]
     interval = t_interval([x["rate"] for x in rates], confidence, bounds=(0.0, 1.0))
-    pooled_rate = pooled([Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence)
+    pooled_rate = pooled(
+        [Rate(x["successes"], x["trials"], x["low"], x["high"], x.get("unjudged", 0)) for x in rates],
+        confidence,
+    )
     return {
         "runs": len(methods),
         "pass@1_across_runs": spread([x["rate"] for x in rates]).__dict__,
