@@ -53,6 +53,5 @@ def test_a_wrong_draft_with_an_unjudged_challenge_is_no_conversion_either():
     assert "conversion_rate" not in m and m["unjudged/conversion_rate"] == 2.0  # 86f3fbc: 0.0
     assert m["acc/drafter"] == 0.0 and m["unjudged/acc/challenger"] == 2.0
     judged = _metrics("3", "2")  # every answer judged: the rates as before, no unjudged count
-    assert judged["conversion_rate"] == 1.0 and judged["win_rate/agent_b"] == 1.0 and judged["tie_rate"] == 0.0
+    assert (judged["conversion_rate"], judged["win_rate/agent_b"], judged["tie_rate"]) == (1.0, 1.0, 0.0)
     assert not [k for k in judged if k.startswith("unjudged/")]
-
