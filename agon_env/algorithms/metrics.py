@@ -153,7 +153,8 @@ def rendered_samples(
         for t in batch.stream(role)[:per_role]:
             ids = t.completion.prompt_ids
             prompt = tokenizer.decode(ids) if ids else str(t.observation.get("text", ""))
-            verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "correct", "format_ok", "tokens")}
+            verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "format_ok", "tokens")}
+            verdict["correct"] = t.verdict  # null: the task gave no verdict (not a wrong answer)
             read = {"episode": t.episode, "problem": str(t.observation.get("problem", ""))}
             wrote = {"summary": t.summary, "answer": t.answer, "shown": t.draft}
             out.append({**verdict, **read, **wrote, "prompt": prompt, "completion": t.text})

@@ -77,9 +77,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
             zip(("low", "high"), cluster_bootstrap(list(by_problem.values()), confidence), strict=True),
             how="percentile bootstrap over problems (each problem's samples kept together)",
         ),
-        "pass@k": {
-            str(k): v for k, v in pass_at_k_table(problem_counts(by_problem.values())).items()
-        },
+        "pass@k": {str(k): v for k, v in pass_at_k_table(problem_counts(by_problem.values())).items()},
         "length_unit": unit,
         "mean_length": ls_all.mean,
         "median_length": ls_all.median,
@@ -103,9 +101,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     return out
 
 
-def outcomes(
-    method: Mapping[str, JSONValue], ids: Sequence[str], key: str = "correct"
-) -> list[int | None]:
+def outcomes(method: Mapping[str, JSONValue], ids: Sequence[str], key: str = "correct") -> list[int | None]:
     """A method result's 0/1 outcomes in the order of ``ids`` (problem ids; one sample per problem):
     the final answer (``correct``) or, for two-turn methods, the draft (``first_correct``);
     ``None`` where the answer was not judged (:func:`agon_env.stats.judged`)."""
@@ -256,10 +252,9 @@ class Evaluator:
             flat = [e for s in self.seeds for e in eps[s]]
             lengths = length_stats([e.tokens if e.tokens is not None else e.chars for e in flat])
             candidates[m.id] = Candidate(rate([e.correct for e in flat], self.confidence), lengths.mean)
-            self.log(
-                f"{policies.label} {m.id} on validation: {candidates[m.id].accuracy.rate:.3f} "
-                f"({time.perf_counter() - t0:.1f}s)"
-            )
+            acc = candidates[m.id].accuracy.rate
+            shown = "unjudged" if acc is None else f"{acc:.3f}"
+            self.log(f"{policies.label} {m.id} on validation: {shown} ({time.perf_counter() - t0:.1f}s)")
         test_candidates = {
             m.id: Candidate(
                 rate([e["correct"] for e in results[m.id]["episodes"]], self.confidence),
