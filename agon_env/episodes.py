@@ -114,13 +114,15 @@ class Episode:
         return self.turn(CHALLENGER)
 
     @property
-    def correct(self) -> bool:
-        """The episode's reported answer is its last turn's."""
-        return self.turns[-1].correct
+    def correct(self) -> bool | None:
+        """Whether the episode's reported answer (its last turn's) is right; ``None`` when the task
+        gave it no verdict (:attr:`TurnResult.verdict`): unjudged, not wrong."""
+        return self.turns[-1].verdict
 
     @property
-    def first_correct(self) -> bool:
-        return self.turns[0].correct
+    def first_correct(self) -> bool | None:
+        """The draft's verdict (``None``: unjudged)."""
+        return self.turns[0].verdict
 
     @property
     def format_ok(self) -> bool:

@@ -30,6 +30,12 @@ SCORE_ERRORS = "score_errors"
 failed) or returned a non-bool. A count, not a rate."""
 SCORE_TIMEOUTS = "score_timeouts"
 """How many answers the task's verifier timed out on this step (a count; not in ``score_errors``)."""
+UNJUDGED = "unjudged"
+"""``unjudged/<rate>`` (``unjudged/conversion_rate``, ``unjudged/acc/drafter``): how many of the
+step's outcomes behind a rate were left out of it because an answer they need got no verdict
+(``score`` raised, returned a non-verdict, or timed out; :func:`agon_env.stats.judged`). A
+count, logged only on steps that have one (absent means 0): an unjudged answer is neither right
+nor wrong, so it is in neither the rate's successes nor its trials."""
 # Per-episode rates.
 CONVERSION = "conversion_rate"
 """P(challenger right | its paired draft wrong)."""

@@ -16,16 +16,39 @@ numbers in a report can be recomputed from its per-problem records by hand.
   shares is not.
 * :func:`smoothed` -- a centred moving mean of a per-step series and its 95 % band: the one
   smoother of every training curve.
+
+**Unjudged outcomes.** An outcome is ``True`` (right), ``False`` (wrong) or ``None``: the task's
+verifier gave no verdict (its ``score`` raised, returned a non-verdict, or timed out). An
+unjudged answer is not a wrong one, so every figure here applies one rule, :func:`judged`: it
+is left out of the numerator *and* the denominator and counted beside as ``unjudged``.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from agon_env.json_value import JSONRecord
+
+Outcome = bool | None
+"""Right, wrong, or ``None``: not judged (the verifier gave no verdict)."""
+
+
+def judged(outcomes: Iterable[Outcome]) -> tuple[list[bool], int]:
+    """The one rule for unjudged outcomes: the judged ones in order, and how many were ``None``.
+
+    Every rate, pooled rate, conversion, complementarity, pass@k and bootstrap here reads its
+    outcomes through this, so an answer the verifier never judged is neither right nor wrong."""
+    kept: list[bool] = []
+    unjudged = 0
+    for o in outcomes:
+        if o is None:
+            unjudged += 1
+        else:
+            kept.append(bool(o))
+    return kept, unjudged
 
 
 def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -50,12 +73,14 @@ def clopper_pearson(successes: int, trials: int, confidence: float = 0.95) -> tu
 
 @dataclass(frozen=True)
 class Rate:
-    """A proportion with its exact interval. ``rate`` is None when there were no trials."""
+    """A proportion with its exact interval. ``rate`` is None when there were no trials;
+    ``unjudged`` outcomes (:func:`judged`) are in neither count."""
 
     successes: int
     trials: int
     low: float
     high: float
+    unjudged: int = 0
 
     @property
     def rate(self) -> float | None:
@@ -65,10 +90,11 @@ class Rate:
         return {**asdict(self), "rate": self.rate}
 
 
-def rate(outcomes: Sequence[bool], confidence: float = 0.95) -> Rate:
-    """Fraction of True outcomes with its Clopper–Pearson interval."""
-    x, n = sum(bool(o) for o in outcomes), len(outcomes)
-    return Rate(x, n, *clopper_pearson(x, n, confidence))
+def rate(outcomes: Iterable[Outcome], confidence: float = 0.95) -> Rate:
+    """Fraction of True outcomes among the judged ones, with its Clopper–Pearson interval."""
+    kept, unjudged = judged(outcomes)
+    x, n = sum(kept), len(kept)
+    return Rate(x, n, *clopper_pearson(x, n, confidence), unjudged=unjudged)
 
 
 def pooled(rates: Sequence[Rate], confidence: float = 0.95) -> Rate:
@@ -78,7 +104,7 @@ def pooled(rates: Sequence[Rate], confidence: float = 0.95) -> Rate:
     positively correlated, so with several seeds the pooled interval is somewhat too narrow.
     """
     x, n = sum(r.successes for r in rates), sum(r.trials for r in rates)
-    return Rate(x, n, *clopper_pearson(x, n, confidence))
+    return Rate(x, n, *clopper_pearson(x, n, confidence), unjudged=sum(r.unjudged for r in rates))
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -103,6 +129,17 @@ def mean_pass_at_k(per_problem: Sequence[tuple[int, int]], k: int) -> float:
     if not per_problem:
         raise ValueError("pass@k over no problems is undefined")
     return statistics.fmean(pass_at_k(n, c, k) for n, c in per_problem)
+
+
+def problem_counts(per_problem: Iterable[Iterable[Outcome]]) -> list[tuple[int, int]]:
+    """Each problem's ``(judged samples, correct)`` for :func:`pass_at_k_table`: unjudged samples
+    left out (:func:`judged`), a problem with none judged left out altogether."""
+    out = []
+    for outcomes in per_problem:
+        kept, _ = judged(outcomes)
+        if kept:
+            out.append((len(kept), sum(kept)))
+    return out
 
 
 def pass_at_k_table(per_problem: Sequence[tuple[int, int]]) -> dict[int, float]:
@@ -152,7 +189,8 @@ class Complementarity:
     """How the failures of two policies on the same problems overlap.
 
     ``jaccard`` is |A∩B| / |A∪B| of the two failure sets: 1 means identical blind
-    spots, 0 disjoint ones. It is None when neither policy failed anywhere.
+    spots, 0 disjoint ones. It is None when neither policy failed anywhere. A pair with an
+    unjudged side is in no count but ``unjudged`` (:func:`judged`).
     """
 
     n: int
@@ -162,6 +200,7 @@ class Complementarity:
     b_only_wrong: int
     both_right: int
     jaccard: float | None
+    unjudged: int = 0
 
     @property
     def both_wrong_rate(self) -> float | None:
@@ -179,12 +218,19 @@ class Complementarity:
         }
 
 
-def complementarity(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> Complementarity:
+def _judged_pairs(a: Sequence[Outcome], b: Sequence[Outcome]) -> tuple[list[tuple[bool, bool]], int]:
+    """Position-paired outcomes with both sides judged, and how many pairs had a side unjudged."""
+    if len(a) != len(b):
+        raise ValueError(f"paired outcomes differ in length: {len(a)} vs {len(b)}")
+    pairs = [(bool(x), bool(y)) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    return pairs, len(a) - len(pairs)
+
+
+def complementarity(a_correct: Sequence[Outcome], b_correct: Sequence[Outcome]) -> Complementarity:
     """Error overlap of two policies scored on the same items, position by position."""
-    if len(a_correct) != len(b_correct):
-        raise ValueError(f"paired outcomes differ in length: {len(a_correct)} vs {len(b_correct)}")
+    pairs, unjudged = _judged_pairs(a_correct, b_correct)
     both = a_only = b_only = right = 0
-    for a, b in zip(a_correct, b_correct, strict=True):
+    for a, b in pairs:
         if not a and not b:
             both += 1
         elif not a:
@@ -195,13 +241,14 @@ def complementarity(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> Com
             right += 1
     union = both + a_only + b_only
     return Complementarity(
-        n=len(a_correct),
+        n=len(pairs),
         both_wrong=both,
         exactly_one_wrong=a_only + b_only,
         a_only_wrong=a_only,
         b_only_wrong=b_only,
         both_right=right,
         jaccard=both / union if union else None,
+        unjudged=unjudged,
     )
 
 
@@ -249,28 +296,35 @@ def answer_agreement(a_answers: Sequence[str | None], b_answers: Sequence[str | 
 
 
 def conversion(
-    first_correct: Sequence[bool], second_correct: Sequence[bool], confidence: float = 0.95
+    first_correct: Sequence[Outcome], second_correct: Sequence[Outcome], confidence: float = 0.95
 ) -> Rate:
-    """P(second right | first wrong): how often the reader fixes a wrong draft, with its interval."""
+    """P(second right | first wrong): how often the reader fixes a wrong draft, with its interval.
+
+    A draft not judged is not known wrong, and a judged-wrong draft's unjudged fix is not known
+    fixed: both are left out and counted in ``unjudged`` (:func:`judged`)."""
     if len(first_correct) != len(second_correct):
         raise ValueError(f"paired outcomes differ in length: {len(first_correct)} vs {len(second_correct)}")
-    fixed = [bool(s) for f, s in zip(first_correct, second_correct, strict=True) if not f]
+    fixed = [None if f is None else s for f, s in zip(first_correct, second_correct, strict=True) if not f]
     return rate(fixed, confidence)
 
 
 BOOTSTRAP_REPS = 4000
 
 
-def cluster_bootstrap(per_problem: Sequence[Sequence[bool]], confidence: float = 0.95) -> tuple[float, float]:
+def cluster_bootstrap(
+    per_problem: Sequence[Sequence[Outcome]], confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile-bootstrap interval of pass@1 when each problem was sampled several times.
 
     Samples of one problem are not independent (the problem's difficulty is shared), so
     a Clopper–Pearson interval over all seeds' trials pooled is too narrow. Resampling
-    whole problems (clusters) keeps that dependence. Seeded, so a report repeats.
+    whole problems (clusters) keeps that dependence. Seeded, so a report repeats. Unjudged
+    samples are left out (:func:`judged`), a problem with none judged too.
     """
     import numpy as np
 
-    means = np.array([np.mean(x) for x in per_problem if len(x)], dtype=float)
+    kept = [judged(x)[0] for x in per_problem]
+    means = np.array([np.mean(x) for x in kept if x], dtype=float)
     if means.size == 0:
         return (0.0, 1.0)
     rng = np.random.default_rng(0)
@@ -295,8 +349,8 @@ class Difference:
 
 
 def paired_bootstrap(
-    x: Sequence[Sequence[float]],
-    y: Sequence[Sequence[float]],
+    x: Sequence[Sequence[float | None]],
+    y: Sequence[Sequence[float | None]],
     confidence: float = 0.95,
     reps: int = BOOTSTRAP_REPS,
 ) -> Difference:
@@ -307,21 +361,33 @@ def paired_bootstrap(
     replicate resamples rows and columns with replacement, *the same draw for both*, so
     problem difficulty and seed luck cancel in the difference; both sources of variation
     are in the interval. Percentile interval, seeded, so a report repeats.
+
+    A ``None`` (unjudged, :func:`judged`) leaves its cell out of both sides: the means are over
+    the cells both judged (a replicate that draws none of them is left out of the quantiles).
     """
     import numpy as np
 
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    def grid(rows: Sequence[Sequence[float | None]]) -> np.ndarray:
+        return np.asarray([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+    a, b = grid(x), grid(y)
     if a.shape != b.shape or a.ndim != 2 or a.size == 0:
         raise ValueError(f"paired outcomes need equal non-empty seeds×problems tables: {a.shape}, {b.shape}")
     d = a - b
+    if np.isnan(d).all():
+        raise ValueError("paired outcomes with no cell judged on both sides have no difference")
     rng = np.random.default_rng(0)
     rows = rng.integers(0, d.shape[0], size=(reps, d.shape[0]))
     cols = rng.integers(0, d.shape[1], size=(reps, d.shape[1]))
-    # mean over the resampled grid = mean over rows of (row means over resampled columns)
-    boot = np.array([d[r][:, c].mean() for r, c in zip(rows, cols, strict=True)])
+    judged_cells = ~np.isnan(d)
+    filled = np.where(judged_cells, d, 0.0)
+    # mean over the judged cells of the resampled grid (the plain mean when every cell is judged)
+    sums = np.array([filled[r][:, c].sum() for r, c in zip(rows, cols, strict=True)])
+    counts = np.array([judged_cells[r][:, c].sum() for r, c in zip(rows, cols, strict=True)])
+    boot = sums[counts > 0] / counts[counts > 0]
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(boot, [alpha, 1 - alpha])
-    return Difference(float(d.mean()), float(lo), float(hi), int(d.shape[0]), int(d.shape[1]))
+    return Difference(float(np.nanmean(d)), float(lo), float(hi), int(d.shape[0]), int(d.shape[1]))
 
 
 def verdict_of(low: float, high: float, above: str, below: str, same: bool = False) -> str:

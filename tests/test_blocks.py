@@ -98,3 +98,65 @@ def test_given_by_hand(text, part, shown):
     lo, hi = given(text, part).content
     assert text[lo:hi] == shown
     assert given(text, part).usable == bool(shown)
+
+
+# Drafts with special tokens (issue 58, item 5): the text channels read ``completion_text``, and
+# on 86f3fbc the latent span decoded the same ids with their special tokens kept, so one draft was
+# usable on one channel and not on the other.
+SPECIAL_DRAFTS = {
+    # a summary of only a special token: empty as text, a one-token span on 86f3fbc
+    "summary of only <|im_start|>": ["<summary>", "<|im_start|>", "</summary><answer>4</answer>"],
+    # a draft of nothing but EOS: no completion as text, the EOS token's cache on 86f3fbc
+    "EOS only": ["<|im_end|>"],
+    # a special token inside the tag: a summary as text, no summary tag at all on 86f3fbc
+    "special token inside the tag": [
+        "<sum",
+        "<|im_end|>",
+        "mary>Forty plus two.</summary><answer>42</answer>",
+    ],
+}
+
+
+def _ids(tokenizer, pieces: list[str]) -> list[int]:
+    ids = [i for p in pieces for i in tokenizer(p, add_special_tokens=False)["input_ids"]]
+    assert any(i in tokenizer.all_special_ids for i in ids)  # the special token is one token
+    return ids
+
+
+@pytest.mark.parametrize("span", sorted(SPANS))
+@pytest.mark.parametrize("name", sorted(SPECIAL_DRAFTS))
+def test_the_latent_span_reads_the_text_the_text_channels_read(tokenizer, span, name):
+    from agon_env.agents.protocol import completion_text
+
+    ids = _ids(tokenizer, SPECIAL_DRAFTS[name])
+    text = completion_text(tokenizer, ids)
+    assert "<|" not in text
+    start, end = span_tokens(tokenizer, ids, span, max_tokens=10_000)
+    assert (end > start) == given(text, SPANS[span].part).usable, (text, start, end)
+    if end > start:
+        assert "<summary>" in completion_text(tokenizer, ids[start:end]) or SPANS[span].part == "completion"
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_DRAFTS))
+def test_a_text_channel_and_the_latent_span_agree_on_a_special_token_draft(tokenizer, name):
+    from agon_env.agents.protocol import completion_text
+
+    ids = _ids(tokenizer, SPECIAL_DRAFTS[name])
+    shown = _challenger_draft("summary", completion_text(tokenizer, ids))
+    start, end = span_tokens(tokenizer, ids, "summary", max_tokens=10_000)
+    assert (shown != NO_SUMMARY) == (end > start)
+
+
+def test_the_backends_and_the_stream_decode_by_the_one_rule(tokenizer):
+    from agon_env.agents.protocol import completion_text
+    from agon_env.agents.streaming import TextDeltas
+
+    ids = _ids(tokenizer, SPECIAL_DRAFTS["special token inside the tag"])
+    pieces: list[str] = []
+    deltas = TextDeltas(tokenizer, lambda _row, piece: pieces.append(piece))
+    for i in ids:
+        deltas.add(0, [i])
+    deltas.finish(0)
+    assert (
+        "".join(pieces) == completion_text(tokenizer, ids) == tokenizer.decode(ids, skip_special_tokens=True)
+    )

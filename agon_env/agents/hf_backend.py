@@ -18,7 +18,7 @@ Conventions (what the trainer can rely on):
 
 * ``completion_ids`` run up to and including the token that completed the stop string,
   or the EOS token (kept, so a policy can learn to stop); nothing after.
-  ``text`` is ``decode(completion_ids)`` without special tokens, so text and ids always
+  ``text`` is ``completion_text(completion_ids)`` (decoded without special tokens), so text and ids always
   agree (a token that completes a stop string may carry a few characters past it).
 * ``logprobs[i]`` is the sampled token's log-prob under the distribution it was drawn
   from: ``log_softmax(logits / T)``, renormalised over the kept tokens when top-k/top-p
@@ -44,7 +44,7 @@ from typing import Any
 import torch
 
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
-from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.agents.protocol import Completion, SamplingParams, completion_text, stop_end
 from agon_env.agents.streaming import Emit, TextDeltas
 from agon_env.vocabulary import REFERENCE
 
@@ -374,7 +374,7 @@ class HFBackend:
 
         return [
             Completion(
-                text=self.tokenizer.decode(out_ids[r], skip_special_tokens=True),
+                text=completion_text(self.tokenizer, out_ids[r]),
                 prompt_ids=list(ids[r]),
                 completion_ids=out_ids[r],
                 logprobs=out_lp[r],

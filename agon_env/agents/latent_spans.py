@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agon_env.agents.protocol import completion_text
 from agon_env.blocks import given
 
 
@@ -79,11 +80,11 @@ def span_of(name: str) -> Span:
 
 def _tokens_before(tokenizer: Any, ids: Sequence[int], char: int) -> int:
     """How many leading tokens decode to at most ``char`` characters (binary search: a
-    decoded prefix only grows as tokens are added)."""
+    decoded prefix only grows as tokens are added; a special token adds none)."""
     lo, hi = 0, len(ids)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if len(tokenizer.decode(list(ids[:mid]), skip_special_tokens=False)) <= char:
+        if len(completion_text(tokenizer, ids[:mid])) <= char:
             lo = mid
         else:
             hi = mid - 1
@@ -98,7 +99,7 @@ def span_tokens(tokenizer: Any, completion_ids: Sequence[int], span: str, max_to
     Token boundaries: a token that straddles the block's first character is included (a merged
     ``.<summary>`` brings its ``.``), one that straddles its last character is not (the span
     ends with the last token wholly inside it), so the span never reaches into an answer tag."""
-    text = tokenizer.decode(list(completion_ids), skip_special_tokens=False)
+    text = completion_text(tokenizer, completion_ids)  # the text every text channel reads
     read = given(text, span_of(span).part)
     if not read.usable:
         return len(completion_ids), len(completion_ids)

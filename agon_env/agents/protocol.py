@@ -22,7 +22,20 @@ from typing import Any, Protocol, runtime_checkable
 
 from agon_env.options import SamplingParams
 
-__all__ = ["Agent", "Backend", "Completion", "SamplingParams", "stop_end"]
+__all__ = ["Agent", "Backend", "Completion", "SamplingParams", "completion_text", "stop_end"]
+
+
+def completion_text(tokenizer: Any, token_ids: Sequence[int]) -> str:
+    """The one decoding rule: a completion's text is its token ids decoded *without* special
+    tokens (``<|im_start|>``, EOS, ...).
+
+    Every backend's :attr:`Completion.text`, every streamed piece
+    (:mod:`agon_env.agents.streaming`) and the latent span's character positions
+    (:mod:`agon_env.agents.latent_spans`) read a draft through this, so the text channels and the
+    latent one judge the same text: a summary of only special tokens is empty in both, an
+    EOS-only draft gives nothing in both, and a special token inside a tag splits it in neither.
+    """
+    return tokenizer.decode(list(token_ids), skip_special_tokens=True)
 
 
 def stop_end(text: str, params: SamplingParams) -> int | None:

@@ -2,8 +2,8 @@
 
 A backend that streams (``generate(..., stream=emit)``) calls ``emit(row, text)`` with each row's
 next piece of text while it decodes, ``row`` being the prompt's index in the call. The pieces of a
-row join to exactly its completion's ``text`` (``decode(completion_ids, skip_special_tokens=True)``,
-the backends' convention), so a client that concatenates what it streamed holds what a call without
+row join to exactly its completion's ``text`` (:func:`~agon_env.agents.protocol.completion_text`,
+the one decoding rule), so a client that concatenates what it streamed holds what a call without
 streaming returns. :class:`TextDeltas` is the one place that turns token ids into those pieces.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from agon_env.agents.protocol import completion_text
 
 Emit = Callable[[int, str], None]
 """``(row, text)``: the next piece of row ``row``'s completion text."""
@@ -36,14 +38,14 @@ class TextDeltas:
         """Row ``row`` generated ``token_ids`` (after those given before)."""
         ids = self.ids.setdefault(row, [])
         ids.extend(int(t) for t in token_ids)
-        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        text = completion_text(self.tokenizer, ids)
         if not text.endswith(PARTIAL):
             self._send(row, text)
 
     def finish(self, row: int, text: str | None = None) -> None:
         """Row ``row`` ended with ``text`` (default: its tokens decoded): emit what is left of it."""
         if text is None:
-            text = self.tokenizer.decode(self.ids.get(row, []), skip_special_tokens=True)
+            text = completion_text(self.tokenizer, self.ids.get(row, []))
         self._send(row, text)
 
     def _send(self, row: int, text: str) -> None:

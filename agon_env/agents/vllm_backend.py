@@ -32,7 +32,7 @@ from typing import Any
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.models import resolve_source
-from agon_env.agents.protocol import Completion, SamplingParams, stop_end
+from agon_env.agents.protocol import Completion, SamplingParams, completion_text, stop_end
 from agon_env.agents.streaming import Emit
 from agon_env.vocabulary import REFERENCE
 
@@ -152,7 +152,7 @@ class VLLMBackend:
             include_stop_str_in_output=True,
             seed=seed,
             logprobs=0,  # just the sampled token's log-prob
-            skip_special_tokens=True,
+            skip_special_tokens=True,  # vLLM's own text is not read: _decode (completion_text) is
         )
 
     def generate(
@@ -219,7 +219,7 @@ class VLLMBackend:
         return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
     def _decode(self, token_ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(token_ids), skip_special_tokens=True)
+        return completion_text(self.tokenizer, token_ids)
 
     def _cut(self, token_ids: list[int], params: SamplingParams) -> int:
         return cut_at_stop(self.tokenizer, token_ids, params)

@@ -7,6 +7,7 @@ plots). Writing the metrics out is not this module's business.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from statistics import mean
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from agon_env.metric_names import (
     TIE,
     TOKENS,
     TRUNCATED,
+    UNJUDGED,
     WIN,
     is_rate,
     key,
@@ -41,6 +43,20 @@ if TYPE_CHECKING:
     from agon_env.algorithms.rollout import RolloutBatch
 
 
+def _outcome(acc: dict[str, list[float]], name: str, outcome: bool | None) -> None:
+    """One outcome of rate ``name``; an unjudged one (``None``) is counted under
+    ``unjudged/<name>`` instead (:data:`~agon_env.metric_names.UNJUDGED`), never as a 0."""
+    if outcome is None:
+        acc[key(UNJUDGED, name)].append(1.0)
+    else:
+        acc[name].append(float(outcome))
+
+
+def _both(a: bool | None, b: bool | None, of: Callable[[bool, bool], bool]) -> bool | None:
+    """``of(a, b)``, or ``None`` (unjudged) when either verdict is missing."""
+    return None if a is None or b is None else of(a, b)
+
+
 def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
     """The per-turn / per-episode values behind the step's metrics, before averaging.
 
@@ -51,8 +67,7 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
     for t in batch.turns:
         for q in ((t.seat, t.role), (t.role,)):
             acc[key(REWARD, *q)].append(t.reward)
-            if t.score_error is None and not t.score_timeout:  # unjudged: counted apart, not wrong
-                acc[key(ACC, *q)].append(float(t.correct))
+            _outcome(acc, key(ACC, *q), t.verdict)
             acc[key(FORMAT, *q)].append(float(t.format_ok))
             acc[key(TRUNCATED, *q)].append(float(t.completion.finish_reason == "length"))
             if t.tokens is not None:
@@ -70,15 +85,23 @@ def metric_samples(batch: RolloutBatch) -> dict[str, list[float]]:
         d, c = ep.turn(DRAFTER), ep.challenge
         if d is None or c is None:
             continue
-        if not d.correct:
-            acc[CONVERSION].append(float(c.correct))  # the challenger fixed a wrong draft
+        drafted_ok, challenged_ok = d.verdict, c.verdict
+        if drafted_ok is None:  # not known wrong: no conversion to count
+            _outcome(acc, CONVERSION, None)
+        elif not drafted_ok:
+            _outcome(acc, CONVERSION, challenged_ok)  # the challenger fixed a wrong draft
         if d.seat != c.seat:
-            for me, mine, theirs in ((d.seat, d.correct, c.correct), (c.seat, c.correct, d.correct)):
-                acc[key(WIN, me)].append(float(mine and not theirs))
-            acc[TIE].append(float(d.correct == c.correct))
+            for me, mine, theirs in (
+                (d.seat, drafted_ok, challenged_ok),
+                (c.seat, challenged_ok, drafted_ok),
+            ):
+                _outcome(acc, key(WIN, me), _both(mine, theirs, lambda m, t: m and not t))
+            _outcome(acc, TIE, _both(drafted_ok, challenged_ok, lambda a, b: a == b))
             drafted, challenged = answer_key(d.answer), answer_key(c.answer)
             if drafted and challenged and c.draft and not c.draft_unusable:
-                acc[CHALLENGE_CHANGED_ANSWER].append(float(drafted != challenged))
+                # over the episodes the rates above count: one with an unjudged turn is counted apart
+                unjudged = drafted_ok is None or challenged_ok is None
+                _outcome(acc, CHALLENGE_CHANGED_ANSWER, None if unjudged else drafted != challenged)
     acc[TOKENS].append(float(sum(t.tokens or 0 for t in batch.turns)))
     return dict(acc)
 
@@ -96,10 +119,16 @@ TOTALS = (TOKENS, SCORE_ERRORS, SCORE_TIMEOUTS)
 """Samples that are summed over the step rather than averaged."""
 
 
+def _summed(name: str) -> bool:
+    return name in TOTALS or name.startswith(UNJUDGED + "/")
+
+
 def summarize(samples: dict[str, list[float]]) -> dict[str, float]:
-    """Means of every sample list, except :data:`TOTALS`, which are sums; each rate's counts too
-    (:func:`~agon_env.metric_names.successes_key`, :func:`~agon_env.metric_names.trials_key`)."""
-    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and k not in TOTALS}
+    """Means of every sample list, except :data:`TOTALS` and the ``unjudged/`` counts, which are
+    sums; each rate's counts too (:func:`~agon_env.metric_names.successes_key`,
+    :func:`~agon_env.metric_names.trials_key`)."""
+    out = {k: float(mean(v)) for k, v in sorted(samples.items()) if v and not _summed(k)}
+    out |= {k: float(sum(v)) for k, v in sorted(samples.items()) if k.startswith(UNJUDGED + "/")}
     for k, v in sorted(samples.items()):
         if v and is_rate(k):
             out[successes_key(k)], out[trials_key(k)] = float(sum(v)), float(len(v))
@@ -124,7 +153,8 @@ def rendered_samples(
         for t in batch.stream(role)[:per_role]:
             ids = t.completion.prompt_ids
             prompt = tokenizer.decode(ids) if ids else str(t.observation.get("text", ""))
-            verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "correct", "format_ok", "tokens")}
+            verdict = {k: getattr(t, k) for k in ("seat", "role", "reward", "format_ok", "tokens")}
+            verdict["correct"] = t.verdict  # null: the task gave no verdict (not a wrong answer)
             read = {"episode": t.episode, "problem": str(t.observation.get("problem", ""))}
             wrote = {"summary": t.summary, "answer": t.answer, "shown": t.draft}
             out.append({**verdict, **read, **wrote, "prompt": prompt, "completion": t.text})

@@ -49,6 +49,13 @@ class TurnResult:
     """The task's verifier timed out on this answer: scored 0, counted apart from wrong answers."""
 
     @property
+    def verdict(self) -> bool | None:
+        """:attr:`correct`, or ``None`` when the task gave no verdict (its ``score`` raised,
+        returned a non-verdict or timed out): unjudged, which every rate leaves out rather than
+        counting wrong (:func:`agon_env.stats.judged`)."""
+        return None if self.score_error is not None or self.score_timeout else self.correct
+
+    @property
     def draft_unusable(self) -> bool:
         """A challenger turn shown :data:`NO_SUMMARY`: the draft gave it nothing to check."""
         return self.draft == NO_SUMMARY
@@ -66,6 +73,7 @@ class TurnResult:
         leak = self.summary_leak if self.leak_measured else None  # not measured is not "no leak"
         return {
             **kept,
+            "verdict": self.verdict,
             "draft_unusable": self.draft_unusable,
             "summary_leak": leak,
             "score_error": self.score_error is not None,

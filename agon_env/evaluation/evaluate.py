@@ -35,6 +35,7 @@ from agon_env.stats import (
     length_stats,
     pass_at_k_table,
     pooled,
+    problem_counts,
     rate,
     spread,
 )
@@ -64,7 +65,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
         ls = length_stats([length(e) for e in eps])
         per_seed[str(seed)] = {"pass@1": r.to_dict(), "mean_length": ls.mean, "median_length": ls.median}
     seed_rates = [rate([e.correct for e in eps], confidence) for eps in episodes.values()]
-    by_problem: dict[int, list[bool]] = defaultdict(list)
+    by_problem: dict[int, list[bool | None]] = defaultdict(list)
     for e in all_eps:
         by_problem[e.problem_index].append(e.correct)
     ls_all = length_stats([length(e) for e in all_eps])
@@ -76,9 +77,7 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
             zip(("low", "high"), cluster_bootstrap(list(by_problem.values()), confidence), strict=True),
             how="percentile bootstrap over problems (each problem's samples kept together)",
         ),
-        "pass@k": {
-            str(k): v for k, v in pass_at_k_table([(len(v), sum(v)) for v in by_problem.values()]).items()
-        },
+        "pass@k": {str(k): v for k, v in pass_at_k_table(problem_counts(by_problem.values())).items()},
         "length_unit": unit,
         "mean_length": ls_all.mean,
         "median_length": ls_all.median,
@@ -108,10 +107,11 @@ def summarize(episodes: Mapping[int, Sequence[Episode]], confidence: float = 0.9
     return out
 
 
-def outcomes(method: Mapping[str, JSONValue], ids: Sequence[str], key: str = "correct") -> list[int]:
+def outcomes(method: Mapping[str, JSONValue], ids: Sequence[str], key: str = "correct") -> list[int | None]:
     """A method result's 0/1 outcomes in the order of ``ids`` (problem ids; one sample per problem):
-    the final answer (``correct``) or, for two-turn methods, the draft (``first_correct``)."""
-    by_id = {e["problem_id"]: int(e[key]) for e in method["episodes"]}
+    the final answer (``correct``) or, for two-turn methods, the draft (``first_correct``);
+    ``None`` where the answer was not judged (:func:`agon_env.stats.judged`)."""
+    by_id = {e["problem_id"]: None if e[key] is None else int(e[key]) for e in method["episodes"]}
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise ValueError(f"an evaluation lacks problems {missing[:3]}: was it run on other problems?")
@@ -232,7 +232,8 @@ class Evaluator:
                 "episodes": [e.to_dict() for s in self.seeds for e in episodes[m.id][s]],  # stored_episodes
             }
             acc = results[m.id]["pass@1"]["rate"]
-            self.log(f"{policies.label} {m.id}: pass@1 {acc:.3f} ({time.perf_counter() - t0:.1f}s)")
+            shown = "unjudged" if acc is None else f"{acc:.3f}"
+            self.log(f"{policies.label} {m.id}: pass@1 {shown} ({time.perf_counter() - t0:.1f}s)")
         out: JSONRecord = {"label": policies.label, "algo": policies.algo, "methods": results}
         cascades = [m for m in methods if m.family.chooses_direction]
         if cascades:
@@ -257,10 +258,9 @@ class Evaluator:
             flat = [e for s in self.seeds for e in eps[s]]
             lengths = length_stats([e.tokens if e.tokens is not None else e.chars for e in flat])
             candidates[m.id] = Candidate(rate([e.correct for e in flat], self.confidence), lengths.mean)
-            self.log(
-                f"{policies.label} {m.id} on validation: {candidates[m.id].accuracy.rate:.3f} "
-                f"({time.perf_counter() - t0:.1f}s)"
-            )
+            acc = candidates[m.id].accuracy.rate
+            shown = "unjudged" if acc is None else f"{acc:.3f}"
+            self.log(f"{policies.label} {m.id} on validation: {shown} ({time.perf_counter() - t0:.1f}s)")
         test_candidates = {
             m.id: Candidate(
                 rate([e["correct"] for e in results[m.id]["episodes"]], self.confidence),

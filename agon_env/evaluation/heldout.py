@@ -144,7 +144,7 @@ def heldout_check(
         report["methods"] = {**base.report["methods"], **report["methods"]}
     ids = data.test.ids()
     base_out = outcomes(report["methods"][base_row], ids)
-    base_rate = rate(list(map(bool, base_out)), confidence).to_dict()
+    base_rate = rate(base_out, confidence).to_dict()
     rows: JSONRecord = {
         BASE: {
             "outcomes": base_out,
@@ -156,11 +156,12 @@ def heldout_check(
     for name in policies.adapters:
         method = report["methods"][f"standalone:{name}"]
         got = outcomes(method, ids)
-        diff = paired_bootstrap([got], [base_out], confidence)
+        both_judged = any(g is not None and b is not None for g, b in zip(got, base_out, strict=True))
+        diff = paired_bootstrap([got], [base_out], confidence) if both_judged else None
         rows[name] = {
             "outcomes": got,
-            "pass@1": rate(list(map(bool, got)), confidence).to_dict(),
-            "minus_base": diff.to_dict(),
+            "pass@1": rate(got, confidence).to_dict(),
+            "minus_base": None if diff is None else diff.to_dict(),  # None: no problem judged for both
             "temperature": _temperature(policies.adapters[name]),
             **_unjudged(method),
         }
@@ -181,8 +182,9 @@ def heldout_check(
 
 
 def _unjudged(method: Mapping[str, JSONValue]) -> dict[str, int]:
-    """The answers the task's verifier gave no verdict on (scored 0 in ``outcomes``): errors, and
-    time-outs (a code answer over its time limit among them)."""
+    """The answers the task's verifier gave no verdict on (``null`` in ``outcomes``, in neither
+    count of ``pass@1``, paired difference left out): errors, and time-outs (a code answer over
+    its time limit among them)."""
     return {k: int(method.get(k, 0)) for k in ("score_errors", "score_timeouts")}
 
 
@@ -197,12 +199,15 @@ def table_rows(result: Mapping[str, JSONValue]) -> list[tuple[str, str, str, str
     out = []
     for name, row in result["policies"].items():
         r = row["pass@1"]
-        cell = f"{r['successes']}/{r['trials']} = {r['rate']:.2f}"
+        cell = f"{r['successes']}/{r['trials']} = " + ("-" if r["rate"] is None else f"{r['rate']:.2f}")
         ci = f"[{r['low']:.2f}, {r['high']:.2f}]"
         if "minus_base" not in row:
             out.append((f"{name} (untrained)", cell, ci, "-", "-"))
             continue
         d = row["minus_base"]
+        if d is None:
+            out.append((name, cell, ci, "-", "nothing judged for both"))
+            continue
         verdict = verdict_of(d["low"], d["high"], "better", "worse")
         out.append((name, cell, ci, f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]", verdict))
     return out
@@ -299,4 +304,4 @@ def print_heldout(result: Mapping[str, JSONValue]) -> None:
     }
     if any(e or t for e, t in unjudged.values()):
         counts = ", ".join(f"{n}: {e} errors, {t} time-outs" for n, (e, t) in unjudged.items())
-        print(f"held-out answers the verifier could not judge (scored 0): {counts}")
+        print(f"held-out answers the verifier could not judge (left out of pass@1): {counts}")

@@ -28,6 +28,7 @@ this task, at this size", not "how much will training gain". See docs/evaluation
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -59,11 +60,22 @@ class ProbeOutcome:
     leak: bool
     """The summary the reader was shown states the draft's answer (the env's ``summary_leak``)."""
     draft_unjudged: str | None = None
-    """Why the verifier gave the draft no verdict (scored wrong): ``timeout`` (a code answer over
+    """Why the verifier gave the draft no verdict (left out of every rate): ``timeout`` (a code answer over
     its time limit among them) or ``error``; None when it judged. Files written before the field
     existed read as judged."""
     reader_unjudged: str | None = None
     """The same for the reader's answer."""
+
+    @property
+    def draft_verdict(self) -> bool | None:
+        """:attr:`draft_correct`, or ``None`` when unjudged: every rate leaves it out
+        (:func:`agon_env.stats.judged`)."""
+        return None if self.draft_unjudged else self.draft_correct
+
+    @property
+    def reader_verdict(self) -> bool | None:
+        """:attr:`reader_correct`, or ``None`` when unjudged."""
+        return None if self.reader_unjudged else self.reader_correct
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -157,23 +169,26 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> JSONR
     by_problem: dict[str, list[ProbeOutcome]] = defaultdict(list)
     for o in outcomes:
         by_problem[o.problem_id].append(o)
-    solve_pp = [[sum(o.draft_correct for o in v) / len(v) for v in by_problem.values()]]
-    two_stage_pp = [[sum(o.reader_correct for o in v) / len(v) for v in by_problem.values()]]
-    right = [o for o in outcomes if o.draft_correct]
-    wrong = [o for o in outcomes if not o.draft_correct]
-    keep = rate([o.reader_correct for o in right], confidence)
-    fix = rate([o.reader_correct for o in wrong], confidence)
+    # unjudged answers are in no rate (stats.judged): a draft not judged is neither right nor wrong
+    solve_pp = [[rate([o.draft_verdict for o in v]).rate for v in by_problem.values()]]
+    two_stage_pp = [[rate([o.reader_verdict for o in v]).rate for v in by_problem.values()]]
+    right = [o for o in outcomes if o.draft_verdict is True]
+    wrong = [o for o in outcomes if o.draft_verdict is False]
+    keep = rate([o.reader_verdict for o in right], confidence)
+    fix = rate([o.reader_verdict for o in wrong], confidence)
     reject = rate([o.reader_changed for o in wrong], confidence)
-    p = len(right) / len(outcomes)
-    two_stage = sum(o.reader_correct for o in outcomes) / len(outcomes)
-    gap = paired_bootstrap(two_stage_pp, solve_pp, confidence)
+    solve = rate([o.draft_verdict for o in outcomes], confidence)
+    p = solve.rate if solve.rate is not None else 0.0
+    two_stage = rate([o.reader_verdict for o in outcomes]).rate
+    judged_both = any(a is not None and b is not None for a, b in zip(*two_stage_pp, *solve_pp, strict=True))
+    gap = paired_bootstrap(two_stage_pp, solve_pp, confidence) if judged_both else None
     k, f = keep.rate, fix.rate
     keep_needed = 1 - (1 - p) * f / p if (f is not None and p > 0) else None
     result = {
         "problems": len(by_problem),
         "drafts": len(outcomes),
         "confidence": confidence,
-        "solve": rate([o.draft_correct for o in outcomes], confidence).to_dict(),
+        "solve": solve.to_dict(),
         "keep": {**keep.to_dict(), "of": "right drafts the reader kept right"},
         "fix": {**fix.to_dict(), "of": "wrong drafts the reader turned right"},
         "reject": {
@@ -182,11 +197,11 @@ def analyse(outcomes: Sequence[ProbeOutcome], confidence: float = 0.95) -> JSONR
         },
         "balanced_verify": None if k is None or f is None else (k + f) / 2,
         "two_stage": two_stage,
-        "gap": gap.to_dict(),
+        "gap": None if gap is None else gap.to_dict(),  # None: no problem judged at both stages
         "fix_needed_at_keep": fix_needed(p, k),
         "keep_needed_at_fix": keep_needed,
         "summary_leak": sum(o.leak for o in outcomes) / len(outcomes),
-        # Answers scored wrong because the verifier gave no verdict (code over its time limit, ...).
+        # Answers the verifier gave no verdict (code over its time limit, ...): in no rate above.
         "score_timeouts": sum(
             u == "timeout" for o in outcomes for u in (o.draft_unjudged, o.reader_unjudged)
         ),
@@ -204,6 +219,8 @@ def _pct(x: float | None) -> str:
 def verdict(result: Mapping[str, JSONValue]) -> str:
     """One line: can a rival help here, and why (from :func:`analyse`'s figures)."""
     gap, keep, fix = result["gap"], result["keep"]["rate"], result["fix"]["rate"]
+    if gap is None:
+        return "cannot tell: the verifier judged no problem's drafts and readings both"
     diff = (
         f"two-stage − solve {100 * gap['mean']:+.1f} pp [{100 * gap['low']:+.1f}, {100 * gap['high']:+.1f}]"
     )
@@ -226,7 +243,7 @@ def table_rows(result: Mapping[str, JSONValue]) -> list[tuple[str, str, str]]:
         cell = f"{r['successes']}/{r['trials']} = {_pct(r['rate'])}" if r["trials"] else "–"
         return name, cell, f"[{_pct(r['low'])}, {_pct(r['high'])}]" if r["trials"] else "–"
 
-    gap = result["gap"]
+    gap = result["gap"] or {"mean": math.nan, "low": math.nan, "high": math.nan}
     return [
         row("solve (pass@1)", result["solve"]),
         row("keep (right draft stays right)", result["keep"]),

@@ -75,6 +75,9 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
+UNJUDGED_NOTE = "(reward 0; left out of pass@1 and every rate, not counted wrong: stats.judged)"
+
+
 def _run_section(run: JSONRecord, report: JSONRecord) -> list[str]:
     methods = run["methods"]
     unit = next((m["length_unit"] for m in methods.values()), "tokens")
@@ -143,10 +146,10 @@ def _run_section(run: JSONRecord, report: JSONRecord) -> list[str]:
         ]
     errors = sum(m.get("score_errors", 0) for m in methods.values())
     if errors:
-        lines += [f"**The task's score() gave no verdict on {errors} answers** (scored 0).", ""]
+        lines += [f"**The task's score() gave no verdict on {errors} answers** {UNJUDGED_NOTE}.", ""]
     timeouts = sum(m.get("score_timeouts", 0) for m in methods.values())
     if timeouts:
-        lines += [f"**The task's verifier timed out on {timeouts} answers** (scored 0).", ""]
+        lines += [f"**The task's verifier timed out on {timeouts} answers** {UNJUDGED_NOTE}.", ""]
     sel = run.get("selection")
     if sel:
         val = sel["validation"]
@@ -250,7 +253,10 @@ def across_runs(runs: Sequence[JSONRecord], confidence: float = 0.95) -> JSONRec
 def _spread_row(methods: Sequence[JSONRecord], confidence: float) -> JSONRecord:
     rates = [m["pass@1"] for m in methods]
     interval = t_interval([x["rate"] for x in rates], confidence, bounds=(0.0, 1.0))
-    pooled_rate = pooled([Rate(x["successes"], x["trials"], x["low"], x["high"]) for x in rates], confidence)
+    pooled_rate = pooled(
+        [Rate(x["successes"], x["trials"], x["low"], x["high"], x.get("unjudged", 0)) for x in rates],
+        confidence,
+    )
     return {
         "runs": len(methods),
         "pass@1_across_runs": spread([x["rate"] for x in rates]).__dict__,

@@ -164,6 +164,11 @@ class AgonReward:
         if log_metric is not None:
             for key in ("score_errors", "score_timeouts"):
                 log_metric(f"agon/{key}", float(batch[key]))
+            # accuracy over the judged answers only (agon_env.stats.judged): unjudged is not wrong
+            judged = batch["scored"] - batch["score_errors"] - batch["score_timeouts"]
+            log_metric("agon/unjudged", float(batch["scored"] - judged))
+            if judged:
+                log_metric("agon/accuracy", batch["correct"] / judged)
         return rewards
 
 

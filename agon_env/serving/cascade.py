@@ -95,7 +95,9 @@ class CascadeAnswer:
     """The exact user turn the challenger read (the env observation's ``text``)."""
     challenge: Stage
     correct: bool | None = None
-    """Scored against the question's reference answer by the run's task; ``None`` without one."""
+    """Scored against the question's reference answer by the run's task; ``None`` without one, or
+    when the task could not judge the answer (its ``score`` raised or timed out): unjudged, not
+    wrong (:func:`agon_env.stats.judged`)."""
     id: str = ""
 
     @property
@@ -344,7 +346,7 @@ class Cascade:
                     shown=str(challenge.observation["draft"]),
                     challenger_text=str(challenge.observation["text"]),
                     challenge=_stage(challenge, challenger, seconds[AGENT_B]),
-                    correct=None if ref is None else challenge.correct,
+                    correct=None if ref is None else challenge.verdict,
                     id=e.problem_id,
                 )
             )

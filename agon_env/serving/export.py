@@ -144,7 +144,9 @@ def snippet(base: str, adapter: str, prompts: Mapping[str, Any]) -> list[str]:
 
 
 def _rate(r: Mapping[str, Any]) -> str:
-    return f"{r['rate']:.3f} [{r['low']:.3f}, {r['high']:.3f}] ({r['successes']}/{r['trials']})"
+    value = "—" if r["rate"] is None else f"{r['rate']:.3f}"
+    unjudged = f", {r['unjudged']} unjudged" if r.get("unjudged") else ""  # in neither count
+    return f"{value} [{r['low']:.3f}, {r['high']:.3f}] ({r['successes']}/{r['trials']}{unjudged})"
 
 
 def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | None]:

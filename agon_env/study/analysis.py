@@ -12,12 +12,16 @@ difference also comes per seed, with a Student-t interval over the seeds alone.
 (which arms read their own draft in two-stage, which comparisons to pair); a document
 recorded before ``agon study`` (``bench: replicate_cpu``) has neither, and gets the
 comparisons and two-stage methods those studies ran with (:data:`PAIRS`, :data:`TWO_STAGE`).
+
+An outcome is 0, 1 or ``None``: the verifier gave that answer no verdict. By the one rule of
+:func:`agon_env.stats.judged` it is in no mean, difference or count here (a paired cell with an
+unjudged side is left out of both arms), and each arm's row counts them as ``unjudged``.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agon_env import metric_names as M
@@ -121,12 +125,28 @@ def verdict(
     return not_shown
 
 
-def discordant(xs: Sequence[Sequence[float]], ys: Sequence[Sequence[float]]) -> dict[str, Any]:
+def _mean(values: Iterable[float | None]) -> float | None:
+    """The mean of the judged values (``None``: unjudged, left out); ``None`` when none is judged."""
+    kept = [v for v in values if v is not None]
+    return statistics.fmean(kept) if kept else None
+
+
+def _judged_pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[list[float], list[float]]:
+    """The cells of two paired outcome lists that are judged on both sides, as two lists."""
+    cells = [(a, b) for a, b in zip(x, y, strict=True) if a is not None and b is not None]
+    return [a for a, _ in cells], [b for _, b in cells]
+
+
+def _any_judged(grid: Sequence[Sequence[float | None]]) -> bool:
+    return any(v is not None for row in grid for v in row)
+
+
+def discordant(xs: Sequence[Sequence[float | None]], ys: Sequence[Sequence[float | None]]) -> dict[str, Any]:
     """The pairs that carry a paired difference's information: (seed, problem) cells where the
     first arm scores more (``first_only``) or less (``second_only``); a standalone cell (the mean
     of two adapters) counts once either way. ``floor``: the one value both arms have on every
     cell, when they do (0 or 1: floor or ceiling), else None."""
-    cells = [(a, b) for x, y in zip(xs, ys, strict=True) for a, b in zip(x, y, strict=True)]
+    cells = [(a, b) for x, y in zip(xs, ys, strict=True) for a, b in zip(*_judged_pairs(x, y), strict=True)]
     values = {v for a, b in cells for v in (a, b)}
     first_only, second_only = sum(a > b for a, b in cells), sum(a < b for a, b in cells)
     return {
@@ -181,7 +201,8 @@ def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] 
         for k in keys_of(run):
             if k not in run.get("first_outcomes", {}):
                 return None
-            for first, final in zip(run["first_outcomes"][k], run["outcomes"][k], strict=True):
+            firsts, finals = _judged_pairs(run["first_outcomes"][k], run["outcomes"][k])
+            for first, final in zip(firsts, finals, strict=True):
                 right, kept = right + first, kept + (first and final)
                 wrong, fixed = wrong + (not first), fixed + (not first and final)
     if not right + wrong:
@@ -202,7 +223,8 @@ def second_turn_change(
                 return None
             finals.append(run["outcomes"][k])
             firsts.append(run["first_outcomes"][k])
-    return paired_bootstrap(finals, firsts, confidence) if finals else None
+    judged = any(_judged_pairs(x, y)[0] for x, y in zip(finals, firsts, strict=True))
+    return paired_bootstrap(finals, firsts, confidence) if judged else None
 
 
 def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]], Any]]:
@@ -219,14 +241,14 @@ def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]
     return out
 
 
-def cell(run: dict[str, Any], family: str, method: str) -> tuple[list[float], float] | None:
-    """One seed's per-problem outcome (a 0/1 list, or the adapters' mean) for a reported method
-    (``family``: the arm's two-stage method)."""
+def cell(run: dict[str, Any], family: str, method: str) -> tuple[list[float | None], float] | None:
+    """One seed's per-problem outcome (a 0/1 list, or the adapters' mean over those judged; None
+    where none was) for a reported method (``family``: the arm's two-stage method)."""
     o, lengths = run["outcomes"], run["mean_length"]
     keys = _keys(run, family, method)
     if not keys:
         return None
-    values = [statistics.fmean(o[k][p] for k in keys) for p in range(len(o[keys[0]]))]
+    values = [_mean(o[k][p] for k in keys) for p in range(len(o[keys[0]]))]
     return values, statistics.fmean(lengths[k] for k in keys)
 
 
@@ -253,8 +275,10 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         o = run["outcomes"]
         if "standalone:agent_a" not in o or "standalone:agent_b" not in o:
             return None
-        a, b = o["standalone:agent_a"], o["standalone:agent_b"]
-        c = complementarity(a, b)
+        c = complementarity(o["standalone:agent_a"], o["standalone:agent_b"])
+        if not c.n:
+            continue
+        a, b = _judged_pairs(o["standalone:agent_a"], o["standalone:agent_b"])
         n, both, one = n + c.n, both + c.both_wrong, one + c.exactly_one_wrong
         expected += c.n * (1 - statistics.fmean(a)) * (1 - statistics.fmean(b))
     if not n:
@@ -299,13 +323,16 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
             if not got:
                 continue
             grid = [c[0] for c in got.values()]
+            if not _any_judged(grid):
+                continue
             iv = paired_bootstrap(grid, [[0.0] * len(g) for g in grid], confidence)
             rows[arm][m] = {
-                "per_seed": {s: statistics.fmean(c[0]) for s, c in got.items()},
+                "per_seed": {s: _mean(c[0]) for s, c in got.items()},
                 "mean": iv.mean,
                 "interval": [iv.low, iv.high],
                 "mean_length": statistics.fmean(c[1] for c in got.values()),
                 "seeds": len(got),
+                "unjudged": sum(v is None for g in grid for v in g),
             }
     paired: dict[str, Any] = {}
     for arm, other in comparisons(doc):
@@ -317,11 +344,12 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
                 for s in used
             }
             cells = {s: (x[0], y[0]) for s, (x, y) in cells.items() if x is not None and y is not None}
-            if not cells:
+            judged = {s: _judged_pairs(x, y) for s, (x, y) in cells.items()}
+            if not any(x for x, _ in judged.values()):
                 continue
             xs, ys = [x for x, _ in cells.values()], [y for _, y in cells.values()]
             diff = paired_bootstrap(xs, ys, confidence)
-            per_seed = {s: statistics.fmean(x) - statistics.fmean(y) for s, (x, y) in cells.items()}
+            per_seed = {s: statistics.fmean(x) - statistics.fmean(y) for s, (x, y) in judged.items() if x}
             over_seeds = t_interval(list(per_seed.values()), confidence, bounds=(-1.0, 1.0))
             paired[f"{arm} − {other}, {m}"] = diff.to_dict() | {
                 "seeds_used": list(cells),
@@ -333,6 +361,8 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
     base_rows = {}
     if base:
         for m, o in base["outcomes"].items():
+            if not _any_judged([o]):
+                continue
             iv = paired_bootstrap([o], [[0] * len(o)], confidence)
             length = base["mean_length"][m]
             base_rows[m] = {"mean": iv.mean, "interval": [iv.low, iv.high], "mean_length": length}

@@ -198,24 +198,27 @@ def registration_words(doc: dict[str, Any]) -> list[str]:
 
 
 def verifier_failures(doc: dict[str, Any]) -> list[str]:
-    """Score errors and time-outs of the verifier, per unit and method ("unknown": not recorded)."""
+    """Score errors and time-outs of the verifier, per unit and method ("unknown": not recorded),
+    and the answers left out of pass@1 for them (null outcomes: :func:`agon_env.stats.judged`)."""
     o = doc["outcomes"]
     units = {f"{arm}-seed{s}": r for arm, seeds in o["arms"].items() for s, r in seeds.items()}
     if o.get("base"):
         units = {"base": o["base"], **units}
     lines = [
         "Verifier failures per unit and method (score errors / time-outs; a two-turn method counts "
-        "both turns together; unknown: not recorded):",
+        "both turns together; unknown: not recorded; an answer not judged is left out of pass@1, not "
+        "counted wrong):",
         "",
-        "| unit | method | score errors | time-outs |",
-        "|---|---|---|---|",
+        "| unit | method | score errors | time-outs | final answers left out of pass@1 |",
+        "|---|---|---|---|---|",
     ]
     for name, run in units.items():
         errors, timeouts = run.get("score_errors"), run.get("score_timeouts")
         for m in run["outcomes"]:
             e = "unknown" if (errors or {}).get(m) is None else str(errors[m])
             t = "unknown" if (timeouts or {}).get(m) is None else str(timeouts[m])
-            lines.append(f"| {name} | {m} | {e} | {t} |")
+            left_out = sum(v is None for v in run["outcomes"][m])
+            lines.append(f"| {name} | {m} | {e} | {t} | {left_out} |")
     return lines
 
 

@@ -1,6 +1,7 @@
 """``agon study verify``: a results file's summary, recomputed from its outcome lists alone.
 
-Also checks what the summary rests on: every outcome list is 0/1 and as long as the test
+Also checks what the summary rests on: every outcome list is 0/1/null (null: unjudged, as many as
+the unit's recorded score errors and time-outs) and as long as the test
 problem ids (and their prompt hashes), and ``complete`` says what ``missing`` says. Any
 mismatch is named by its path in the document (``summary.paired.agon − grpo, standalone.mean``).
 The summary is compared on the keys this version recomputes: a field added to the summary since a
@@ -66,6 +67,24 @@ def differences(a: Any, b: Any, path: str = "", data: frozenset[str] | None = No
     return [] if a == b or both_nan else [f"{path}: recorded {b!r}, recomputed {a!r}"]
 
 
+def unjudged_counts(name: str, unit: dict[str, Any]) -> list[str]:
+    """A null outcome is an answer the verifier gave no verdict (:func:`agon_env.stats.judged`):
+    each method's nulls, final and draft, must be as many as the unit's recorded score errors and
+    time-outs (each of those is one turn's answer; a method has at most two turns), where recorded."""
+    wrong = []
+    for m, values in unit.get("outcomes", {}).items():
+        errors, timeouts = (unit.get(k) or {} for k in ("score_errors", "score_timeouts"))
+        if errors.get(m) is None or timeouts.get(m) is None:
+            continue  # not recorded: nothing to check against
+        nulls = sum(v is None for v in [*values, *unit.get("first_outcomes", {}).get(m, [])])
+        if nulls != errors[m] + timeouts[m]:
+            wrong.append(
+                f"outcomes.{name}.outcomes.{m}: {nulls} null outcome(s), but {errors[m]} score error(s) "
+                f"and {timeouts[m]} time-out(s) recorded"
+            )
+    return wrong
+
+
 def problems(doc: dict[str, Any]) -> list[str]:
     """What is wrong with the outcome lists themselves (lengths, values, completeness: every unit of
     the plan's arms × seeds recorded or named missing)."""
@@ -78,8 +97,9 @@ def problems(doc: dict[str, Any]) -> list[str]:
     for name, unit in recorded.items():
         for kind in ("outcomes", "first_outcomes"):
             for m, values in unit.get(kind, {}).items():
-                if len(values) != len(ids) or any(v not in (0, 1) for v in values):
-                    wrong.append(f"outcomes.{name}.{kind}.{m}: {len(ids)} values of 0 or 1 expected")
+                if len(values) != len(ids) or any(v not in (0, 1, None) for v in values):
+                    wrong.append(f"outcomes.{name}.{kind}.{m}: {len(ids)} values of 0, 1 or null expected")
+        wrong += unjudged_counts(name, unit)
     plan = doc.get("plan", {})
     if isinstance(plan.get("arms"), list) and isinstance(plan.get("seeds"), list):
         # every planned unit is either in the outcomes or named missing: none quietly dropped

@@ -87,12 +87,18 @@ class _CodeAgent:
 
 
 def test_code_time_outs_are_counted_in_the_held_out_record():
-    # A program over its time limit scores 0 like a wrong one, but heldout.json says how many
-    # answers were time-outs, per policy, instead of counting them silently as wrong.
+    # A program over its time limit got no verdict: heldout.json holds a null outcome for it,
+    # leaves it out of pass@1 and of the paired difference, and says how many, per policy
+    # (86f3fbc scored it 0, a wrong answer: outcomes [0, 0], pass@1 0 of 2).
     base = _CodeAgent("base", "return None")
     looping = _CodeAgent("a", "while True:\n        pass")
     policies = heldout_policies("run", base, {"agent_a": looping})
     result = heldout_check("agon/pyfunc-v0", {"difficulty": 1, "size": 30}, policies, problems=2)
     rows = result["policies"]
-    assert rows["agent_a"]["outcomes"] == [0, 0] and rows["agent_a"]["score_timeouts"] == 2
+    assert rows["agent_a"]["outcomes"] == [None, None] and rows["agent_a"]["score_timeouts"] == 2
+    a = rows["agent_a"]["pass@1"]
+    assert (a["trials"], a["unjudged"], a["rate"], rows["agent_a"]["minus_base"]) == (0, 2, None, None)
     assert rows["base"]["score_timeouts"] == 0 and rows["base"]["score_errors"] == 0
+    assert rows["base"]["pass@1"]["trials"] == 2
+    table = {r[0]: r for r in table_rows(result)}
+    assert table["agent_a"][1:] == ("0/0 = -", "[0.00, 1.00]", "-", "nothing judged for both")

@@ -52,8 +52,11 @@ def test_metrics_count_what_the_verifier_could_not_judge(monkeypatch):
     out = evaluate.load(module_path("agon_accuracy")).compute(
         predictions=["1", "slow", "odd", "2"], references=["1", "1", "1", "3"]
     )
-    assert (out["correct"], out["n"], out["score_errors"], out["score_timeouts"]) == (1, 4, 1, 1)
+    # unjudged answers are in neither count (86f3fbc: 1 of 4, the two unjudged counted wrong)
+    assert (out["correct"], out["n"], out["score_errors"], out["score_timeouts"]) == (1, 2, 1, 1)
+    assert out["unjudged"] == 2
     pak = evaluate.load(module_path("agon_pass_at_k")).compute(
         predictions=[["1", "slow"], ["odd", "odd"]], references=["1", "2"], k=[1]
     )
-    assert (pak["pass@1"], pak["score_errors"], pak["score_timeouts"]) == (0.25, 2, 1)
+    # problem 2 has no judged answer and problem 1 one right of one judged (86f3fbc: 0.25)
+    assert (pak["pass@1"], pak["score_errors"], pak["score_timeouts"], pak["unjudged"]) == (1.0, 2, 1, 3)

@@ -64,7 +64,13 @@ def test_an_answer_the_task_cannot_judge_is_no_reward_and_is_counted(caplog):
         got = reward(["q"] * 5, texts, answer=["1"] * 5, log_metric=lambda k, v: logged.append((k, v)))
     assert got == [2.5, 0.5, None, None, None]
     assert reward.counts == {"scored": 5, "correct": 1, "score_errors": 2, "score_timeouts": 1}
-    assert logged == [("agon/score_errors", 2.0), ("agon/score_timeouts", 1.0)]
+    # accuracy over the 2 judged answers, not the 5 scored (86f3fbc logged no accuracy to read)
+    assert logged == [
+        ("agon/score_errors", 2.0),
+        ("agon/score_timeouts", 1.0),
+        ("agon/unjudged", 3.0),
+        ("agon/accuracy", 0.5),
+    ]
     assert "3 of 5 answers not judged (2 score errors, 1 timeouts)" in caplog.text
 
 

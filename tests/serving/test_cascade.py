@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import pytest
 from serving_run import write_tiny_run
@@ -73,6 +74,20 @@ def test_a_reference_answer_is_scored_by_the_runs_task(cascade):
     )
     assert right.answer("What is 2 + 3?", reference="5").correct is True
     assert right.answer("What is 2 + 3?", reference="6").correct is False
+
+
+def test_a_reference_the_task_cannot_judge_is_no_wrong_answer(cascade):
+    class Raises:
+        def score(self, problem, answer):
+            raise RuntimeError("the checker crashed")
+
+    answering = ScriptedAgent("c", ["<summary>5</summary><answer>5</answer>"])
+    agents = {**cascade.agents, cascade.direction[1]: answering}
+    broken = dataclasses.replace(cascade, agents=agents, reference=Raises())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the env warns of the failure once per task (tested elsewhere)
+        got = broken.answer("What is 2 + 3?", reference="5")
+    assert got.correct is None  # unjudged; 86f3fbc: False, a wrong answer
 
 
 def test_early_stop_shows_the_challenger_the_same_text(cascade):

@@ -63,7 +63,7 @@ def test_an_outcome_list_of_the_wrong_length_or_values_fails(tmp_path: Path) -> 
     doc["outcomes"]["arms"]["grpo"]["0"]["outcomes"]["standalone:agent_a"][3] = 2
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    with pytest.raises(VerifyError, match="values of 0 or 1 expected"):
+    with pytest.raises(VerifyError, match="values of 0, 1 or null expected"):
         verify(bad)
 
 

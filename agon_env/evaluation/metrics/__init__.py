@@ -42,23 +42,24 @@ def judge(prediction: str, reference: str, match: str = "math", timeout: float =
 
 def judge_all(
     pairs: list[tuple[str, str]], match: str = "math", timeout: float = 10.0
-) -> tuple[list[bool], int, int]:
+) -> tuple[list[bool | None], int, int]:
     """``(verdicts, score_errors, score_timeouts)`` of ``(prediction, reference)`` pairs.
 
-    A pair the verifier could not judge scores 0 in ``verdicts`` -- as the env scores it --
-    and is counted, so a metric reports how many of its zeros are no verdict at all.
+    A pair the verifier could not judge is ``None`` in ``verdicts`` (unjudged, not wrong: the
+    metrics leave it out of every count, :func:`agon_env.stats.judged`) and is counted.
     """
     from agon_env.envs.tasks.errors import VerifierError, VerifierTimeout
 
-    verdicts, errors, timeouts = [], 0, 0
+    verdicts: list[bool | None] = []
+    errors = timeouts = 0
     for prediction, reference in pairs:
         try:
             verdicts.append(judge(prediction, reference, match, timeout))
         except VerifierTimeout:
-            verdicts.append(False)
+            verdicts.append(None)
             timeouts += 1
         except VerifierError:
-            verdicts.append(False)
+            verdicts.append(None)
             errors += 1
     return verdicts, errors, timeouts
 

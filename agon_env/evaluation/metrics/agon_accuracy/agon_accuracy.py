@@ -63,6 +63,7 @@ class AgonAccuracy(evaluate.Metric):
             "ci_high": r.high,
             "correct": r.successes,
             "n": r.trials,
+            "unjudged": r.unjudged,  # in neither correct nor n
             "score_errors": errors,
             "score_timeouts": timeouts,
         }

@@ -6,7 +6,7 @@ import datasets
 import evaluate
 
 from agon_env.evaluation.metrics import judge_all
-from agon_env.stats import mean_pass_at_k, rate
+from agon_env.stats import mean_pass_at_k, problem_counts, rate
 
 _DESCRIPTION = """
 pass@k over problems with n sampled answers each: 1 - C(n-c, k) / C(n, k) per problem
@@ -69,9 +69,11 @@ class AgonPassAtK(evaluate.Metric):
             v, e, t = judge_all([(p, gold) for p in samples], match, timeout)
             verdicts.append(v)
             errors, timeouts = errors + e, timeouts + t
-        counts = [(len(v), sum(v)) for v in verdicts]
-        if any(n == 0 for n, _ in counts):
+        if any(not v for v in verdicts):
             raise ValueError("every problem needs at least one predicted answer")
+        counts = problem_counts(verdicts)  # judged answers only: a problem with none is left out
+        if not counts:
+            raise ValueError("the verifier judged no answer: pass@k is undefined")
         smallest = min(n for n, _ in counts)
         bad = [kk for kk in k if not 1 <= kk <= smallest]
         if bad:
@@ -79,5 +81,5 @@ class AgonPassAtK(evaluate.Metric):
         out = {f"pass@{kk}": mean_pass_at_k(counts, kk) for kk in k}
         pooled = rate([x for v in verdicts for x in v], confidence)
         out.update({"pass@1_ci_low": pooled.low, "pass@1_ci_high": pooled.high, "n_problems": len(counts)})
-        out.update({"score_errors": errors, "score_timeouts": timeouts})
+        out.update({"score_errors": errors, "score_timeouts": timeouts, "unjudged": pooled.unjudged})
         return out
