@@ -89,9 +89,9 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
         prepare_run_dir(run_dir, resume=not fresh)
     try:
         if not fresh:
-            trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
             extended_from = resume.extended_from if resume is not None else None
-            check_held(cfg, trainer.trained_config, extended_from is not None)  # a hand-edited config.yaml
+            # Refuses an incompatible checkpoint, and a hand-edited config.yaml, before any step.
+            trainer.restore(run_dir, held=lambda trained: check_held(cfg, trained, extended_from is not None))
             if extended_from is not None and ctx.is_main:
                 print(f"agon train: {schedule_change(cfg, extended_from, trainer.step)}")
                 write_resolved(run_dir, run)  # the folder's config now says the new total

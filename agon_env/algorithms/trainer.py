@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,9 +182,14 @@ class Trainer:
             config=to_dict(self.cfg),
         )
 
-    def restore(self, run_dir: Path) -> None:
+    def restore(self, run_dir: Path, held: Callable[[JSONRecord | None], None] | None = None) -> None:
+        """Continue from the checkpoint in ``run_dir``; ``held`` first judges the config it trained
+        with (a ``config.yaml`` edited since is refused by field, before any state loads: an edited
+        ``seed`` or ``env.kwargs`` would otherwise fail in the sampler, naming no field)."""
         state = load_checkpoint(run_dir, self.identity)
         self.trained_config = state.get("config")
+        if held is not None:
+            held(self.trained_config)
         for name in self.plugin.adapters:
             self.base.load_adapter_state_dict(name, state["adapters"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])

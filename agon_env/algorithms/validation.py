@@ -98,8 +98,9 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need(
             "optim.lr",
             lambda v: 0 < v <= LR_MAX,
-            f"the learning rate must be > 0 and at most {LR_MAX:g}, e.g. 5e-5 (AdamW moves each weight by "
-            f"about lr a step and LoRA weights are about 1e-2: above {LR_MAX:g} the first step replaces them)",
+            f"the learning rate must be > 0 and at most {LR_MAX:g}, e.g. 5e-5 (AdamW moves each weight "
+            f"by about lr a step and LoRA weights are about 1e-2: above {LR_MAX:g} the first step replaces "
+            "them)",
         ),
         need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
         one_of("optim.schedule", DECAYS),
