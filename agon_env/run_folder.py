@@ -266,7 +266,13 @@ def read_metrics(run_dir: str | Path) -> list[JSONRecord]:
     killed run still plots, summarises and evaluates. Any earlier line that is not a JSON object
     raises :class:`RunFolderError` naming the file and line: that is a damaged log, not a kill.
     """
-    path = RunFolder(Path(run_dir)).metrics
+    return read_records(RunFolder(Path(run_dir)).metrics)
+
+
+def read_records(path: str | Path) -> list[JSONRecord]:
+    """The JSON objects of a JSONL log the run appends to (``metrics.jsonl``, ``samples.jsonl``),
+    read as :func:`read_metrics` says: a cut last line skipped, any other bad line refused."""
+    path = Path(path)
     if not path.is_file():
         return []
     numbered = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from agon_env import metric_names as M
 from agon_env.figures import pyplot, save
 from agon_env.json_value import JSONRecord, JSONValue
-from agon_env.run_folder import RunFolder, append_lines, read_metrics
+from agon_env.run_folder import RunFolder, append_lines, read_metrics, read_records
 from agon_env.stats import newcombe_interval, smoothed, verdict_of, welch_interval
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
@@ -113,8 +113,8 @@ _BAR_KEYS = (
 
 def _truncate(path: Path, start_step: int) -> None:
     """Cut ``samples.jsonl`` back to the steps before ``start_step`` (a resumed run)."""
-    if path.exists():
-        _replace(path, [ln for ln in path.read_text().splitlines() if ln.strip() and _step(ln) < start_step])
+    if path.exists():  # a cut last line (a kill, a full disk) goes; a damaged earlier one is refused
+        _replace(path, [json.dumps(r) for r in read_records(path) if r["step"] < start_step])
 
 
 def _replace(path: Path, lines: list[str]) -> None:
@@ -127,13 +127,6 @@ def _replace(path: Path, lines: list[str]) -> None:
 def _finite(v: JSONValue) -> JSONValue:
     # JSON has no NaN; a skipped update's loss is logged as null.
     return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
-def _step(line: str) -> int:
-    try:
-        return int(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return 1 << 62  # a half-written last line from a killed run: drop it
 
 
 SUMMARY_KEYS = (
