@@ -25,6 +25,7 @@ from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.config import TrainConfig, to_dict
+from agon_env.memory import check_fits
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, write_resolved
 
@@ -72,6 +73,7 @@ def train(run: ResolvedRun) -> Path:
 def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
     cfg = run.config
     run_dir = cfg.run_dir
+    check_fits(cfg)  # a step that cannot fit in memory: refused with the estimate, before any folder
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
     # A resumed run is the folder's own: a changed config is refused before any model loads.
