@@ -9,7 +9,8 @@ exit 0), so two more things are watched, each against a stated bound:
   at the default 2e-4 a step is ~1e-2 of the weights; above :data:`UPDATE_RATIO_MAX` the step
   replaced the adapter rather than nudged it, and is rolled back with the optimiser's state.
 * **the policy's output**: the share of an adapter's completions that are empty or unparsable
-  (``format_ok`` false) on the rollout after its update against the rollout before. A jump
+  (``format_ok`` false) on the rollout after its update, per role, against its last rollout in
+  that role (a challenger misses the format more than a drafter, and roles swap). A jump
   that a one-sided Fisher exact test puts below :data:`COLLAPSE_P` *and* reaches
   :data:`COLLAPSE_SHARE` is a collapse: the update is rolled back (the weights and optimiser
   state from before it, kept for this) and the step's rollout replayed on them.
@@ -74,13 +75,18 @@ def unusable(turn: Turn) -> bool:
     return not c.completion_ids or not (c.text or "").strip() or not turn.format_ok
 
 
-def unusable_counts(turns: Iterable[Turn], adapter_of: Mapping[str, str]) -> dict[str, tuple[int, int]]:
-    """Per adapter (``adapter_of`` maps a seat to the adapter playing it): (unusable, completions)."""
-    out: dict[str, tuple[int, int]] = {}
+Stream = tuple[str, str]
+"""``(adapter, role)``: an adapter's completions in one role. A drafter and a challenger fail the
+format at different rates (and roles swap every step), so each is held to its own past."""
+
+
+def unusable_counts(turns: Iterable[Turn], adapter_of: Mapping[str, str]) -> dict[Stream, tuple[int, int]]:
+    """Per ``(adapter, role)`` (``adapter_of`` maps a seat to its adapter): (unusable, completions)."""
+    out: dict[Stream, tuple[int, int]] = {}
     for t in turns:
-        name = adapter_of.get(t.seat, t.seat)
-        bad, n = out.get(name, (0, 0))
-        out[name] = (bad + unusable(t), n + 1)
+        key = (adapter_of.get(t.seat, t.seat), t.role)
+        bad, n = out.get(key, (0, 0))
+        out[key] = (bad + unusable(t), n + 1)
     return out
 
 
@@ -118,8 +124,9 @@ class BlowupWatch:
     streak: dict[str, int] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     """Adapters whose last update passed the size watch and awaits the next rollout's verdict."""
-    before: dict[str, tuple[int, int]] = field(default_factory=dict)
-    """Per adapter: (unusable, completions) of the rollout its last update learned from."""
+    before: dict[Stream, tuple[int, int]] = field(default_factory=dict)
+    """Per ``(adapter, role)``: (unusable, completions) of the last rollout it played that role in
+    and no update was rolled back after."""
     saved: dict[str, Snapshot] = field(default_factory=dict)
     """Per adapter: weights and optimiser state from before its last update."""
 
@@ -141,22 +148,27 @@ class BlowupWatch:
         """An optimiser step of ``adapter`` within :data:`UPDATE_RATIO_MAX`: the next rollout judges it."""
         self.pending.add(adapter)
 
-    def collapsed(self, now: Mapping[str, tuple[int, int]]) -> dict[str, str]:
+    def collapsed(self, now: Mapping[Stream, tuple[int, int]]) -> dict[str, str]:
         """The adapters whose last update collapsed their output on this rollout, each with what
         was seen (the caller rolls them back, then counts them with :meth:`blew_up`). ``now`` is
-        this rollout's (unusable, completions) per adapter."""
-        out = {}
-        for name, after in now.items():
-            if name not in self.pending or name not in self.before or name not in self.saved:
+        this rollout's (unusable, completions) per ``(adapter, role)``, each held to that
+        stream's last rollout."""
+        out: dict[str, str] = {}
+        played = {name for name, _ in now}
+        for (name, role), after in sorted(now.items()):
+            if name in out or name not in self.pending or name not in self.saved:
                 continue
+            if (name, role) not in self.before:
+                continue  # its first rollout in this role: nothing to hold it to
+            p = collapse_p(self.before[(name, role)], after)
+            if p is not None:
+                (b_bad, b_n), (a_bad, a_n) = self.before[(name, role)], after
+                out[name] = (
+                    f"its unusable {role} completions rose from {b_bad}/{b_n} to {a_bad}/{a_n}, one-sided "
+                    f"Fisher p = {p:.2g} < {COLLAPSE_P:g}"
+                )
+        for name in played & self.pending:
             self.pending.discard(name)
-            p = collapse_p(self.before[name], after)
-            if p is None:
+            if name not in out:
                 self.streak[name] = 0  # an update that passed both watches
-                continue
-            (b_bad, b_n), (a_bad, a_n) = self.before[name], after
-            out[name] = (
-                f"unusable completions rose from {b_bad}/{b_n} to {a_bad}/{a_n}, one-sided Fisher "
-                f"p = {p:.2g} < {COLLAPSE_P:g}"
-            )
         return out

@@ -275,18 +275,19 @@ class Trainer:
                 watch.blew_up(name, self.step, what)
             batch, local = self._rollout(seats)
             now = self._unusable(batch)
-        watch.before = now
+        watch.before.update(now)  # a collapsed rollout's counts are never a stream's past
         trained = set(self.plugin.updates(self.step).values())
         watch.saved = {n: snapshot(list(self.base.parameters(n)), self.optimizers[n]) for n in trained}
         return batch, local
 
-    def _unusable(self, batch: RolloutBatch) -> dict[str, tuple[int, int]]:
-        """Per adapter over all ranks: (empty or unparsable completions, completions)."""
+    def _unusable(self, batch: RolloutBatch) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per ``(adapter, role)`` over all ranks: (empty or unparsable completions, completions)."""
         adapter_of = {seat: getattr(agent, "adapter", None) or seat for seat, agent in self.agents.items()}
         counts = unusable_counts(batch.turns, adapter_of)
-        names = sorted(self.plugin.adapters)
-        flat = dist.all_sum([float(x) for n in names for x in counts.get(n, (0, 0))], self.ctx)
-        return {n: (int(flat[2 * i]), int(flat[2 * i + 1])) for i, n in enumerate(names) if flat[2 * i + 1]}
+        # The same keys on every rank, in one order: the step's seats, whoever played what here.
+        keys = sorted({(adapter_of.get(s, s), r) for r, s in self.plugin.seats(self.step).items()})
+        flat = dist.all_sum([float(x) for k in keys for x in counts.get(k, (0, 0))], self.ctx)
+        return {k: (int(flat[2 * i]), int(flat[2 * i + 1])) for i, k in enumerate(keys) if flat[2 * i + 1]}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""

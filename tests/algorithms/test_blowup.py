@@ -93,9 +93,15 @@ def test_a_collapse_rolls_the_update_back_replays_the_rollout_and_the_second_sto
     tmp_path: Path, monkeypatch
 ) -> None:
     tr = Trainer.build(resolve(tiny_config(tmp_path)))
-    # What the rollouts show, per adapter (unusable, completions): usable before the first update,
-    # unusable after it, usable again once it is rolled back, unusable after the next one.
-    shown = iter([{"agent_a": (0, 8), "agent_b": (0, 8)}, {"agent_a": (8, 8), "agent_b": (0, 8)}] * 2)
+
+    # What the rollouts show, per (adapter, role) as (unusable, completions): usable before the first
+    # update, agent_a's drafts unusable after it, usable again once it is rolled back, unusable
+    # after the next one.
+    def shown_as(a_bad: int) -> dict[tuple[str, str], tuple[int, int]]:
+        fine = {(n, r): (0, 8) for n in ("agent_a", "agent_b") for r in ("drafter", "challenger")}
+        return {**fine, ("agent_a", "drafter"): (a_bad, 8)}
+
+    shown = iter([shown_as(0), shown_as(8), shown_as(0), shown_as(8)])
     monkeypatch.setattr(tr, "_unusable", lambda batch: next(shown))
     start = {n: [p.detach().clone() for p in tr.base.parameters(n)] for n in ("agent_a", "agent_b")}
     tr.train_step()
@@ -105,14 +111,16 @@ def test_a_collapse_rolls_the_update_back_replays_the_rollout_and_the_second_sto
     replayed = []
     real = tr._rollout
     monkeypatch.setattr(tr, "_rollout", lambda seats: (replayed.append(seats), real(seats))[1])
-    with pytest.warns(RuntimeWarning, match=r"agent_a: unusable completions rose from 0/8 to 8/8"):
+    with pytest.warns(
+        RuntimeWarning, match=r"agent_a: its unusable drafter completions rose from 0/8 to 8/8"
+    ):
         tr.train_step()
     assert tr.rolled_back and len(replayed) == 2 and tr.counters["blowups"] == 1
     # agent_a's second update started from the weights before its first, not from the blown-up ones.
     assert tr.update.watch.saved["agent_a"][0] and all(
         torch.equal(a, b) for a, b in zip(start["agent_a"], tr.update.watch.saved["agent_a"][0], strict=True)
     )
-    said = r"agent_a's update blew up on 2 updates in a row \(unusable"
+    said = r"agent_a's update blew up on 2 updates in a row \(its unusable drafter"
     with pytest.raises(BlowUp, match=said), pytest.warns(RuntimeWarning):
         tr.train_step()
 
@@ -148,4 +156,15 @@ def test_the_blowups_are_checkpointed(tmp_path: Path) -> None:
 
 def test_a_watch_knows_no_streak_until_an_update_is_judged() -> None:
     watch = BlowupWatch({})
-    assert watch.counters == {"blowups": 0} and watch.collapsed({"a": (8, 8)}) == {}
+    assert watch.counters == {"blowups": 0} and watch.collapsed({("a", "drafter"): (8, 8)}) == {}
+
+
+def test_each_role_is_held_to_its_own_past() -> None:
+    """A challenger that misses the format more than the drafter is no collapse when roles swap."""
+    watch = BlowupWatch({}, before={("a", "drafter"): (5, 64), ("a", "challenger"): (40, 64)})
+    watch.saved["a"] = ([], {})
+    watch.passed("a")
+    assert watch.collapsed({("a", "challenger"): (42, 64)}) == {}  # pooled by adapter: 5/64 -> 42/64
+    assert watch.streak["a"] == 0 and "a" not in watch.pending
+    watch.passed("a")
+    assert list(watch.collapsed({("a", "drafter"): (60, 64)})) == ["a"]
