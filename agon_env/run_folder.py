@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import stat
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,11 +212,51 @@ def check_writable(folder: str | Path, flag: str, shown: str | Path | None = Non
 
 def check_file_writable(path: str | Path, flag: str) -> None:
     """Refuse, in one line, a file ``path`` that cannot be written, before the work it would hold:
-    a folder there, or a folder it cannot be created in (:func:`check_writable`)."""
+    a folder there, a folder it cannot be created in (:func:`check_writable`), or a file that is
+    there but takes no bytes -- a read-only file, ``/dev/full`` -- found by writing one byte and
+    taking it back (an open that succeeds says nothing of ``/dev/full``, which fails on write)."""
     path = Path(path)
     if path.is_dir():
         raise RunFolderError(f"{flag} {path}: is a folder, not a file; name the file to write")
     check_writable(path.parent, flag, shown=path)
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # not there yet: its folder takes files (above)
+    if not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
+        return  # a FIFO or socket: opening it would wait for a reader
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            os.write(fd, b"\n")
+            if stat.S_ISREG(mode):
+                os.ftruncate(fd, size)  # the byte taken back: the file is as it was
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise RunFolderError(
+            f"{flag} {path}: cannot write it ({exc.strerror or exc}); choose another file"
+        ) from None
+
+
+def append_lines(path: str | Path, lines: Iterable[str]) -> None:
+    """Append ``lines`` to ``path`` whole or not at all: a write cut short (a full disk) is taken
+    back to the file's size before it, so no half line is left for a reader to trip on, and the
+    ``OSError`` names the file (a bare ``write`` error names none)."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            os.ftruncate(fd, size)
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    finally:
+        os.close(fd)
 
 
 def read_metrics(run_dir: str | Path) -> list[JSONRecord]:
@@ -223,7 +266,13 @@ def read_metrics(run_dir: str | Path) -> list[JSONRecord]:
     killed run still plots, summarises and evaluates. Any earlier line that is not a JSON object
     raises :class:`RunFolderError` naming the file and line: that is a damaged log, not a kill.
     """
-    path = RunFolder(Path(run_dir)).metrics
+    return read_records(RunFolder(Path(run_dir)).metrics)
+
+
+def read_records(path: str | Path) -> list[JSONRecord]:
+    """The JSON objects of a JSONL log the run appends to (``metrics.jsonl``, ``samples.jsonl``),
+    read as :func:`read_metrics` says: a cut last line skipped, any other bad line refused."""
+    path = Path(path)
     if not path.is_file():
         return []
     numbered = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]

@@ -35,3 +35,38 @@ def test_a_damaged_line_before_the_last_names_the_file_and_line(tmp_path, bad):
     with pytest.raises(RunFolderError, match=r"metrics\.jsonl line 2 is not a JSON object") as err:
         read_metrics(tmp_path)
     assert isinstance(err.value, UserError) and "\n" not in str(err.value)
+
+
+def test_a_file_that_takes_no_bytes_is_refused_by_writing_one(tmp_path):
+    from agon_env.run_folder import check_file_writable
+
+    # /dev/full opens for writing like any file (its folder takes files too): only a write fails.
+    with pytest.raises(RunFolderError, match=r"--out /dev/full: cannot write it \(No space left on device\)"):
+        check_file_writable("/dev/full", "--out")
+    kept = tmp_path / "answers.jsonl"
+    kept.write_bytes(b'{"id": "1"}\n')
+    check_file_writable(kept, "--out")
+    check_file_writable(tmp_path / "new" / "file.json", "--out")
+    assert kept.read_bytes() == b'{"id": "1"}\n' and not (tmp_path / "new").exists()
+
+
+def test_a_write_cut_short_is_taken_back_and_names_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from agon_env import run_folder
+    from agon_env.run_folder import append_lines
+
+    path = tmp_path / "samples.jsonl"
+    append_lines(path, ['{"step": 0}'])
+    real = os.write
+
+    def full(fd, data):  # the disk fills half-way through the line
+        real(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(run_folder.os, "write", full)
+    with pytest.raises(OSError) as e:
+        append_lines(path, ['{"step": 1, "text": "a long completion"}'])
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
+    assert path.read_text() == '{"step": 0}\n'  # no half line left behind

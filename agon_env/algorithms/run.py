@@ -17,13 +17,15 @@ from typing import Any
 from agon_env import metric_names as M
 from agon_env.agents.prompts import role_prompts
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.checkpoint import prepare_run_dir
+from agon_env.algorithms.blowup import BlowUp
+from agon_env.algorithms.checkpoint import checkpoint_step, prepare_run_dir
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.learning import LearningWatch
 from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.config import TrainConfig, to_dict
+from agon_env.memory import check_fits
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, write_resolved
 
@@ -71,6 +73,7 @@ def train(run: ResolvedRun) -> Path:
 def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
     cfg = run.config
     run_dir = cfg.run_dir
+    check_fits(cfg)  # a step that cannot fit in memory: refused with the estimate, before any folder
     # Every rank checks before rank 0 creates, so a refused folder fails all ranks alike.
     prepare_run_dir(run_dir, cfg.resume, create=False)
     # A resumed run is the folder's own: a changed config is refused before any model loads.
@@ -88,9 +91,9 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
         prepare_run_dir(run_dir, resume=not fresh)
     try:
         if not fresh:
-            trainer.restore(run_dir)  # refuses an incompatible checkpoint before any step
             extended_from = resume.extended_from if resume is not None else None
-            check_held(cfg, trainer.trained_config, extended_from is not None)  # a hand-edited config.yaml
+            # Refuses an incompatible checkpoint, and a hand-edited config.yaml, before any step.
+            trainer.restore(run_dir, held=lambda trained: check_held(cfg, trained, extended_from is not None))
             if extended_from is not None and ctx.is_main:
                 print(f"agon train: {schedule_change(cfg, extended_from, trainer.step)}")
                 write_resolved(run_dir, run)  # the folder's config now says the new total
@@ -129,7 +132,7 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
                     trainer.save(run_dir)
                 break
             step = trainer.step
-            metrics = trainer.train_step()
+            metrics = _watched_step(trainer, run_dir, ctx)
             step_times.append(metrics[M.TIME_STEP])
             if logger is not None:
                 logger.log(step, metrics, trainer.samples)
@@ -137,7 +140,8 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             if warning and logger is not None:
                 logger.warn(step, warning)
             stop = bool(warning) and cfg.stop_if_not_learning
-            if ctx.is_main and (trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps or stop):
+            due = trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps or stop
+            if ctx.is_main and (due or trainer.rolled_back):  # rolled back: the checkpoint held the blow-up
                 trainer.save(run_dir)
             if stop:
                 if ctx.is_main:
@@ -173,6 +177,18 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
                 )
     dist.barrier(ctx)  # nobody leaves (and tears the group down) before rank 0 has written
     return run_dir
+
+
+def _watched_step(trainer: Trainer, run_dir: Path, ctx: DistContext) -> dict[str, float]:
+    """One step; a second blow-up in a row stops the run (:mod:`.blowup`), and when the checkpoint
+    was saved after the update it rolled back, the checkpoint is first written again without it:
+    the weights of a blown-up update are never left saved."""
+    try:
+        return trainer.train_step()
+    except BlowUp:
+        if ctx.is_main and trainer.rolled_back and checkpoint_step(run_dir) == trainer.step:
+            trainer.save(run_dir)
+        raise
 
 
 def _heldout_check(cfg: TrainConfig, trainer: Trainer, run_dir: Path) -> Any:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from agon_env import metric_names as M
 from agon_env.figures import pyplot, save
 from agon_env.json_value import JSONRecord, JSONValue
-from agon_env.run_folder import RunFolder, read_metrics
+from agon_env.run_folder import RunFolder, append_lines, read_metrics, read_records
 from agon_env.stats import newcombe_interval, smoothed, verdict_of, welch_interval
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
@@ -72,13 +72,10 @@ class MetricsLogger:
         """One step: its metrics, and a few rendered prompts and completions (``samples.jsonl``)."""
         from agon_env.algorithms.trackers import finite_scalars
 
-        if samples:
-            with self.samples_path.open("a") as f:
-                f.writelines(json.dumps({"step": step, **s}) + "\n" for s in samples)
+        if samples:  # whole lines or none: a full disk leaves no half line, and names the file
+            append_lines(self.samples_path, (json.dumps({"step": step, **s}) for s in samples))
         record = {"step": step, **{k: _finite(v) for k, v in metrics.items()}}
-        with self.path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
-            f.flush()
+        append_lines(self.path, [json.dumps(record)])
         scalars = finite_scalars(metrics)
         for tracker in self.trackers:
             tracker.log(step, scalars, samples)
@@ -116,8 +113,8 @@ _BAR_KEYS = (
 
 def _truncate(path: Path, start_step: int) -> None:
     """Cut ``samples.jsonl`` back to the steps before ``start_step`` (a resumed run)."""
-    if path.exists():
-        _replace(path, [ln for ln in path.read_text().splitlines() if ln.strip() and _step(ln) < start_step])
+    if path.exists():  # a cut last line (a kill, a full disk) goes; a damaged earlier one is refused
+        _replace(path, [json.dumps(r) for r in read_records(path) if r["step"] < start_step])
 
 
 def _replace(path: Path, lines: list[str]) -> None:
@@ -130,13 +127,6 @@ def _replace(path: Path, lines: list[str]) -> None:
 def _finite(v: JSONValue) -> JSONValue:
     # JSON has no NaN; a skipped update's loss is logged as null.
     return None if isinstance(v, float) and not math.isfinite(v) else v
-
-
-def _step(line: str) -> int:
-    try:
-        return int(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return 1 << 62  # a half-written last line from a killed run: drop it
 
 
 SUMMARY_KEYS = (

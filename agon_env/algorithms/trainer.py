@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from agon_env import metric_names as M
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.protocol import Agent, Backend
 from agon_env.algorithms import distributed as dist
+from agon_env.algorithms.blowup import restore, snapshot, unusable_counts
 from agon_env.algorithms.builders import BACKENDS, build_agents, build_base, build_env
 from agon_env.algorithms.checkpoint import (
     RunIdentity,
@@ -103,6 +104,9 @@ class Trainer:
     """The config the restored checkpoint was trained with (None: fresh, or an older checkpoint)."""
     scoring: ScoringWatch = field(init=False)
     """Stops the run once the task cannot judge its answers (built from the env's task)."""
+    rolled_back: bool = False
+    """This step rolled back the last step's update (a collapse, :mod:`.blowup`) and replayed its
+    rollout: a checkpoint saved since holds the blown-up weights and is to be written again."""
 
     def __post_init__(self) -> None:
         self.scoring = ScoringWatch(self.env.task)
@@ -144,7 +148,7 @@ class Trainer:
 
     @property
     def counters(self) -> dict[str, float]:
-        """``nan_skipped`` and ``updates`` so far (checkpointed)."""
+        """``nan_skipped``, ``updates`` and ``blowups`` so far (checkpointed)."""
         return self.update.counters
 
     @property
@@ -178,9 +182,14 @@ class Trainer:
             config=to_dict(self.cfg),
         )
 
-    def restore(self, run_dir: Path) -> None:
+    def restore(self, run_dir: Path, held: Callable[[JSONRecord | None], None] | None = None) -> None:
+        """Continue from the checkpoint in ``run_dir``; ``held`` first judges the config it trained
+        with (a ``config.yaml`` edited since is refused by field, before any state loads: an edited
+        ``seed`` or ``env.kwargs`` would otherwise fail in the sampler, naming no field)."""
         state = load_checkpoint(run_dir, self.identity)
         self.trained_config = state.get("config")
+        if held is not None:
+            held(self.trained_config)
         for name in self.plugin.adapters:
             self.base.load_adapter_state_dict(name, state["adapters"][name])
             self.optimizers[name].load_state_dict(state["optimizers"][name])
@@ -207,7 +216,7 @@ class Trainer:
         torch.manual_seed(derive_seed(self.cfg.seed, "step", self.step))
         t0 = time.perf_counter()
         seats = self.plugin.seats(self.step)
-        batch, local = self._rollout(seats)
+        batch, local = self._watched_rollout(seats)
         streams = self._streams(batch, local)
         t_update = time.perf_counter()
         self._update_all(streams, local)
@@ -245,6 +254,40 @@ class Trainer:
         )
         self.scoring.check(batch, self.step, self.ctx)
         return batch, {**self._divergence_kl(batch, seats), **latent_figures(batch.turns)}
+
+    def _watched_rollout(self, seats: dict[str, str]) -> tuple[RolloutBatch, dict[str, float]]:
+        """:meth:`_rollout`, judged for a collapse the last update caused (:mod:`.blowup`): such an
+        update is rolled back and the rollout replayed on the weights from before it. Then the
+        weights this step's update starts from are kept, for the next step to roll back to."""
+        self.rolled_back = False
+        watch = self.update.watch
+        batch, local = self._rollout(seats)
+        now = self._unusable(batch)
+        blown = watch.collapsed(now)
+        if blown:
+            for name in blown:
+                restore(list(self.base.parameters(name)), self.optimizers[name], watch.saved[name])
+            self._sync(list(blown))
+            self.rolled_back = True
+            for name, what in blown.items():
+                msg = f"step {self.step}: {name}: {what}; its last update rolled back"
+                warnings.warn(msg, RuntimeWarning, stacklevel=3)
+                watch.blew_up(name, self.step, what)
+            batch, local = self._rollout(seats)
+            now = self._unusable(batch)
+        watch.before.update(now)  # a collapsed rollout's counts are never a stream's past
+        trained = set(self.plugin.updates(self.step).values())
+        watch.saved = {n: snapshot(list(self.base.parameters(n)), self.optimizers[n]) for n in trained}
+        return batch, local
+
+    def _unusable(self, batch: RolloutBatch) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per ``(adapter, role)`` over all ranks: (empty or unparsable completions, completions)."""
+        adapter_of = {seat: getattr(agent, "adapter", None) or seat for seat, agent in self.agents.items()}
+        counts = unusable_counts(batch.turns, adapter_of)
+        # The same keys on every rank, in one order: the step's seats, whoever played what here.
+        keys = sorted({(adapter_of.get(s, s), r) for r, s in self.plugin.seats(self.step).items()})
+        flat = dist.all_sum([float(x) for k in keys for x in counts.get(k, (0, 0))], self.ctx)
+        return {k: (int(flat[2 * i]), int(flat[2 * i + 1])) for i, k in enumerate(keys) if flat[2 * i + 1]}
 
     def _streams(self, batch: RolloutBatch, local: dict[str, float]) -> dict[str, list[StreamBatch]]:
         """Each trained role's kept groups, keyed by the adapter they update."""

@@ -29,6 +29,7 @@ import torch
 
 from agon_env import metric_names as M
 from agon_env.algorithms import distributed as dist
+from agon_env.algorithms.blowup import UPDATE_RATIO_MAX, BlowupWatch, restore, update_ratio
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, token_weights
 from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
@@ -101,6 +102,11 @@ class Update:
     """``nan_skipped`` and ``updates`` over the run (the trainer checkpoints them)."""
     nonfinite_streak: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     """Per adapter: optimiser steps in a row whose weights went non-finite (rolled back)."""
+    watch: BlowupWatch = field(init=False)
+    """Finite steps that wreck the adapter (:mod:`.blowup`): ``blowups`` in :attr:`counters`."""
+
+    def __post_init__(self) -> None:
+        self.watch = BlowupWatch(self.counters)
 
     def stream(self, batch: RolloutBatch, role: str) -> tuple[StreamBatch | None, torch.Tensor]:
         """The kept groups of ``role``'s stream, weighted and ready for the loss (``None`` when
@@ -189,6 +195,8 @@ class Update:
                     else:
                         self._roll_back(adapter, params, opt, before, step)
                         continue
+                    if self._blew_up(adapter, params, opt, before, step):
+                        continue
                     self.counters["updates"] += 1
                     stats[M.LOSS].append(total)
                     stats[M.GRAD_NORM].append(float(norm))
@@ -221,6 +229,26 @@ class Update:
             )
         msg = f"step {step}: {adapter}: the update made its weights non-finite (lr {lr:g}); rolled back"
         warnings.warn(msg, RuntimeWarning, stacklevel=3)
+
+    def _blew_up(
+        self,
+        adapter: str,
+        params: list[torch.Tensor],
+        opt: torch.optim.Optimizer,
+        before: tuple[list[torch.Tensor], dict[str, object]],
+        step: int,
+    ) -> bool:
+        """Undo a finite step that moved ``adapter`` by more than itself (:mod:`.blowup`)."""
+        ratio = dist.all_max([update_ratio(params, before[0])], self.ctx)[0]
+        if ratio <= UPDATE_RATIO_MAX:
+            self.watch.passed(adapter)
+            return False
+        restore(params, opt, before)  # first: a run stopped below holds nothing of the blow-up
+        lr = opt.param_groups[0]["lr"]
+        what = f"‖Δθ‖/‖θ‖ = {ratio:.3g} > {UPDATE_RATIO_MAX:g} at lr {lr:g}"
+        warnings.warn(f"step {step}: {adapter}: {what}; rolled back", RuntimeWarning, stacklevel=3)
+        self.watch.blew_up(adapter, step, what)
+        return True
 
     def _accumulate(
         self,

@@ -21,6 +21,7 @@ from agon_env.resolved import ResolvedRun, dtype_on, settle
 def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     # The choice tables live with the code that uses them; torch loads only here.
     from agon_env.agents.latent_spans import SPANS
+    from agon_env.algorithms.blowup import LR_MAX
     from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
@@ -94,7 +95,13 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             lambda v: v is None,
             "training seeds every turn from `seed` (agon_env.seeding); leave sampling.seed unset",
         ),
-        need("optim.lr", lambda v: v > 0, "the learning rate must be > 0, e.g. 5e-5"),
+        need(
+            "optim.lr",
+            lambda v: 0 < v <= LR_MAX,
+            f"the learning rate must be > 0 and at most {LR_MAX:g}, e.g. 5e-5 (AdamW moves each weight "
+            f"by about lr a step and LoRA weights are about 1e-2: above {LR_MAX:g} the first step replaces "
+            "them)",
+        ),
         need("optim.warmup_ratio", lambda v: 0 <= v < 1, "must be in [0, 1)"),
         one_of("optim.schedule", DECAYS),
         need("optim.weight_decay", lambda v: v >= 0, "must be ≥ 0"),

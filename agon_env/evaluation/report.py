@@ -367,6 +367,9 @@ def write_text_atomic(path: Path, text: str) -> None:
     kill mid-write leaves the previous file, never half of the new one."""
     # A temporary name of its own per writer: two commands writing one file at once (two
     # `agon study run` on one folder) must not replace each other's half-written temporary.
+    if path.exists() and not path.is_file():  # a device (/dev/null, /dev/full): written, never replaced
+        path.write_text(text, encoding="utf-8")
+        return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -22,6 +22,7 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.errors import UserError
+from agon_env.run_folder import append_lines, check_file_writable
 
 
 class AnswerFileError(UserError, ValueError):
@@ -144,18 +145,16 @@ def answer_file(cascade: Any, source: Path, out: Path, batch_size: int, quiet: b
         cascade.check(r["question"])  # refuse a bad line before any work, not mid-file
     out.parent.mkdir(parents=True, exist_ok=True)
     bar = tqdm(total=len(rows), initial=len(rows) - len(todo), unit="q", disable=quiet, file=sys.stderr)
-    with out.open("a", encoding="utf-8") as sink:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            answers = cascade.answer_many(
-                [r["question"] for r in batch],
-                ids=[r["id"] for r in batch],
-                references=[r.get("answer") for r in batch],
-            )
-            for a in answers:
-                sink.write(json.dumps(a.to_dict()) + "\n")
-            sink.flush()
-            bar.update(len(batch))
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        answers = cascade.answer_many(
+            [r["question"] for r in batch],
+            ids=[r["id"] for r in batch],
+            references=[r.get("answer") for r in batch],
+        )
+        # Whole lines or none: a full disk takes the batch back and names the file.
+        append_lines(out, [json.dumps(a.to_dict()) for a in answers])
+        bar.update(len(batch))
     bar.close()
     return len(todo)
 
@@ -179,6 +178,7 @@ def run(args: AnswerArgs) -> int:
         source = Path(args.file)
         if not source.is_file():
             raise AnswerFileError(f"--file {source}: no such file")
+        check_file_writable(args.out, "--out")  # before any model loads or any question is answered
         cascade = args.cascade()
         n = answer_file(cascade, source, Path(args.out), args.batch_size)
         print(f"answered {n} question(s); {args.out}")

@@ -22,6 +22,7 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ConfigError
+from agon_env.run_folder import check_file_writable, check_writable
 from agon_env.study.results_file import RESULTS, read_results, write_results
 
 Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
@@ -185,6 +186,7 @@ def register(args: RegisterArgs) -> int:
     if args.print_plan:
         return 0
     out = Path(_required(args.out, "--out DIR, the study folder"))
+    check_writable(out, "--out")
     reg, new = freeze(plan, out, Path(args.plan), args.base_rate)
     commit = reg.get("git_commit") or "none (the plan is in no git repository)"
     print(
@@ -222,6 +224,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
         if why := refusal(args.report_to):
             raise ConfigError(f"--report-to: {why}")
     out = Path(_required(args.out, "--out DIR, the study folder")).resolve()
+    check_writable(out, "--out")  # before any unit is calibrated, trained or evaluated
     reg = registration.check(plan, out)
     if reg is None:
         registration.admissible(plan)  # what register would refuse is not run unregistered either
@@ -289,6 +292,9 @@ def _report(
     from agon_env.study.registration import read, refuse_another_plan
     from agon_env.study.results import build
 
+    for flag, path in (("--results", results), ("--docs", docs)):
+        if path is not None:  # checked by writing, before the study is read
+            check_file_writable(path, flag)
     added = [split(c) for c in compare]
     if study.suffix == ".json":
         from agon_env.study.binding import bind, folder_of

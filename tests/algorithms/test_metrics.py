@@ -121,3 +121,16 @@ def test_a_killed_runs_folder_still_plots_and_summarises(tmp_path, capsys):
     assert out is not None and out.read_bytes()[:4] == b"\x89PNG"
     print_summary(tmp_path)
     assert "4 steps" in capsys.readouterr().out
+
+
+def test_a_cut_samples_log_is_repaired_on_resume_and_a_damaged_one_refused(tmp_path):
+    from agon_env.run_folder import RunFolderError
+
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text('{"step": 0, "completion": "a"}\n{"step": 1, "completion": "b"}\n{"step": 2, "compl')
+    MetricsLogger(tmp_path, total_steps=3, start_step=2, progress=False, report_to=()).close()
+    assert samples.read_text() == '{"step": 0, "completion": "a"}\n{"step": 1, "completion": "b"}\n'
+    # A bad line before the last is no kill's: it was dropped in silence, with whatever it held.
+    samples.write_text('{"step": 0, "completion": "a"}\n{"step": 1, "compl\n{"step": 2, "completion": "c"}\n')
+    with pytest.raises(RunFolderError, match=r"samples.jsonl line 2 is not a JSON object"):
+        MetricsLogger(tmp_path, total_steps=3, start_step=2, progress=False, report_to=())

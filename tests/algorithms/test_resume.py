@@ -92,6 +92,10 @@ def test_a_flag_that_changes_what_the_run_is_is_refused_in_one_line(tmp_path, ca
             ["--steps", "3", "--extend"],
             "optim.lr is 0.0002 in its checkpoint but 0.5 now",
         ),
+        # Both change the problems' order, which the checkpoint's sampler position is for: they
+        # were refused by a ValueError traceback from the sampler, naming no field.
+        ({"seed": 1}, [], "seed is 0 in its checkpoint but 1 now"),
+        ({"env": {"kwargs": {"size": 8}}}, [], "env.kwargs is {} in its checkpoint but {'size': 8} now"),
     ],
 )
 def test_a_hand_edit_of_config_yaml_is_refused_like_a_changed_flag(tmp_path, capsys, edit, flags, said):

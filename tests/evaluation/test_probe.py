@@ -173,3 +173,11 @@ def test_the_probe_counts_code_time_outs_apart_from_wrong_answers() -> None:
     r = analyse(outcomes)
     assert (r["score_timeouts"], r["score_errors"]) == (1, 0)
     assert ProbeOutcome("p", True, True, False, False).draft_unjudged is None  # older files read as judged
+
+
+def test_an_out_file_that_takes_no_bytes_is_refused_before_the_probe(capsys) -> None:
+    from agon_env.cli import main
+
+    # It was found only after the whole probe, which was then lost.
+    assert main(["probe", "--model", "no/such-model", "--problems", "4", "--out", "/dev/full"]) == 2
+    assert "--out /dev/full: cannot write it (No space left on device)" in capsys.readouterr().err

@@ -143,3 +143,20 @@ def test_writers_of_one_file_at_once_each_leave_a_whole_file(tmp_path) -> None:
         t.join()
     assert not errors and path.read_text() in texts
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_device_is_written_never_replaced(tmp_path):
+    import os
+    import stat
+
+    from agon_env.evaluation.report import write_text_atomic
+
+    full = tmp_path / "full"
+    try:
+        os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))  # /dev/full's numbers
+    except OSError as exc:
+        pytest.skip(f"cannot make a device here: {exc}")
+    # Renaming a file over it would replace the device with a regular file (as root, /dev/full).
+    with pytest.raises(OSError, match="No space left"):
+        write_text_atomic(full, "{}\n")
+    assert stat.S_ISCHR(full.stat().st_mode)

@@ -268,3 +268,14 @@ def test_the_fewest_discordant_pairs_a_sign_test_can_reject_on_and_the_detectabl
     # (1.96 + 0.84) · √(2 · 0.3 · 0.7 / 400) = 0.0907
     assert stats.detectable_difference(400, 0.3) == pytest.approx(0.0907, abs=1e-3)
     assert stats.detectable_difference(1, 0.5) == 1.0 and stats.detectable_difference(0, 0.5) == 1.0
+
+
+def test_fisher_greater_is_the_one_sided_exact_tail() -> None:
+    from agon_env.stats import fisher_greater
+
+    assert fisher_greater(8, 8, 0, 8) == pytest.approx(1 / 12870)  # the one table as extreme: 1 / C(16, 8)
+    # 2 of 4 against 0 of 4: tables with 2 bad after, of C(8, 2) = 28 ways, C(4, 2) = 6 put both after.
+    assert fisher_greater(2, 4, 0, 4) == pytest.approx(6 / 28)
+    assert fisher_greater(0, 5, 5, 5) == 1.0 and fisher_greater(0, 0, 0, 0) == 1.0
+    with pytest.raises(ValueError, match="0 <= bad <= n"):
+        fisher_greater(3, 2, 0, 1)

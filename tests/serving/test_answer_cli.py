@@ -49,3 +49,13 @@ def test_mistakes_are_one_line(tiny_run, tmp_path, capsys):
     assert agon("answer", tiny_run, "--file", good, "--out", tmp_path / "o.jsonl", "--batch-size", "0") == 2
     assert "--batch-size 0: a batch holds at least one question" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_an_out_file_that_takes_no_bytes_is_refused_before_any_model_loads(tmp_path, capsys):
+    questions = tmp_path / "in.jsonl"
+    questions.write_text('{"id": "1", "question": "What is 2 + 2?"}\n')
+    # The run does not exist either: --out is refused first, so no model would have loaded.
+    assert main(["answer", str(tmp_path / "no-run"), "--file", str(questions), "--out", "/dev/full"]) == 2
+    assert (
+        "agon answer: --out /dev/full: cannot write it (No space left on device)" in capsys.readouterr().err
+    )
