@@ -437,9 +437,15 @@ def transfer(args: TransferArgs) -> int:
     done = sections(plan, study)
     results = study / RESULTS
     if results.is_file():  # the study's results gain the section; its summary is untouched
+        from agon_env.study import tables
+        from agon_env.study.binding import seal
+
         doc = read_results(results).document
         doc[TRANSFER] = done
         write_results(doc, results)
+        # report.md is sealed to the results' sha256: rendered again, or `verify --report` fails on it
+        tables.write(doc, study, _shown(results))
+        seal(study / "report.md", results)
     name = slug(env_id, kwargs, args.split)
     if name in done:
         print(table(name, done[name], plan_record(plan)))

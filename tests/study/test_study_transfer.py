@@ -44,6 +44,10 @@ def test_transfer_eval_of_the_smoke_units_on_a_second_task(tmp_path: Path) -> No
     assert set(section["arms"]) == {"grpo", "agon"} and set(section["arms"]["agon"]["0"]["outcomes"])
     assert doc["summary"] == before["summary"]  # never in the study's own summary or verdicts
     assert agon("study", "verify", str(out / "results.json")).returncode == 0
+    # report.md shows the section at once and stays sealed to the results it now renders
+    sealed = agon("study", "verify", str(out / "results.json"), "--report", str(out / "report.md"))
+    assert sealed.returncode == 0, sealed.stdout[-2000:] + sealed.stderr[-2000:]
+    assert "### Transfer to agon_linear-v0 (exploratory" in (out / "report.md").read_text()
 
     again = agon("study", "eval", str(out), "--env", "agon/linear-v0")
     assert (
