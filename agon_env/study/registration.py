@@ -154,8 +154,8 @@ def describe(power: dict[str, Any]) -> str:
         else "no difference detectable (not even the largest possible rise)"
     )
     return (
-        f"{found} at {size} over {power['seeds']} seeds × {power['problems']} "
-        f"problems ({power['method']}), {base}"
+        f"{found} at {size} over {power['seeds']} seed{'s' * (power['seeds'] != 1)} × "
+        f"{power['problems']} problems ({power['method']}), {base}"
     )
 
 
