@@ -18,7 +18,6 @@ how it is fed: which sequences, which weights, which π_old, in which chunks.
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections import defaultdict
@@ -29,7 +28,14 @@ import torch
 
 from agon_env import metric_names as M
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.blowup import UPDATE_RATIO_MAX, BlowupWatch, restore, update_ratio
+from agon_env.algorithms.blowup import (
+    UPDATE_RATIO_MAX,
+    BlowupWatch,
+    Snapshot,
+    restore,
+    snapshot,
+    update_ratio,
+)
 from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, token_weights
 from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
@@ -188,7 +194,7 @@ class Update:
                         warnings.warn(msg, RuntimeWarning, stacklevel=2)
                         opt.zero_grad(set_to_none=True)
                         continue
-                    before = ([p.detach().clone() for p in params], copy.deepcopy(opt.state_dict()))
+                    before = snapshot(params, opt)
                     opt.step()
                     if not dist.all_max([float(not all_finite(params))], self.ctx)[0]:
                         self.nonfinite_streak[adapter] = 0
@@ -210,14 +216,11 @@ class Update:
         adapter: str,
         params: list[torch.Tensor],
         opt: torch.optim.Optimizer,
-        before: tuple[list[torch.Tensor], dict[str, object]],
+        before: Snapshot,
         step: int,
     ) -> None:
         """Undo a step that made ``adapter``'s weights non-finite; stop when it keeps happening."""
-        with torch.no_grad():
-            for p, saved in zip(params, before[0], strict=True):
-                p.copy_(saved)
-        opt.load_state_dict(before[1])
+        restore(params, opt, before)
         self.counters["nan_skipped"] += 1
         self.nonfinite_streak[adapter] += 1
         lr = opt.param_groups[0]["lr"]
@@ -235,7 +238,7 @@ class Update:
         adapter: str,
         params: list[torch.Tensor],
         opt: torch.optim.Optimizer,
-        before: tuple[list[torch.Tensor], dict[str, object]],
+        before: Snapshot,
         step: int,
     ) -> bool:
         """Undo a finite step that moved ``adapter`` by more than itself (:mod:`.blowup`)."""
