@@ -16,8 +16,9 @@ def ordered_league(
     drafts: Sequence[float], reads: Sequence[float], n: int = 60, seed: int = 0, run: str = "run"
 ) -> tuple[list[Player], list[Pairing]]:
     """Players ``agent@k`` (k = 0, 1, ...) of known strength: player k's draft is right with
-    probability ``drafts[k]``; as challenger it keeps a right draft and fixes a wrong one with
-    probability ``reads[k]`` each. Every player plays every other in both seats (not itself)."""
+    probability ``drafts[k]``; as challenger it fixes a wrong draft with probability ``reads[k]``
+    and keeps a right one with probability ``0.9 + 0.1 * reads[k]``, so a better draft and a better
+    reader both raise the cascade. Every player plays every other in both seats (not itself)."""
     rng = random.Random(seed)
     qs = problems(n)
     players = [Player(run, "agent", k) for k in range(len(drafts))]
@@ -27,7 +28,9 @@ def ordered_league(
         for c in players:
             if d == c:
                 continue
-            final = tuple(rng.random() < reads[c.step] for _ in drafted[d])
+            final = tuple(
+                rng.random() < (0.9 + 0.1 * reads[c.step] if right else reads[c.step]) for right in drafted[d]
+            )
             pairings.append(Pairing(d, c, qs, drafted[d], final))
     return players, pairings
 
