@@ -139,19 +139,19 @@ def per_problem_wins(pairings: Sequence[Pairing], seat: str) -> tuple[list[Playe
 
     players = players_in(pairings, seat)
     index = {pl: i for i, pl in enumerate(players)}
-    problems = problems_of(pairings)
-    wins = np.zeros((len(players), len(players), len(problems)))
+    wins = np.zeros((len(players), len(players), len(problems_of(pairings))))
+    # the players of one game share the other seat: challengers one drafter, drafters one challenger
+    games: dict[Player, list[Pairing]] = {}
     for p in pairings:
-        me = p.challenger if seat == CHALLENGER else p.drafter
-        for q in pairings:
-            # the other player of the same game: same drafter (challenger seat) or same challenger
-            other = q.challenger if seat == CHALLENGER else q.drafter
-            shared = q.drafter == p.drafter if seat == CHALLENGER else q.challenger == p.challenger
-            if not shared or other == me:
-                continue
-            mine = np.array([o is True for o in p.final_correct])
-            theirs = np.array([o is False for o in q.final_correct])
-            wins[index[me], index[other]] += mine & theirs
+        games.setdefault(p.drafter if seat == CHALLENGER else p.challenger, []).append(p)
+    for group in games.values():
+        rows = [index[p.challenger if seat == CHALLENGER else p.drafter] for p in group]
+        right = np.array([[o is True for o in p.final_correct] for p in group])
+        wrong = np.array([[o is False for o in p.final_correct] for p in group])
+        # i beats j on q when i's cascade is right and j's wrong (never i over itself: not both)
+        np.add.at(
+            wins, (np.array(rows)[:, None], np.array(rows)[None, :]), right[:, None, :] & wrong[None, :, :]
+        )
     return players, wins
 
 

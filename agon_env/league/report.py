@@ -24,7 +24,7 @@ from agon_env.errors import UserError
 from agon_env.evaluation.report import clean, write_text_atomic
 from agon_env.league.games import Outcome, Pairing, Player
 from agon_env.league.pictures import MATRIX_PNG, RATINGS_PNG, draw_matrix, draw_ratings
-from agon_env.league.ratings import WINS, league_figures
+from agon_env.league.ratings import BOTH, WINS, league_figures
 from agon_env.vocabulary import ROLES
 
 LEAGUE_VERSION = 1
@@ -41,6 +41,13 @@ class LeagueFileError(UserError, ValueError):
 def training_seats(meta: Mapping[str, Any]) -> dict[tuple[str, str], str]:
     """``meta["training_seats"]`` keyed by ``(run, adapter)`` (the run: all before the last ``:``)."""
     seats = meta.get(TRAINING_SEATS) or {}
+    wrong = sorted(
+        f"{key}: {seat!r}" for key, seat in seats.items() if seat not in (*ROLES, BOTH) or ":" not in key
+    )
+    if wrong:
+        raise ValueError(
+            f"{TRAINING_SEATS} maps run:adapter to one of {(*ROLES, BOTH)}, not {', '.join(wrong)}"
+        )
     return {tuple(key.rsplit(":", 1)): str(seat) for key, seat in seats.items()}  # type: ignore[misc]
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from rivals import ordered_league
 
-from agon_env.league.games import Pairing
+from agon_env.league.games import Pairing, Player
 from agon_env.league.pictures import MATRIX_PNG, RATINGS_PNG
 from agon_env.league.report import (
     LEAGUE_MD,
@@ -92,3 +92,20 @@ def test_pairings_of_different_problems_are_refused(tmp_path):
     other = Pairing(first.drafter, first.challenger, ("x",) * 5, first.draft_correct, first.final_correct)
     with pytest.raises(ValueError, match="other problems"):
         write_league(tmp_path, [other, *pairings[1:]], meta={})
+
+
+def test_a_league_of_one_pairing_with_unjudged_answers_writes_and_verifies(tmp_path):
+    a, b = Player("run", "agent_a", 10), Player("run", "agent_b", 10)
+    one = Pairing(a, b, ("q0", "q1", "q2"), (True, None, False), (None, True, True))
+    path = write_league(tmp_path, [one], meta={"training_seats": {"run:agent_a": "both"}})
+    assert verify_league(path) == []
+    figures = read_league(path).figures
+    assert figures["pairings"][0]["accuracy"]["unjudged"] == 1
+    assert figures["transitivity"]["drafter"]["verdict"].startswith("untested")
+    assert "Unjudged answers (1 of the cascade's)" in path.with_name(LEAGUE_MD).read_text()
+
+
+def test_a_training_seat_that_is_no_seat_is_refused(tmp_path):
+    _, pairings = ordered_league(drafts=[0.3, 0.6], reads=[0.4, 0.7], n=5)
+    with pytest.raises(ValueError, match="run:agent: 'reader'"):
+        write_league(tmp_path, pairings, meta={"training_seats": {"run:agent": "reader"}})
