@@ -105,6 +105,20 @@ class RunFolder:
         expect each adapter's folder."""
         return self.path if (self.path / EXPORT_MARKER).is_file() else self.path / ADAPTERS
 
+    @property
+    def run_name(self) -> str:
+        """The run's name: the folder's, or for an export (:data:`EXPORT_MARKER`) the run it was
+        exported from, so the model ids ``agon serve`` gives clients survive an export."""
+        marker = self.path / EXPORT_MARKER
+        if marker.is_file():
+            try:
+                name = json.loads(marker.read_text()).get("run")
+            except (OSError, ValueError, AttributeError):
+                name = None
+            if isinstance(name, str) and name:
+                return name
+        return self.path.resolve().name
+
     def adapter(self, name: str) -> Path:
         """The peft folder of adapter ``name``."""
         return self.adapters / name
