@@ -13,6 +13,9 @@
       checkpoint.pt        everything --resume needs (rewritten every save_every steps)
       adapters/<name>/     each trained adapter as a peft folder (written after the last step;
                            its files are agon_env.agents.adapters', which writes them)
+      snapshots/step-000010/<name>/
+                           each adapter's weights at that step (--snapshot-every K), a peft
+                           folder like adapters/<name>/, for ``agon league``
       curves.png           reward, accuracy and format per step (after the last step)
       heldout.json         the end-of-run held-out check
       eval/                where ``agon eval RUN`` writes eval.json and eval.md by default
@@ -48,6 +51,9 @@ SAMPLES = "samples.jsonl"
 TENSORBOARD = "tb"
 CHECKPOINT = "checkpoint.pt"
 ADAPTERS = "adapters"
+SNAPSHOTS = "snapshots"
+SNAPSHOT_STEP = "step-{:06d}"
+"""One snapshot's folder under ``snapshots/``: the step, zero-padded so names sort as steps do."""
 EXPORT_MARKER = "agon_export.json"
 """Written by ``agon export``: the folder is a run (its config, resolved run and reports) whose
 adapters lie at its top level (``DIR/agent_a/``), so ``agon answer`` and ``agon serve`` take it."""
@@ -105,9 +111,51 @@ class RunFolder:
         expect each adapter's folder."""
         return self.path if (self.path / EXPORT_MARKER).is_file() else self.path / ADAPTERS
 
+    @property
+    def run_name(self) -> str:
+        """The run's name: the folder's, or for an export (:data:`EXPORT_MARKER`) the run it was
+        exported from, so the model ids ``agon serve`` gives clients survive an export."""
+        marker = self.path / EXPORT_MARKER
+        if marker.is_file():
+            try:
+                name = json.loads(marker.read_text()).get("run")
+            except (OSError, ValueError, AttributeError):
+                name = None
+            if isinstance(name, str) and name:
+                return name
+        return self.path.resolve().name
+
     def adapter(self, name: str) -> Path:
         """The peft folder of adapter ``name``."""
         return self.adapters / name
+
+    @property
+    def snapshots(self) -> Path:
+        return self.path / SNAPSHOTS
+
+    def snapshot_dir(self, step: int) -> Path:
+        """The folder of the snapshots of ``step``: one peft folder per adapter."""
+        return self.snapshots / SNAPSHOT_STEP.format(step)
+
+    def snapshot(self, step: int, name: str) -> Path:
+        """The peft folder of adapter ``name`` as it was after ``step`` steps."""
+        return self.snapshot_dir(step) / name
+
+    def snapshot_adapters(self, step: int) -> list[str]:
+        """The adapters whose snapshot of ``step`` is written, by name (not the hidden temporary
+        folder of a write cut short)."""
+        folder = self.snapshot_dir(step)
+        if not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def snapshot_steps(self) -> list[int]:
+        """The steps the folder holds snapshots of, in order (one whose folder holds no adapter
+        yet -- only the hidden temporary folder of a write cut short -- is not listed)."""
+        if not self.snapshots.is_dir():
+            return []
+        steps = (snapshot_step(p.name) for p in self.snapshots.iterdir())
+        return sorted(s for s in steps if s is not None and self.snapshot_adapters(s))
 
     @property
     def curves(self) -> Path:
@@ -125,6 +173,14 @@ class RunFolder:
     def eval_report(self) -> Path:
         """``eval/eval.json``: the report of ``agon eval RUN`` with the default ``--out``."""
         return self.eval_dir / EVAL_REPORT
+
+
+def snapshot_step(name: str) -> int | None:
+    """The step of a snapshot folder's ``name`` (``step-000010`` -> 10); None for any other name."""
+    head, _, digits = name.partition("-")
+    if head != "step" or not digits.isdigit() or SNAPSHOT_STEP.format(int(digits)) != name:
+        return None
+    return int(digits)
 
 
 def load_run_config(run_dir: str | Path) -> TrainConfig:

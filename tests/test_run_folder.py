@@ -70,3 +70,31 @@ def test_a_write_cut_short_is_taken_back_and_names_the_file(tmp_path, monkeypatc
         append_lines(path, ['{"step": 1, "text": "a long completion"}'])
     assert e.value.errno == errno.ENOSPC and e.value.filename == str(path)
     assert path.read_text() == '{"step": 0}\n'  # no half line left behind
+
+
+@pytest.mark.parametrize(
+    ("name", "step"),
+    [
+        ("step-000010", 10),
+        ("step-000000", 0),
+        ("step-1234567", 1234567),
+        ("step-10", None),
+        ("steps-000010", None),
+        ("step-00001x", None),
+        (".step-000010.tmp", None),
+        ("agent_a", None),
+    ],
+)
+def test_a_snapshot_folders_name_is_its_step_and_nothing_else_is(name, step):
+    from agon_env.run_folder import snapshot_step  # new in issue 61: on 71a440e this import fails
+
+    assert snapshot_step(name) == step
+
+
+def test_a_snapshot_cut_short_is_not_listed(tmp_path):
+    from agon_env.run_folder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    (folder.snapshot_dir(10) / ".agent_a.tmp123").mkdir(parents=True)  # a write killed mid-way
+    (folder.snapshot(20, "agent_b")).mkdir(parents=True)
+    assert folder.snapshot_steps() == [20] and folder.snapshot_adapters(20) == ["agent_b"]

@@ -23,6 +23,7 @@ from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.learning import LearningWatch
 from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
+from agon_env.algorithms.snapshots import save_snapshots, snapshot_due, snapshot_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.config import TrainConfig, to_dict
 from agon_env.memory import check_fits
@@ -140,6 +141,9 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
             if warning and logger is not None:
                 logger.warn(step, warning)
             stop = bool(warning) and cfg.stop_if_not_learning
+            if ctx.is_main and snapshot_due(cfg.snapshot_every, trainer.step):
+                trainer.check_finite()  # before its checkpoint: a kill between them repeats the step
+                save_snapshots(trainer.base, trainer.plugin.adapters, run_dir, trainer.step)
             due = trainer.step % cfg.save_every == 0 or trainer.step == cfg.steps or stop
             if ctx.is_main and (due or trainer.rolled_back):  # rolled back: the checkpoint held the blow-up
                 trainer.save(run_dir)
@@ -158,6 +162,9 @@ def _loop(cfg: TrainConfig, ctx: DistContext, trainer: Trainer, run_dir: Path, s
         idle = watch.at_end(trainer.counters.get("updates", 0))
         notes = [idle] if idle else [watch.warning] if watch.warning else []
         print_summary(run_dir, notes=notes)
+        kept = snapshot_summary(run_dir)
+        if kept:
+            print(f"agon train: {kept}")
         if idle and idle != watch.warning:
             print(f"agon train: {idle}")
         if skipped:

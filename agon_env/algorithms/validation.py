@@ -51,6 +51,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
         need("steps", lambda v: v >= 1, at_least_1),
         need("batch_problems", lambda v: v >= 1, at_least_1),
         need("save_every", lambda v: v >= 1, at_least_1),
+        need("snapshot_every", lambda v: v >= 0, "use 0 (no snapshots) or a step count"),
         need("time_budget_min", lambda v: v >= 0, "use 0 (no budget) or minutes > 0"),
         need("threads", lambda v: v >= 0, "use 0 (torch default) or a positive count"),
         need("not_learning_steps", lambda v: v >= 0, "use 0 (never warn) or a step count"),

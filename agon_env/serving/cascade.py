@@ -194,7 +194,7 @@ class Cascade:
             task,
             early_stop=early_stop,
             seed=seed,
-            label=run_dir.name,
+            label=RunFolder(run_dir).run_name,
             engine=engine,
             engine_window=window,
             continuous=continuous and engine == "vllm",

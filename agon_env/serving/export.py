@@ -17,11 +17,14 @@ is the library's alias (``smollm2-135m``), which only agon-env resolves. The exp
                           export as they take the run (:data:`agon_env.run_folder.EXPORT_MARKER`)
 
 so that ``PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(BASE), "DIR/agent_a")``
-loads it without agon-env on any machine that reaches the Hub (``--base-model PATH`` names a local
-copy instead), the card's snippet answers a question as ``agon answer DIR --adapter agent_a``
-does greedily, and ``vllm serve BASE --enable-lora --lora-modules agent_a=DIR/agent_a ...`` serves
-it. ``--push-to-hub OWNER/NAME`` uploads DIR with ``huggingface_hub.upload_folder``
-(needs network and a token; untested on these offline machines).
+loads it without agon-env, and ``vllm serve BASE --enable-lora --lora-modules agent_a=DIR/agent_a ...``
+serves it. The card's snippet and serve line load BASE from where this machine has it (the folder
+agon-env resolved the run's model to; ``--base-model PATH`` names another), so they run offline
+beside the export's own files; the Hub id stays in the front matter and ``adapter_config.json``.
+Every file is world-readable (0644, folders 0755), so another user's server can load the weights,
+and the export keeps the run's name (:data:`EXPORT_MARKER`), so ``agon serve DIR`` serves the
+model ids the run served. ``--push-to-hub OWNER/NAME`` uploads DIR with
+``huggingface_hub.upload_folder`` (needs network and a token; untested on these offline machines).
 """
 
 from __future__ import annotations
@@ -67,9 +70,9 @@ class ExportArgs(CommandArgs):
     out: str = "export"
     """The folder to write (``OUT/<adapter>/`` and ``OUT/README.md``); refused when it holds files."""
     base_model: str | None = None
-    """What the adapters' ``base_model_name_or_path`` names (None: the Hub id of the run's model,
-    loadable on any machine that reaches the Hub, else the folder it resolved to; give a local
-    folder to load it offline where that folder exists)."""
+    """Where the base loads from, in the adapters' ``base_model_name_or_path`` and the card (None:
+    the adapters name the Hub id of the run's model, else the folder it resolved to; the card's
+    snippet loads the folder it resolved to on this machine, offline)."""
     eval_report: str | None = None
     """An ``eval.json`` whose figures and cascade direction the card reports
     (None: ``RUN/eval/eval.json``)."""
@@ -84,6 +87,20 @@ def base_names(model: str) -> tuple[str, str | None]:
     resolved = resolve_source(model)
     hub = MADE_FROM.get(model) or (resolved if not Path(resolved).exists() and resolved != "tiny" else None)
     return resolved, hub
+
+
+def local_base(resolved: str, hub: str | None) -> str:
+    """Where the card loads the base from: the folder this machine resolved the model to (no Hub
+    needed), else the Hub id."""
+    return resolved if Path(resolved).exists() or hub is None else hub
+
+
+def world_readable(root: Path) -> None:
+    """Files 0644 and folders 0755 under ``root``: a run's adapter files are written 0600 (through
+    a temporary file), which another user's server could not read."""
+    root.chmod(0o755)
+    for path in root.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 PROMPTS = "prompts.json"
@@ -239,7 +256,7 @@ def model_card(
         yaml.safe_dump(front, sort_keys=False).strip(),
         "---",
         "",
-        f"# {run_dir.name}: a pair of LoRA adapters trained by agon-env ({run.algo})",
+        f"# {RunFolder(run_dir).run_name}: a pair of LoRA adapters trained by agon-env ({run.algo})",
         "",
         f"Two adapters on one frozen base, `{hub or cfg.model.name}`{made}, trained with **{run.algo}** for "
         f"{steps} steps on `{cfg.env.id}` (task keywords {dict(cfg.env.kwargs)}): one drafts, the other "
@@ -264,14 +281,15 @@ def model_card(
         "",
         "## Use",
         "",
-        f"Without agon-env (plain transformers and peft; greedy, as `agon answer . --adapter {adapters[0]} "
-        "--temperature 0` answers):",
+        f"Without agon-env (plain transformers and peft; greedy, as `agon serve .` answers model "
+        f"`{RunFolder(run_dir).run_name}/{adapters[0]}` at temperature 0), from this folder:",
         "",
         *snippet(base, adapters[0], prompts),
         "",
-        f"`{base}` is where the base is loaded from; on a machine without the Hub, export again with "
-        "`agon export RUN --base-model /path/to/a/local/copy`, or pass the local folder to "
-        "`from_pretrained` and `PeftModel.from_pretrained(..., adapter)` still applies.",
+        f"`{base}` is where the base was on the machine that exported it"
+        + (f" (on the Hub: `{hub}`)" if hub and hub != base else "")
+        + "; elsewhere put the base's folder there, or export again with "
+        "`agon export RUN --base-model /path/to/the/base`.",
         "",
         "vLLM, both adapters as LoRA modules of one engine (from this folder):",
         "",
@@ -307,7 +325,8 @@ def export(
         raise ExportError(f"--out {out} holds files already; choose an empty or new folder")
     check_writable(out, "--out")
     resolved, hub = base_names(run.config.model.name)
-    base = base_model or hub or resolved
+    named = base_model or hub or resolved  # what adapter_config.json names: portable
+    base = base_model or local_base(resolved, hub)  # what the card loads: this machine's, offline
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -318,7 +337,7 @@ def export(
                 if (folder / name / f).is_file():
                     shutil.copy2(folder / name / f, tmp / name / f)
             config = json.loads((folder / name / "adapter_config.json").read_text())
-            config.update(base_model_name_or_path=base, inference_mode=True)
+            config.update(base_model_name_or_path=named, inference_mode=True)
             (tmp / name / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
             ranks.append(int(config["r"]))
         from agon_env.agents.vllm_backend import _round_rank
@@ -337,8 +356,8 @@ def export(
         if chosen.is_file():
             (tmp / source.eval_report.relative_to(run_dir)).parent.mkdir(parents=True)
             shutil.copy2(chosen, tmp / source.eval_report.relative_to(run_dir))
-        (tmp / EXPORT_MARKER).write_text(json.dumps({"run": run_dir.name, "adapters": names}) + "\n")
-        tmp.chmod(0o755)
+        (tmp / EXPORT_MARKER).write_text(json.dumps({"run": source.run_name, "adapters": names}) + "\n")
+        world_readable(tmp)
         if out.exists():
             out.rmdir()
         tmp.replace(out)

