@@ -32,19 +32,19 @@ def draw_matrix(out: Path, players: Sequence[Player], pairings: Sequence[Mapping
     for p in pairings:
         acc = p["accuracy"]["rate"]
         if acc is not None:
-            grid[drafters.index(p["drafter"]), challengers.index(p["challenger"])] = acc
+            grid[drafters.index(p["drafter"]), challengers.index(p["challenger"])] = 100 * acc
     side = 1.2 + 0.55 * max(len(drafters), len(challengers))
     fig, ax = plt.subplots(figsize=(side + 1.5, side))
-    image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis")
+    image = ax.imshow(grid, vmin=0.0, vmax=100.0, cmap="viridis")
     for (i, j), value in np.ndenumerate(grid):
         if not np.isnan(value):
-            ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", color="w" if value < 0.6 else "k")
+            ax.text(j, i, f"{value:.0f}", ha="center", va="center", color="w" if value < 60 else "k")
     ax.set_xticks(range(len(challengers)), challengers, rotation=45, ha="right")
     ax.set_yticks(range(len(drafters)), drafters)
     ax.set_xlabel("challenger")
     ax.set_ylabel("drafter")
     ax.set_title("cascade accuracy (%)")
-    fig.colorbar(image, ax=ax, fraction=0.046)
+    fig.colorbar(image, ax=ax, fraction=0.046, label="%")
     return save(fig, out)
 
 
