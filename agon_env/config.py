@@ -319,7 +319,7 @@ def parse_assignments(items: list[str], what: str = "entry") -> JSONRecord:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{what} {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
+            raise ConfigError(f"{what} {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
         out[key.strip()] = yaml.safe_load(text) if text else None
     return out
 

@@ -20,11 +20,33 @@ class UserError(Exception):
     """Something the user asked for cannot be done; the message says what to fix, in one line."""
 
 
+class InputError(UserError, ValueError):
+    """A value the user gave (a flag, a config value, a file's content) that cannot be used."""
+
+
+class UnknownName(UserError, KeyError):
+    """An id or name nobody registered (an env id, a study unit): the message names the known ones."""
+
+
+class MissingFile(UserError, FileNotFoundError):
+    """A file or folder the user named that is not there (a plan, a results file, a dataset)."""
+
+
+class NotInstalled(UserError, ImportError):
+    """An optional package or a user's module that cannot be imported; the message says what to install."""
+
+
+class WrongType(UserError, TypeError):
+    """A value of the wrong kind where the user names one (an env id that is no string, or one that
+    builds no task)."""
+
+
 USER_ERRORS = (UserError, KeyError, ValueError, TypeError, FileNotFoundError, NotADirectoryError, ImportError)
-"""What a command shows as one line (unless ``--debug`` or ``AGON_DEBUG=1``), and what building a
-run turns into a one-line ``SetupError``: every :class:`UserError`, and what a mistyped id, keyword
-or path raises from code that is not ours (a task's constructor, ``datasets``, the hub).
-``agon train`` catches ``UserError`` alone around the run itself: there a ValueError may be a defect."""
+"""What code that is not ours (a task's constructor, ``datasets``, the hub) raises for a mistyped
+id, keyword or path: the seams that call such code with the user's input (building a run's env and
+model, building a task to evaluate) turn these into one :class:`UserError` naming the input. A
+command shows :class:`UserError` alone as one line (:mod:`agon_env.command`): anywhere else a
+ValueError may be a defect, which deserves its traceback."""
 
 
 def close_matches(name: str, known: Iterable[str], n: int = 3, cutoff: float = 0.4) -> list[str]:

@@ -224,7 +224,7 @@ class DraftChallengeEnv(AECEnv):
             setattr(self, f.name, getattr(chosen, f.name))
         self.spec_mode = MODES[self.mode]
         if self.exchange not in CHANNELS:
-            raise ValueError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
+            raise EnvOptionError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
         self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)

@@ -24,6 +24,7 @@ import tyro
 from agon_env.agents.protocol import SamplingParams
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ModelConfig, TrainConfig, parse_assignments
+from agon_env.errors import InputError
 from agon_env.evaluation.methods import DEFAULT_METHODS
 from agon_env.json_value import JSONRecord
 
@@ -121,7 +122,7 @@ def _one_base(args: EvalArgs, configs: list[TrainConfig]) -> None:
     models = {str(r): args.model or c.model.name for r, c in zip(args.runs, configs, strict=True)}
     if len(set(models.values())) > 1:
         listed = ", ".join(f"{r} on {m}" for r, m in models.items())
-        raise ValueError(
+        raise InputError(
             f"the runs have different base models ({listed}); evaluate each base's runs separately"
         )
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agon_env import metric_names as M
-from agon_env.errors import UserError
+from agon_env.errors import InputError, UserError
 from agon_env.evaluation.report_file import read_eval_report
 from agon_env.figures import Color, palette, pyplot, save
 from agon_env.json_value import JSONRecord
@@ -219,5 +219,5 @@ def plot_all(
 
         written.append(plot_accuracy_vs_length(loaded, out))
     if not written:
-        raise ValueError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
+        raise InputError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
     return written
