@@ -34,13 +34,9 @@ from typing import Any, ClassVar, TypeVar
 
 import yaml
 
-from agon_env.errors import UserError, close_matches
+from agon_env.errors import ConfigError, close_matches
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import EnvOptions, LatentConfig, SamplingParams
-
-
-class ConfigError(UserError, ValueError):
-    """A config that cannot run; the message has one line per problem, naming the key and the fix."""
 
 
 @dataclass

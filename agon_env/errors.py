@@ -59,3 +59,25 @@ def unknown_id_message(kind: str, name: str, known: list[str]) -> str:
     close = close_matches(name, known)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     return f"unknown {kind} {name!r}.{hint} Known: {', '.join(known)}"
+
+
+class ConfigError(UserError, ValueError):
+    """A config that cannot run; the message has one line per problem, naming the key and the fix."""
+
+
+class RunFolderError(UserError, ValueError, RuntimeError):
+    """A folder cannot be used as a run as asked: missing, exists without --resume, incompatible,
+    or holds nothing to evaluate. (Both builtin bases are kept: evaluation's error was a
+    ``ValueError``, training's a ``RuntimeError``.)"""
+
+
+class EntryPointError(UserError, ImportError):
+    """A registered id whose entry point's module or attribute is missing."""
+
+
+class UnknownKeywordError(UserError, TypeError):
+    """``make`` was given a keyword neither the task (or env class) nor the env takes."""
+
+
+class DoesNotFit(UserError, MemoryError):
+    """The run's step would need more memory than the machine has."""

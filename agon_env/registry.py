@@ -47,7 +47,15 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from agon_env.config import import_user_modules as import_modules
-from agon_env.errors import NotInstalled, UnknownName, UserError, WrongType, close_matches, unknown_id_message
+from agon_env.errors import (
+    EntryPointError,
+    NotInstalled,
+    UnknownKeywordError,
+    UnknownName,
+    WrongType,
+    close_matches,
+    unknown_id_message,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -61,10 +69,6 @@ __all__ = [
     "spec",
     "with_split",
 ]
-
-
-class EntryPointError(UserError, ImportError):
-    """A registered id whose entry point's module or attribute is missing."""
 
 
 @dataclass(frozen=True)
@@ -203,10 +207,6 @@ def task_env() -> type[AECEnv]:
             "no env class wraps tasks: import agon_env (it registers the draft-and-challenge env)"
         )
     return _TASK_ENV[0]
-
-
-class UnknownKeywordError(UserError, TypeError):
-    """``make`` was given a keyword neither the task (or env class) nor the env takes."""
 
 
 def _check_keywords(

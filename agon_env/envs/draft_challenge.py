@@ -77,9 +77,9 @@ from agon_env.envs.rewards import (
 from agon_env.envs.scoring import Verdict, judge, score_limit
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
+from agon_env.envs.tasks.errors import EnvOptionError
 from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, read_action
-from agon_env.errors import UserError
 from agon_env.json_value import JSONRecord
 from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
@@ -166,10 +166,6 @@ def option_problems(options: EnvOptions) -> list[str]:
         except ValueError as exc:
             problems.append(f"reward_scheme = {options.reward_scheme!r}: {exc}")
     return problems
-
-
-class EnvOptionError(UserError, ValueError):
-    """An env keyword of the wrong type or out of range (:func:`option_problems`)."""
 
 
 class Observation(TypedDict):

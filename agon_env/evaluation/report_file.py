@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.errors import MissingFile, UserError
+from agon_env.errors import MissingFile
+from agon_env.evaluation.errors import EvalReportError
 from agon_env.evaluation.report import REPORT_VERSION, clean, render_markdown, write_text_atomic
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.upgrade import upgrade_eval_report
-
-
-class EvalReportError(UserError, ValueError):
-    """A file given as an eval report that ``agon eval`` did not write."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agon_env.envs.tasks.base import Task, normalize_prompt
 from agon_env.errors import USER_ERRORS, InputError, UserError, WrongType
+from agon_env.evaluation.errors import OverlapError
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import ENV_KWARGS
 from agon_env.registry import make, spec, with_split
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
-
-
-class OverlapError(UserError, ValueError):
-    """The test problems overlap the validation problems or the training pool."""
 
 
 @dataclass

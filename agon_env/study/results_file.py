@@ -15,15 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.errors import MissingFile, UserError
+from agon_env.errors import MissingFile
 from agon_env.evaluation.report import write_text_atomic
+from agon_env.study.errors import ResultsFileError
 from agon_env.upgrade import upgrade_results
 
 RESULTS = "results.json"
-
-
-class ResultsFileError(UserError, ValueError):
-    """A file given as a study's results that ``agon study`` did not write."""
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from agon_env.errors import InputError, MissingFile, UserError
+from agon_env.envs.tasks.errors import DataUnavailableError
+from agon_env.errors import InputError, MissingFile
 from agon_env.json_value import JSONRecord
 
 if TYPE_CHECKING:
     from agon_env.registry import EnvSpec
 
 _SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-
-
-class DataUnavailableError(UserError, FileNotFoundError):
-    """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
 
 
 def _offline_mode() -> bool:
