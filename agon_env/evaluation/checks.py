@@ -62,3 +62,26 @@ def check_distinct_adapters(hashes: Mapping[str, Mapping[str, str]]) -> None:
                 "one run given twice; evaluate it once"
             )
         seen[key] = run
+
+
+SAMPLING_FLAGS = {
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_new_tokens": "--max-new-tokens",
+    "max_batch_size": "--batch-size",
+}
+"""A sampling override's field -> the flag that gives it (``agon eval``'s and ``agon probe``'s)."""
+
+
+def check_sampling(**overrides: float | None) -> None:
+    """Refuse, naming its flag, an override :class:`~agon_env.options.SamplingParams` would refuse
+    (a negative temperature, no tokens): before any set-up, and as the user's error, not a defect."""
+    from agon_env.options import SamplingParams
+
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        try:
+            SamplingParams(**{key: value})
+        except ValueError as exc:
+            raise InputError(f"{SAMPLING_FLAGS[key]} {value}: {exc}") from None

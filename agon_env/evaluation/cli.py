@@ -138,6 +138,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         check_confidence,
         check_distinct_adapters,
         check_distinct_folders,
+        check_sampling,
         check_seeds,
     )
 
@@ -145,6 +146,12 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     check_confidence(args.confidence)
     check_seeds(args.seeds)
     check_distinct_folders(args.runs)
+    check_sampling(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        max_batch_size=args.batch_size,
+    )
 
     from agon_env.agents.models import check_source
     from agon_env.evaluation.cache import SampleCache

@@ -120,12 +120,14 @@ def probe(cfg: ProbeConfig) -> JSONRecord:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     from agon_env.agents.models import check_source
     from agon_env.envs.exchange import CHANNELS, DEFAULT
+    from agon_env.evaluation.checks import check_sampling
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.options import ENV_KWARGS
     from agon_env.registry import check_keywords, import_modules, make
     from agon_env.run_folder import RunFolderError, check_file_writable
 
+    check_sampling(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
     for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
         if value < 1:
             raise InputError(f"{flag} {value}: the probe needs at least 1")
