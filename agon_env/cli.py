@@ -14,6 +14,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from agon_env.command import dispatch, table_usage
+
 COMMANDS = {
     "envs": ("agon_env.cli_envs:envs_main", "list the registered env ids"),
     "episode": (
@@ -48,27 +50,10 @@ COMMANDS = {
 
 
 def usage() -> str:
-    width = max(map(len, COMMANDS))
-    rows = "\n".join(f"  {name:<{width}}  {help}" for name, (_, help) in COMMANDS.items())
-    return (
-        f"usage: agon COMMAND [ARGS ...]\n\n{__doc__.splitlines()[0]}\n\ncommands:\n{rows}\n\n"
-        "agon COMMAND --help shows that command's options and their defaults."
-    )
+    return table_usage("agon", __doc__.splitlines()[0], COMMANDS)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage(), file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        from agon_env.errors import close_matches
-
-        guess = close_matches(name, list(COMMANDS))
-        hint = f"did you mean {' or '.join(guess)}?" if guess else f"choose from {', '.join(COMMANDS)}"
-        print(f"agon: unknown command {name!r}; {hint}", file=sys.stderr)
-        return 2
+def _start(name: str, rest: list[str]) -> int:
     module, _, attr = COMMANDS[name][0].partition(":")
     try:
         command = getattr(importlib.import_module(module), attr)
@@ -76,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agon {name}: not available in this installation ({exc})", file=sys.stderr)
         return 2
     return int(command(rest) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return dispatch("agon", sys.argv[1:] if argv is None else argv, COMMANDS, usage(), _start)
 
 
 if __name__ == "__main__":

@@ -34,13 +34,9 @@ from typing import Any, ClassVar, TypeVar
 
 import yaml
 
-from agon_env.errors import UserError, close_matches
+from agon_env.errors import ConfigError, close_matches
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import EnvOptions, LatentConfig, SamplingParams
-
-
-class ConfigError(UserError, ValueError):
-    """A config that cannot run; the message has one line per problem, naming the key and the fix."""
 
 
 @dataclass
@@ -324,7 +320,7 @@ def parse_assignments(items: list[str], what: str = "entry") -> JSONRecord:
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"{what} {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
+            raise ConfigError(f"{what} {item!r}: write it as KEY=VALUE, e.g. difficulty=3")
         out[key.strip()] = yaml.safe_load(text) if text else None
     return out
 

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from agon_env.config import TrainConfig
-from agon_env.errors import UserError
+from agon_env.errors import DoesNotFit
 
 TURNS = 2
 """Turns an episode holds at most (a draft and a challenge); a solo run holds one."""
@@ -30,10 +30,6 @@ TURN_BYTES = 4096
 TOKEN_BYTES = 80
 """One sampled token: its id and log-prob as list slots and Python objects (~60 B), and its
 share of the decoded text."""
-
-
-class DoesNotFit(UserError, MemoryError):
-    """The run's step would need more memory than the machine has."""
 
 
 def step_bytes(cfg: TrainConfig) -> int:

@@ -47,7 +47,15 @@ from pettingzoo import AECEnv
 from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 from agon_env.config import import_user_modules as import_modules
-from agon_env.errors import UserError, close_matches, unknown_id_message
+from agon_env.errors import (
+    EntryPointError,
+    NotInstalled,
+    UnknownKeywordError,
+    UnknownName,
+    WrongType,
+    close_matches,
+    unknown_id_message,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -61,10 +69,6 @@ __all__ = [
     "spec",
     "with_split",
 ]
-
-
-class EntryPointError(UserError, ImportError):
-    """A registered id whose entry point's module or attribute is missing."""
 
 
 @dataclass(frozen=True)
@@ -173,11 +177,11 @@ def resolve_id(id: str) -> str:
     if not sep:
         return id
     if not module or not name:
-        raise KeyError(f"env id {id!r}: write it as an id or as module:id, e.g. my_pkg.tasks:me/task-v0")
+        raise UnknownName(f"env id {id!r}: write it as an id or as module:id, e.g. my_pkg.tasks:me/task-v0")
     try:
         import_modules([module])
     except ImportError as exc:
-        raise ImportError(
+        raise NotInstalled(
             f"env id {id!r}: cannot import {module!r} ({exc}); is it installed or on PYTHONPATH?"
         ) from None
     return name
@@ -203,10 +207,6 @@ def task_env() -> type[AECEnv]:
             "no env class wraps tasks: import agon_env (it registers the draft-and-challenge env)"
         )
     return _TASK_ENV[0]
-
-
-class UnknownKeywordError(UserError, TypeError):
-    """``make`` was given a keyword neither the task (or env class) nor the env takes."""
 
 
 def _check_keywords(
@@ -286,7 +286,7 @@ def check_keywords(id: str, kwargs: dict[str, Any]) -> None:
 def spec(id: str) -> EnvSpec:
     """The spec of ``id`` (a plain id or ``module:id``, :func:`resolve_id`)."""
     if not isinstance(id, str):
-        raise TypeError(f"an env id is a string such as 'agon/arith-v0', got {id!r}; `agon envs` lists them")
+        raise WrongType(f"an env id is a string such as 'agon/arith-v0', got {id!r}; `agon envs` lists them")
     name = resolve_id(id)
     if name not in _REGISTRY:
         _register_entry_points()
@@ -297,11 +297,11 @@ def spec(id: str) -> EnvSpec:
             module = id.partition(":")[0]
             mine = sorted(i for i in _REGISTRY if _registered_by(_REGISTRY[i], module))
             theirs = f"it registers {', '.join(mine)}" if mine else "it registers no env id"
-            raise KeyError(
+            raise UnknownName(
                 f"env id {id!r}: {module!r} was imported, but registers no {name!r} ({theirs}); "
                 + unknown_id_message("env id", name, sorted(_REGISTRY))
             ) from None
-        raise KeyError(unknown_id_message("env id", name, sorted(_REGISTRY))) from None
+        raise UnknownName(unknown_id_message("env id", name, sorted(_REGISTRY))) from None
 
 
 def _registered_by(s: EnvSpec, module: str) -> bool:

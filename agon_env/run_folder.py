@@ -39,7 +39,7 @@ from pathlib import Path
 import yaml
 
 from agon_env.config import ConfigError, TrainConfig, from_dict, import_modules, read_yaml, to_dict
-from agon_env.errors import UserError
+from agon_env.errors import RunFolderError
 from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun, from_record, settle, to_record
 from agon_env.upgrade import upgrade_config
@@ -63,12 +63,6 @@ EVAL = "eval"
 """The folder ``agon eval RUN`` writes its report to when no ``--out`` is given."""
 EVAL_REPORT = "eval.json"
 """The machine-readable report ``agon eval`` writes (``agon plot`` reads it back)."""
-
-
-class RunFolderError(UserError, ValueError, RuntimeError):
-    """A folder cannot be used as a run as asked: missing, exists without --resume, incompatible,
-    or holds nothing to evaluate. (Both builtin bases are kept: evaluation's error was a
-    ``ValueError``, training's a ``RuntimeError``.)"""
 
 
 @dataclass(frozen=True)

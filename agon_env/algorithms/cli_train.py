@@ -14,7 +14,6 @@ the defaults the flags override. Also runnable as ``python -m agon_env.algorithm
 
 from __future__ import annotations
 
-import os
 import sys
 import typing
 from collections.abc import Mapping, Sequence
@@ -36,7 +35,6 @@ from agon_env.config import (
     task_kwargs,
     to_dict,
 )
-from agon_env.errors import UserError
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.resolved import ResolvedRun
 
@@ -117,7 +115,9 @@ def _description() -> str:
 
 def debugging(argv: Sequence[str]) -> bool:
     """``--debug`` (or ``AGON_DEBUG=1``): show tracebacks instead of one-line errors."""
-    return "--debug" in argv or os.environ.get("AGON_DEBUG", "") not in ("", "0")
+    from agon_env.command import debugging as debug_env
+
+    return debug_env("--debug" in argv)
 
 
 def _own_options(argv: Sequence[str]) -> tuple[str | None, bool, list[str]]:
@@ -182,14 +182,17 @@ def parse_train_args(argv: Sequence[str]) -> tuple[ResolvedRun, bool]:
 
 
 def run_train(argv: Sequence[str]) -> int:
-    from agon_env.command import exit_code
+    """``agon train ARGV`` under the one command contract (:func:`agon_env.command.guarded`)."""
+    from agon_env.command import exit_code, guarded
 
     try:
-        run, print_config = parse_train_args(argv)
+        return guarded("agon train", lambda: _train(argv), debugging(argv))
     except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
         return exit_code(exc)
-    except ConfigError as exc:
-        return _refused(exc, argv)
+
+
+def _train(argv: Sequence[str]) -> int:
+    run, print_config = parse_train_args(argv)
     cfg = run.config
     if print_config:
         print(yaml.safe_dump(to_dict(cfg), sort_keys=False), end="")
@@ -199,29 +202,19 @@ def run_train(argv: Sequence[str]) -> int:
 
     try:
         train(run)
-    except UserError as exc:  # not ValueError: here one may be a defect, which deserves its traceback
-        return _refused(exc, argv)
     except OSError as exc:  # a full disk, a folder turned read-only: one line, what is kept, what next
         from agon_env.algorithms.checkpoint import write_fault
 
         fault = write_fault(exc, cfg.run_dir)
         if fault is None:
             raise
-        return _refused(fault, argv)
+        raise fault from exc
     except KeyboardInterrupt:
         if debugging(argv):
             raise
         print(f"agon train: {interrupted_message(cfg)}", file=sys.stderr)
         return 130  # the shell's code for SIGINT
     return 0
-
-
-def _refused(exc: Exception, argv: Sequence[str]) -> int:
-    """What to fix, in one line on stderr (a traceback with ``--debug``); exit status 2."""
-    if debugging(argv):
-        raise exc
-    print(f"agon train: {exc}", file=sys.stderr)
-    return 2
 
 
 def interrupted_message(cfg: TrainConfig) -> str:

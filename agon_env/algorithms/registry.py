@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from agon_env.envs.rewards import PAPER_SCHEME
-from agon_env.errors import unknown_id_message
+from agon_env.errors import InputError, unknown_id_message
 from agon_env.vocabulary import AGENT_A, CHALLENGER, DRAFTER, ROLES, SEATS, other_seat
 
 
@@ -108,4 +108,4 @@ def get_algorithm(name: str) -> AlgorithmPlugin:
     try:
         return _ALGORITHMS[name]
     except KeyError:
-        raise ValueError(unknown_id_message("algorithm", name, sorted(_ALGORITHMS))) from None
+        raise InputError(unknown_id_message("algorithm", name, sorted(_ALGORITHMS))) from None

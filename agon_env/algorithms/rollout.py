@@ -22,9 +22,9 @@ import torch
 
 from agon_env.agents.protocol import Agent
 from agon_env.algorithms.distributed import DistContext, all_sum
+from agon_env.algorithms.errors import TaskScoreError
 from agon_env.envs.scoring import failure_of, limit_text
 from agon_env.episodes import Episode, Played, Start, TaskEnv, Turn, play_episodes
-from agon_env.errors import UserError
 from agon_env.seeding import derive_seed
 
 if TYPE_CHECKING:
@@ -88,10 +88,6 @@ def rollout(
 
     played: Played = play_episodes(env, agents, starts, seed_of)
     return RolloutBatch(list(problem_indices), n, played.episodes, played.acting_s, played.stepping_s)
-
-
-class TaskScoreError(UserError, RuntimeError):
-    """The task's ``score`` judged too few answers to learn from: the task is broken, not the policy."""
 
 
 HOPELESS_STEPS = 3

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from agon_env.algorithms import distributed as dist
-from agon_env.errors import UserError
+from agon_env.algorithms.errors import OnPolicyError
 
 
 def _none(delta: Tensor, mask: Tensor, cap: float) -> Tensor:
@@ -86,10 +86,6 @@ def correct(
     for f, v in mismatch(trainer, sampler, mask, weights, cap).items():
         seen[f] = max(seen[f], v) if f == "abs_max" else seen[f] + v
     return weights
-
-
-class OnPolicyError(UserError, RuntimeError):
-    """The sampler served another policy than the trainer holds (stale or failed adapter load)."""
 
 
 MISMATCH_FIELDS = ("abs_sum", "kl_sum", "tokens", "abs_max", "w_sum", "over_cap")

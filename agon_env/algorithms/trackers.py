@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from agon_env.errors import UserError
+from agon_env.algorithms.errors import TrackerError
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import RunFolder
 from agon_env.vocabulary import CHALLENGER, DRAFTER
@@ -52,10 +52,6 @@ NONE = "none"
 """``--report-to none``: no tracker at all."""
 PROJECT = "agon-env"
 """The wandb / trackio project when ``$WANDB_PROJECT`` / ``$TRACKIO_PROJECT`` is not set."""
-
-
-class TrackerError(UserError, RuntimeError):
-    """A tracker named in ``report_to`` could not start its run (e.g. wandb online without a login)."""
 
 
 class Tracker(Protocol):

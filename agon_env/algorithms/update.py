@@ -37,6 +37,7 @@ from agon_env.algorithms.blowup import (
     update_ratio,
 )
 from agon_env.algorithms.distributed import DistContext
+from agon_env.algorithms.errors import NonFiniteWeights
 from agon_env.algorithms.grpo import group_advantages, grpo_loss, token_weights
 from agon_env.algorithms.latent_logprobs import is_latent, latent_logprobs
 from agon_env.algorithms.logprobs import completion_logprobs, completion_mask, micro_batches, pad_right
@@ -45,17 +46,12 @@ from agon_env.algorithms.rollout_correction import correct, guard
 from agon_env.algorithms.stream_prefix import StreamPrefix, stream_prefix
 from agon_env.config import GRPOConfig
 from agon_env.episodes import Turn
-from agon_env.errors import UserError
 
 if TYPE_CHECKING:
     from agon_env.agents.adapters import SharedBase
 
 NONFINITE_REPEATS = 2
 """Optimiser steps in a row whose weights went non-finite (each rolled back) that stop the run."""
-
-
-class NonFiniteWeights(UserError, RuntimeError):
-    """An adapter's weights went non-finite again and again: the settings cannot train."""
 
 
 def all_finite(params: list[torch.Tensor]) -> bool:

@@ -77,9 +77,9 @@ from agon_env.envs.rewards import (
 from agon_env.envs.scoring import Verdict, judge, score_limit
 from agon_env.envs.spaces import UnicodeText
 from agon_env.envs.tasks.base import Problem, Task
+from agon_env.envs.tasks.errors import EnvOptionError
 from agon_env.envs.tasks.verify import mentions_answer
 from agon_env.envs.turns import TurnRecord, TurnResult, read_action
-from agon_env.errors import UserError
 from agon_env.json_value import JSONRecord
 from agon_env.options import EnvOptions
 from agon_env.vocabulary import AGENT_A, CHALLENGE, DRAFT, ROLES, SEATS, other_seat
@@ -168,10 +168,6 @@ def option_problems(options: EnvOptions) -> list[str]:
     return problems
 
 
-class EnvOptionError(UserError, ValueError):
-    """An env keyword of the wrong type or out of range (:func:`option_problems`)."""
-
-
 class Observation(TypedDict):
     """What a seat observes (see the module docstring): the user turn, its parts, whose turn."""
 
@@ -224,7 +220,7 @@ class DraftChallengeEnv(AECEnv):
             setattr(self, f.name, getattr(chosen, f.name))
         self.spec_mode = MODES[self.mode]
         if self.exchange not in CHANNELS:
-            raise ValueError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
+            raise EnvOptionError(f"unknown exchange {self.exchange!r}; choose one of {list(CHANNELS)}")
         self.channel = CHANNELS[self.exchange]
         self.possible_agents = list(SEATS)
         text, flag = UnicodeText(self.max_text_length), Discrete(2)

@@ -14,20 +14,22 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from agon_env.errors import InputError
+
 
 def check_confidence(confidence: float, flag: str = "--confidence") -> None:
     """An interval's coverage: strictly between 0 and 1."""
     if not (math.isfinite(confidence) and 0 < confidence < 1):
-        raise ValueError(f"{flag} {confidence}: an interval's coverage must be in (0, 1), e.g. 0.95")
+        raise InputError(f"{flag} {confidence}: an interval's coverage must be in (0, 1), e.g. 0.95")
 
 
 def check_seeds(seeds: Sequence[int], flag: str = "--seeds") -> None:
     """At least one sampling seed, none twice."""
     if not seeds:
-        raise ValueError(f"{flag}: give at least one sampling seed, e.g. {flag} 0 or {flag} 0 1 2")
+        raise InputError(f"{flag}: give at least one sampling seed, e.g. {flag} 0 or {flag} 0 1 2")
     repeated = sorted({s for s in seeds if list(seeds).count(s) > 1})
     if repeated:
-        raise ValueError(
+        raise InputError(
             f"{flag} {' '.join(map(str, seeds))}: seed {', '.join(map(str, repeated))} given twice; "
             "a seed draws the same samples each time, so give each seed once"
         )
@@ -39,7 +41,7 @@ def check_distinct_folders(runs: Sequence[str | Path]) -> None:
     for run in runs:
         where = Path(run).resolve()
         if where in seen:
-            raise ValueError(
+            raise InputError(
                 f"{seen[where]} and {run} are one run folder: give each run once "
                 "(evaluate more sampling seeds with --seeds)"
             )
@@ -55,8 +57,31 @@ def check_distinct_adapters(hashes: Mapping[str, Mapping[str, str]]) -> None:
         key = tuple(sorted(adapters.items()))
         if key in seen:
             weights = ", ".join(f"{name} {digest}" for name, digest in key)
-            raise ValueError(
+            raise InputError(
                 f"{seen[key]} and {run} hold the same adapters (weights {weights}): "
                 "one run given twice; evaluate it once"
             )
         seen[key] = run
+
+
+SAMPLING_FLAGS = {
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_new_tokens": "--max-new-tokens",
+    "max_batch_size": "--batch-size",
+}
+"""A sampling override's field -> the flag that gives it (``agon eval``'s and ``agon probe``'s)."""
+
+
+def check_sampling(**overrides: float | None) -> None:
+    """Refuse, naming its flag, an override :class:`~agon_env.options.SamplingParams` would refuse
+    (a negative temperature, no tokens): before any set-up, and as the user's error, not a defect."""
+    from agon_env.options import SamplingParams
+
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        try:
+            SamplingParams(**{key: value})
+        except ValueError as exc:
+            raise InputError(f"{SAMPLING_FLAGS[key]} {value}: {exc}") from None

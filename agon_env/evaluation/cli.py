@@ -24,6 +24,7 @@ import tyro
 from agon_env.agents.protocol import SamplingParams
 from agon_env.command import CommandArgs, run_command
 from agon_env.config import ModelConfig, TrainConfig, parse_assignments
+from agon_env.errors import InputError
 from agon_env.evaluation.methods import DEFAULT_METHODS
 from agon_env.json_value import JSONRecord
 
@@ -121,7 +122,7 @@ def _one_base(args: EvalArgs, configs: list[TrainConfig]) -> None:
     models = {str(r): args.model or c.model.name for r, c in zip(args.runs, configs, strict=True)}
     if len(set(models.values())) > 1:
         listed = ", ".join(f"{r} on {m}" for r, m in models.items())
-        raise ValueError(
+        raise InputError(
             f"the runs have different base models ({listed}); evaluate each base's runs separately"
         )
 
@@ -137,6 +138,7 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         check_confidence,
         check_distinct_adapters,
         check_distinct_folders,
+        check_sampling,
         check_seeds,
     )
 
@@ -144,6 +146,12 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     check_confidence(args.confidence)
     check_seeds(args.seeds)
     check_distinct_folders(args.runs)
+    check_sampling(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        max_batch_size=args.batch_size,
+    )
 
     from agon_env.agents.models import check_source
     from agon_env.evaluation.cache import SampleCache

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from agon_env.envs.exchange import CHANNELS
 from agon_env.episodes import Episode, Start, play_episodes
+from agon_env.errors import InputError
 from agon_env.evaluation.cache import CachedAgent, SampleCache
 from agon_env.evaluation.methods import BASE, DEFAULT_METHODS, Method, Policies, plan_methods
 from agon_env.evaluation.selection import Candidate, select_then_report
@@ -248,7 +249,7 @@ class Evaluator:
         """Choose the cascade direction on validation; the choice never reads test results."""
         val = self.data.validation
         if not val.indices:
-            raise ValueError(
+            raise InputError(
                 "cascade needs validation problems to choose its direction; set --val-problems > 0"
             )
         candidates: dict[str, Candidate] = {}

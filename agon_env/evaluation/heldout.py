@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agon_env.errors import UserError
+from agon_env.evaluation.errors import NoHeldout
 from agon_env.evaluation.evaluate import Evaluator, outcomes
 from agon_env.evaluation.methods import BASE, Policies
 from agon_env.evaluation.splits import (
@@ -49,10 +49,6 @@ from agon_env.vocabulary import REFERENCE
 
 if TYPE_CHECKING:
     from agon_env.agents.protocol import Agent
-
-
-class NoHeldout(UserError, ValueError):
-    """The run's env has no held-out problems to check on (not a task, or test ∩ training ≠ ∅)."""
 
 
 def heldout_policies(
@@ -280,6 +276,12 @@ def write_heldout(result: Mapping[str, JSONValue], run_dir: Path) -> Path:
     path = RunFolder(run_dir).heldout
     path.write_text(json.dumps(result, indent=1) + "\n")
     return path
+
+
+def read_heldout(run_dir: Path) -> JSONRecord | None:
+    """The run's ``heldout.json`` as :func:`write_heldout` wrote it; None when the run has none."""
+    path = RunFolder(run_dir).heldout
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def print_heldout(result: Mapping[str, JSONValue]) -> None:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from agon_env.agents.prompts import RolePrompts
 from agon_env.agents.protocol import Agent
 from agon_env.envs.exchange import CACHE_CHANNEL
-from agon_env.errors import unknown_id_message
+from agon_env.errors import InputError, unknown_id_message
 from agon_env.json_value import JSONRecord
 from agon_env.upgrade import method_id as upgraded_id
 from agon_env.vocabulary import AGENT_A, AGENT_B, BASE
@@ -247,7 +247,7 @@ def with_examples(agent: Agent, few_shot: bool) -> Agent | None:
 def check_names(names: Sequence[str]) -> None:
     for n in names:
         if n not in METHODS:
-            raise ValueError(unknown_id_message("eval method", n, list(METHODS)))
+            raise InputError(unknown_id_message("eval method", n, list(METHODS)))
 
 
 def plan_methods(policies: Policies, names: Sequence[str]) -> list[Method]:

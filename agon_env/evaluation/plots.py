@@ -27,20 +27,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agon_env import metric_names as M
-from agon_env.errors import UserError
+from agon_env.errors import InputError
+from agon_env.evaluation.errors import NoMetricsError
 from agon_env.evaluation.report_file import read_eval_report
 from agon_env.figures import Color, palette, pyplot, save
 from agon_env.json_value import JSONRecord
-from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder, read_metrics
+from agon_env.run_folder import EVAL, EVAL_REPORT, RunFolder, load_run_config, read_metrics
 from agon_env.stats import smoothed
 from agon_env.vocabulary import ROLES, SEATS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-
-class NoMetricsError(UserError, FileNotFoundError):
-    """A folder given as a run has no training metrics."""
 
 
 @dataclass
@@ -86,12 +83,9 @@ def load_run(folder: str | Path, label: str | None = None) -> Run:
 
 
 def _run_label(folder: Path) -> str:
-    cfg = RunFolder(folder).config
-    if cfg.is_file():
+    if RunFolder(folder).config.is_file():
         try:
-            import yaml
-
-            algo = (yaml.safe_load(cfg.read_text()) or {}).get("algo")
+            algo = load_run_config(folder).algo
         except Exception:  # a label is cosmetic; never fail a plot over it
             algo = None
         if algo and algo not in folder.name:
@@ -219,5 +213,5 @@ def plot_all(
 
         written.append(plot_accuracy_vs_length(loaded, out))
     if not written:
-        raise ValueError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
+        raise InputError("nothing to plot: give run folders (with metrics.jsonl) and/or eval reports")
     return written

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import tyro
-
+from agon_env.command import CommandArgs, run_command
+from agon_env.errors import InputError
 from agon_env.json_value import JSONRecord, JSONValue
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class ProbeConfig:
+class ProbeConfig(CommandArgs):
     """``agon probe``: does the model check better than it solves on this task?"""
 
     env: str | None = None
@@ -65,10 +65,6 @@ class ProbeConfig:
     """``cpu``, ``cuda`` or ``auto`` (CUDA when this machine has it), as ``agon eval`` reads it."""
     out: str = "probe.json"
     """Where the JSON result goes."""
-    imports: list[str] = field(default_factory=list)
-    """Modules that register user tasks (importable from the current folder or PYTHONPATH)."""
-    debug: bool = False
-    """Show tracebacks instead of one-line errors (also ``AGON_DEBUG=1``), as train and eval do."""
 
 
 def _agent(cfg: ProbeConfig, task: Task) -> LLMAgent:
@@ -91,7 +87,7 @@ def _agent(cfg: ProbeConfig, task: Task) -> LLMAgent:
         return loader.base_policies(cfg.model, settings).base
     policies = loader.run_policies(cfg.run, settings)
     if cfg.adapter not in policies.adapters:
-        raise ValueError(f"--adapter {cfg.adapter!r}: {cfg.run} has {sorted(policies.adapters)}")
+        raise InputError(f"--adapter {cfg.adapter!r}: {cfg.run} has {sorted(policies.adapters)}")
     return policies.adapters[cfg.adapter]
 
 
@@ -124,15 +120,17 @@ def probe(cfg: ProbeConfig) -> JSONRecord:
     """Run the probe of ``cfg`` and return the JSON-ready result (also written to ``cfg.out``)."""
     from agon_env.agents.models import check_source
     from agon_env.envs.exchange import CHANNELS, DEFAULT
+    from agon_env.evaluation.checks import check_sampling
     from agon_env.evaluation.probe import analyse, outcomes_to_dicts, run_probe
     from agon_env.evaluation.splits import build_task, distinct_sample
     from agon_env.options import ENV_KWARGS
     from agon_env.registry import check_keywords, import_modules, make
     from agon_env.run_folder import RunFolderError, check_file_writable
 
+    check_sampling(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
     for flag, value in (("--problems", cfg.problems), ("--samples", cfg.samples)):
         if value < 1:
-            raise ValueError(f"{flag} {value}: the probe needs at least 1")
+            raise InputError(f"{flag} {value}: the probe needs at least 1")
     check_file_writable(cfg.out, "--out")  # before any model loads or any sample is drawn
     import_modules(cfg.imports)
     start = time.perf_counter()
@@ -140,7 +138,7 @@ def probe(cfg: ProbeConfig) -> JSONRecord:
     env_kwargs = {k: v for k, v in kwargs.items() if k in ENV_KWARGS and k != "mode"}
     channel = CHANNELS.get(env_kwargs.get("exchange", DEFAULT))
     if channel is not None and channel.cache:  # its reader would read no draft at all here
-        raise ValueError(
+        raise InputError(
             f"exchange={channel.name} is not probed: the probe's reader is a text agent, with no draft "
             "cache to read; probe summary, redacted or trace (--env-kwargs exchange=summary)"
         )
@@ -207,17 +205,10 @@ def print_probe(result: Mapping[str, JSONValue]) -> None:
 
 def run_probe_cli(argv: list[str]) -> int:
     """``agon probe ARGV``."""
-    from agon_env.command import exit_code, user_error
-    from agon_env.errors import USER_ERRORS
+    return run_command(ProbeConfig, argv, "agon probe", _probe_and_print)
 
-    try:
-        cfg = tyro.cli(ProbeConfig, args=list(argv), prog="agon probe", description=__doc__.splitlines()[0])
-    except SystemExit as exc:  # --help, or a flag tyro refused (it printed why)
-        return exit_code(exc)
-    try:
-        result = probe(cfg)
-    except USER_ERRORS as exc:
-        return user_error("agon probe", exc, cfg.debug)
+
+def _probe_and_print(cfg: ProbeConfig) -> None:
+    result = probe(cfg)
     print_probe(result)
     print(f"agon probe: wrote {cfg.out}", file=sys.stderr)
-    return 0

@@ -17,14 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.errors import UserError
+from agon_env.errors import MissingFile
+from agon_env.evaluation.errors import EvalReportError
 from agon_env.evaluation.report import REPORT_VERSION, clean, render_markdown, write_text_atomic
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.upgrade import upgrade_eval_report
-
-
-class EvalReportError(UserError, ValueError):
-    """A file given as an eval report that ``agon eval`` did not write."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ def read_eval_report(path: str | Path) -> EvalReport:
     none, :class:`EvalReportError` when the file is not one."""
     path = eval_report_path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no eval report (agon eval writes {EVAL_REPORT})")
+        raise MissingFile(f"{path}: no eval report (agon eval writes {EVAL_REPORT})")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):

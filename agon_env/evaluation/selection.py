@@ -22,16 +22,12 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from agon_env.errors import UserError
+from agon_env.evaluation.errors import SelectionLeakError
 from agon_env.json_value import JSONRecord
 from agon_env.stats import Rate
 
 RULE = "max validation pass@1; ties -> shorter mean trace -> first listed"
 T = TypeVar("T")
-
-
-class SelectionLeakError(UserError, ValueError):
-    """Validation and test overlap, so a choice made on validation would see test problems."""
 
 
 @dataclass(frozen=True)

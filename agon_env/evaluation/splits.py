@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agon_env.envs.tasks.base import Task, normalize_prompt
-from agon_env.errors import UserError
+from agon_env.errors import USER_ERRORS, InputError, UserError, WrongType
+from agon_env.evaluation.errors import OverlapError
 from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.options import ENV_KWARGS
 from agon_env.registry import make, spec, with_split
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 
 HOW_CHECKED = "normalised prompt text (lower-cased, whitespace collapsed), compared as sets"
-
-
-class OverlapError(UserError, ValueError):
-    """The test problems overlap the validation problems or the training pool."""
 
 
 @dataclass
@@ -108,9 +105,14 @@ def build_task(
     kwargs = {k: v for k, v in {**env_spec.kwargs, **(task_kwargs or {})}.items() if k not in ENV_KWARGS}
     if split is not None and not keep_split:
         kwargs.pop("split", None)
-    task = env_spec.load()(**with_split(env_id, kwargs, split))
+    try:
+        task = env_spec.load()(**with_split(env_id, kwargs, split))
+    except USER_ERRORS as exc:  # a task's constructor refusing a keyword: the user's, not a defect
+        if isinstance(exc, UserError):
+            raise
+        raise InputError(f"env {env_id} with kwargs {kwargs}: {exc}") from exc
     if not (hasattr(task, "score") and hasattr(task, "__getitem__") and hasattr(task, "__len__")):
-        raise TypeError(f"{env_id} builds a {type(task).__name__}, not a task; agon eval needs a task id")
+        raise WrongType(f"{env_id} builds a {type(task).__name__}, not a task; agon eval needs a task id")
     return task
 
 
@@ -142,9 +144,9 @@ def load_eval_data(
     """Test problems from ``split`` and validation problems from ``validation`` (or, for a
     task without splits, both from its one list), each a seeded sample of distinct prompts."""
     if problems < 1:
-        raise ValueError(f"need at least one test problem, got {problems}")
+        raise InputError(f"need at least one test problem, got {problems}")
     if val_problems < 0:
-        raise ValueError(f"validation problems must be >= 0, got {val_problems}")
+        raise InputError(f"validation problems must be >= 0, got {val_problems}")
     test_task = build_task(env_id, task_kwargs, split)
     per_split = split is not None and takes_split(env_id)
     val_task = build_task(env_id, task_kwargs, "validation") if per_split and val_problems else test_task

@@ -21,12 +21,8 @@ from typing import Annotated, Any
 import tyro
 
 from agon_env.command import CommandArgs, run_command
-from agon_env.errors import UserError
 from agon_env.run_folder import append_lines, check_file_writable
-
-
-class AnswerFileError(UserError, ValueError):
-    """An input file that is not JSON lines of questions, or an output that cannot be resumed."""
+from agon_env.serving.errors import AnswerFileError
 
 
 @dataclass

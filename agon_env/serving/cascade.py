@@ -28,7 +28,6 @@ from typing import Any
 from agon_env.envs.exchange import CHANNELS, SUMMARY_CLOSE
 from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.episodes import Episode, Start, play_episodes
-from agon_env.errors import UserError
 from agon_env.evaluation.methods import method_of
 from agon_env.evaluation.report_file import EvalReportError, read_eval_report
 from agon_env.evaluation.runs import PolicyLoader, settings_for
@@ -36,15 +35,8 @@ from agon_env.registry import make
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, load_resolved
 from agon_env.seeding import derive_seed
+from agon_env.serving.errors import CascadeError, QuestionError
 from agon_env.vocabulary import AGENT_A, AGENT_B
-
-
-class CascadeError(UserError, ValueError):
-    """A run that cannot be served as asked: no direction, an unknown adapter, a cache channel."""
-
-
-class QuestionError(UserError, ValueError):
-    """A question the cascade cannot take (empty, or too long for the env or the model's window)."""
 
 
 class QuestionTask(ListTask):

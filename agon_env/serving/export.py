@@ -41,7 +41,6 @@ import tyro
 import yaml
 
 from agon_env.command import CommandArgs, run_command
-from agon_env.errors import UserError
 from agon_env.run_folder import (
     ADAPTERS,
     CONFIG,
@@ -52,13 +51,10 @@ from agon_env.run_folder import (
     load_resolved,
     read_metrics,
 )
+from agon_env.serving.errors import ExportError
 
 ADAPTER_FILES = ("adapter_model.safetensors", "agon_lora_spec.json")
 """What is copied from each run adapter as it is (its config is rewritten)."""
-
-
-class ExportError(UserError, ValueError):
-    """A run that cannot be exported as asked (no adapter folders, an output in the way)."""
 
 
 @dataclass
@@ -168,13 +164,14 @@ def _rate(r: Mapping[str, Any]) -> str:
 
 def figures(run_dir: Path, eval_report: Path | None) -> tuple[list[str], str | None]:
     """The card's result lines (held-out check, eval methods) and the cascade direction chosen."""
+    from agon_env.evaluation.heldout import read_heldout
     from agon_env.evaluation.report import method_interval
     from agon_env.evaluation.report_file import read_eval_report
 
     lines: list[str] = []
     folder = RunFolder(run_dir)
-    if folder.heldout.is_file():
-        held = json.loads(folder.heldout.read_text())
+    held = read_heldout(run_dir)
+    if held is not None:
         lines += [
             f"Held-out check (`heldout.json`, {held.get('env')} {held.get('split')} split, "
             f"{len(held.get('problem_ids', []))} problems; pass@1 with {held.get('confidence', 0.95):.0%} "
@@ -329,6 +326,8 @@ def export(
     base = base_model or local_base(resolved, hub)  # what the card loads: this machine's, offline
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    from agon_env.agents.adapters import read_adapter_config
+
     try:
         ranks = []
         for name in names:
@@ -336,7 +335,7 @@ def export(
             for f in ADAPTER_FILES:
                 if (folder / name / f).is_file():
                     shutil.copy2(folder / name / f, tmp / name / f)
-            config = json.loads((folder / name / "adapter_config.json").read_text())
+            config = read_adapter_config(folder / name)
             config.update(base_model_name_or_path=named, inference_mode=True)
             (tmp / name / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
             ranks.append(int(config["r"]))

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agon_env.command import run_command
-from agon_env.errors import UserError
 from agon_env.serving.answer_cli import PairArgs
+from agon_env.serving.errors import ServeError
 
 API_KEY_ENV = "AGON_API_KEY"
 
@@ -43,10 +43,6 @@ class ServeArgs(PairArgs):
     """Serve a non-loopback ``--host`` without an API key (refused otherwise)."""
     log_level: str = "info"
     """uvicorn's log level (``warning`` for quiet)."""
-
-
-class ServeError(UserError, ValueError):
-    """A serve command refused before any model is loaded (an open host without a key, a bad limit)."""
 
 
 def is_loopback(host: str) -> bool:

@@ -1,4 +1,5 @@
-"""``agon study register | run | report | verify``: each a dataclass parsed by tyro.
+"""``agon study SUB``: one row of :data:`SUBCOMMANDS` per subcommand, each a dataclass parsed by tyro
+(``agon study --help`` lists them all, generated from that table).
 
     agon study register studies/smoke.yaml --out runs/smoke     # freeze the plan first
     agon study run studies/smoke.yaml --out runs/smoke --workers 2
@@ -20,8 +21,9 @@ from typing import Annotated, Any
 
 import tyro
 
-from agon_env.command import CommandArgs, run_command
+from agon_env.command import CommandArgs, dispatch, run_command, table_usage
 from agon_env.config import ConfigError
+from agon_env.errors import MissingFile
 from agon_env.run_folder import check_file_writable, check_writable
 from agon_env.study.results_file import RESULTS, read_results, write_results
 
@@ -322,7 +324,7 @@ def _report(
         label = results or str(study)
     else:
         if not (study / "plan.yaml").is_file():
-            raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+            raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
         plan = load(study / "plan.yaml")
         reg = read(study)
         refuse_another_plan(
@@ -420,7 +422,7 @@ def transfer(args: TransferArgs) -> int:
 
     study = Path(_required(args.study, "a study folder")).resolve()
     if not (study / "plan.yaml").is_file():
-        raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+        raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
     plan = load(study / "plan.yaml")
     env_id = _required(args.env, "--env ID, the task to evaluate on (e.g. agon/gsm8k-v0)")
     kwargs = parse_assignments(args.env_kwarg, "--env-kwarg")
@@ -477,24 +479,15 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
 
 
 def usage() -> str:
-    rows = "\n".join(f"  {name:<9} {help}" for name, (_, _, help) in SUBCOMMANDS.items())
-    return (
-        f"usage: agon study {{{','.join(SUBCOMMANDS)}}} [ARGS ...]\n\n"
-        f"An ablation across arms and seeds, fixed before its results.\n\nsubcommands:\n{rows}\n\n"
-        "agon study SUB --help shows its options and their defaults."
+    return table_usage(
+        "agon study", "An ablation across arms and seeds, fixed before its results.", SUBCOMMANDS
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage(), file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in SUBCOMMANDS:
-        print(
-            f"agon study: unknown subcommand {name!r}; choose from {', '.join(SUBCOMMANDS)}", file=sys.stderr
-        )
-        return 2
+def _start(name: str, rest: list[str]) -> int:
     cls, fn, _ = SUBCOMMANDS[name]
     return run_command(cls, rest, f"agon study {name}", lambda args: fn(args, rest))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return dispatch("agon study", sys.argv[1:] if argv is None else argv, SUBCOMMANDS, usage(), _start)

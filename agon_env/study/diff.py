@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from agon_env.errors import UnknownName
 from agon_env.study.plan import unit_name
 
 SHOWN = 40
@@ -50,7 +51,7 @@ def differences(a: dict[str, Any], b: dict[str, Any], only: Sequence[str] = ()) 
     if only:
         unknown = [u for u in only if u not in ua and u not in ub]
         if unknown:
-            raise KeyError(f"--unit {unknown[0]!r}: no such unit in either file ({', '.join(sorted(ua))})")
+            raise UnknownName(f"--unit {unknown[0]!r}: no such unit in either file ({', '.join(sorted(ua))})")
         ua, ub = {u: ua[u] for u in only if u in ua}, {u: ub[u] for u in only if u in ub}
     lines = _absent("unit", ua, ub)
     for name in sorted(ua.keys() & ub.keys()):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from agon_env.errors import NotInstalled
 from agon_env.study.units import Unit, child_env, command
 
 _SAY = threading.Lock()
@@ -101,7 +102,7 @@ def ray(
     try:
         import ray as ray_lib
     except ImportError:
-        raise ImportError("--launcher ray needs Ray: pip install 'agon-env[study-ray]'") from None
+        raise NotInstalled("--launcher ray needs Ray: pip install 'agon-env[study-ray]'") from None
 
     if not ray_lib.is_initialized():
         kwargs = {"include_dashboard": False} if address is None else {}

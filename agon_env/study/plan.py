@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from agon_env.config import ConfigError, TrainConfig, compose, convert, plain, read_yaml
+from agon_env.errors import MissingFile
 
 UNIT = {
     "progress": False,
@@ -201,7 +202,7 @@ def load(path: str | Path) -> StudyPlan:
     """The plan in ``path`` (YAML), keys and types checked."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no study plan {path}")
+        raise MissingFile(f"no study plan {path}")
     try:
         return from_dict(read_yaml(path, "study plan"))
     except ConfigError as exc:

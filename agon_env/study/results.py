@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env.config import TrainConfig
+from agon_env.errors import InputError
 from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT, read_metrics
@@ -105,7 +106,7 @@ def check_eval(report: EvalReport, plan: StudyPlan, task: dict[str, Any], path: 
     got = {k: data.get(k) for k in want}
     got["task_kwargs"] = got["task_kwargs"] or {}
     if got != want:
-        raise ValueError(f"{path} evaluated {got}, this study needs {want}")
+        raise InputError(f"{path} evaluated {got}, this study needs {want}")
 
 
 def written_at(eval_dir: Path) -> str:

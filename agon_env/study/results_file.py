@@ -15,15 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.errors import UserError
+from agon_env.errors import MissingFile
 from agon_env.evaluation.report import write_text_atomic
+from agon_env.study.errors import ResultsFileError
 from agon_env.upgrade import upgrade_results
 
 RESULTS = "results.json"
-
-
-class ResultsFileError(UserError, ValueError):
-    """A file given as a study's results that ``agon study`` did not write."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +76,7 @@ def read_results(path: str | Path) -> StudyResults:
     there is none, :class:`ResultsFileError` when the file is not one."""
     path = results_path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no results file {path}")
+        raise MissingFile(f"no results file {path}")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):

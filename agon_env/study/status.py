@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from agon_env.errors import MissingFile
 from agon_env.run_folder import CHECKPOINT, EVAL_REPORT
 from agon_env.study.plan import StudyPlan, episode_turns, load, unit_name
 from agon_env.study.results import FAILED
@@ -141,7 +142,7 @@ def unit_state(study: Path, name: str, steps: int, failed: dict[str, str], turns
 def states(study: Path) -> list[UnitState]:
     """Every unit of the study in ``study`` (a folder ``agon study run`` made)."""
     if not (study / "plan.yaml").is_file():
-        raise FileNotFoundError(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
+        raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
     plan = load(study / "plan.yaml")
     path = study / FAILED
     failed = json.loads(path.read_text()) if path.is_file() else {}

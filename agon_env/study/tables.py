@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agon_env import metric_names as M
+from agon_env.errors import InputError
 from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
 from agon_env.figures import pyplot, save
@@ -566,7 +567,7 @@ def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str
     begin, end = markers(block)
     page = docs.read_text()
     if begin not in page or end not in page:
-        raise ValueError(f"{docs} has no {begin} ... {end} block to regenerate")
+        raise InputError(f"{docs} has no {begin} ... {end} block to regenerate")
     figure(doc, docs.parent / figure_name(block))
     span = re.escape(begin) + ".*?" + re.escape(end)
     write_text_atomic(docs, re.sub(span, lambda _: f"{begin}\n{table}{end}", page, flags=re.S))

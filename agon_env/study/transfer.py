@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agon_env.errors import InputError
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.analysis import summary_from_outcomes
@@ -101,7 +102,7 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
                 if ids is None:
                     ids, data = _ids(report), dict(report.data)
                 elif _ids(report) != ids:
-                    raise ValueError(f"{path} evaluated other problems than the other units of {folder.name}")
+                    raise InputError(f"{path} evaluated other problems than the other units of {folder.name}")
                 chosen = report.runs[0].chosen  # on this task's validation
                 record = {**unit_record(report, ids, path.parent), "chosen_cascade": chosen}
                 arms.setdefault(arm, {})[str(seed)] = record

@@ -19,13 +19,9 @@ from typing import Any
 from agon_env.errors import UserError
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.diff import units
+from agon_env.study.errors import VerifyError
 from agon_env.study.plan import unit_name
 from agon_env.study.results_file import read_results
-
-
-class VerifyError(UserError, ValueError):
-    """A results file whose numbers do not follow from its outcome lists."""
-
 
 FIELD = re.compile(r"[a-z][a-z_]*")
 """How a summary field is named (``discordant``, ``per_seed``). Arms, seeds, methods

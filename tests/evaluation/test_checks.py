@@ -96,6 +96,25 @@ def test_a_copied_run_is_refused_by_its_adapters_weights(run, no_set_up, tmp_pat
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    "flag, value, shown",
+    [
+        ("--temperature", "-1", "-1.0"),
+        ("--top-p", "0", "0.0"),
+        ("--max-new-tokens", "0", "0"),
+        ("--batch-size", "0", "0"),
+    ],
+)
+def test_a_sampling_flag_out_of_range_is_refused_before_any_set_up(
+    flag, value, shown, no_set_up, tmp_path, capsys
+):
+    argv = ["--model", "tiny", "--quiet", "--no-cache", flag, value, "--out", tmp_path / "o"]
+    assert _refused(argv, capsys).startswith(f"agon eval: {flag} {shown}: ")
+    if flag in ("--temperature", "--max-new-tokens"):  # the two agon probe overrides
+        assert run_probe_cli(["--model", "tiny", flag, value, "--out", str(tmp_path / "p.json")]) == 2
+        assert capsys.readouterr().err.startswith(f"agon probe: {flag} {shown}: ")
+
+
 def test_runs_that_share_only_some_adapters_are_two_runs():
     # An adapter left untrained from the same seed in two runs does not make them one run.
     check_distinct_adapters({"a": {"agent_a": "1", "agent_b": "2"}, "b": {"agent_a": "1", "agent_b": "3"}})

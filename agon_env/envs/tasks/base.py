@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agon_env.errors import InputError
 from agon_env.json_value import JSONRecord
 from agon_env.seeding import derive_seed
 
@@ -43,7 +44,7 @@ def content_split(prompt: str) -> str:
 
 def check_split(split: str | None) -> None:
     if split is not None and split not in SPLITS:
-        raise ValueError(f"split must be one of {list(SPLITS)} (or None for every problem), got {split!r}")
+        raise InputError(f"split must be one of {list(SPLITS)} (or None for every problem), got {split!r}")
 
 
 SPLIT_NEEDS = {"train": 1, "validation": 1, "test": 10}

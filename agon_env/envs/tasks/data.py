@@ -13,17 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from agon_env.errors import UserError
+from agon_env.envs.tasks.errors import DataUnavailableError
+from agon_env.errors import InputError, MissingFile
 from agon_env.json_value import JSONRecord
 
 if TYPE_CHECKING:
     from agon_env.registry import EnvSpec
 
 _SUFFIX_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-
-
-class DataUnavailableError(UserError, FileNotFoundError):
-    """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
 
 
 def _offline_mode() -> bool:
@@ -90,13 +87,13 @@ def load_rows(source: str | os.PathLike[str], split: str = "train", **hub_kwargs
     suffix = "".join(path.suffixes[-1:]).lower()
     if suffix in _SUFFIX_BUILDERS or path.exists():
         if not path.exists():
-            raise FileNotFoundError(f"dataset file not found: {path}")
+            raise MissingFile(f"dataset file not found: {path}")
         if path.is_dir():
             ds = load_dataset(str(path), split=split)
         else:
             builder = _SUFFIX_BUILDERS.get(suffix)
             if builder is None:
-                raise ValueError(f"unsupported data file {path}: use one of {sorted(_SUFFIX_BUILDERS)}")
+                raise InputError(f"unsupported data file {path}: use one of {sorted(_SUFFIX_BUILDERS)}")
             ds = load_dataset(builder, data_files=str(path), split="train")
     else:
         if _offline_mode():  # the user asked for the datasets cache: read it, say so if it is not there

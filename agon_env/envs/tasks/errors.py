@@ -9,6 +9,8 @@ broken verifier shows up in ``score_errors`` / ``score_timeouts`` instead of as 
 
 from __future__ import annotations
 
+from agon_env.errors import UserError
+
 
 class VerifierError(RuntimeError):
     """The verifier failed on its own account; the message says how (a traceback, stderr)."""
@@ -17,3 +19,11 @@ class VerifierError(RuntimeError):
 class VerifierTimeout(VerifierError):
     """The verifier did not answer within its time budget (a subclass: catching
     :class:`VerifierError` catches both)."""
+
+
+class DataUnavailableError(UserError, FileNotFoundError):
+    """The data is neither on this machine nor reachable on the hub (one line says what to set)."""
+
+
+class EnvOptionError(UserError, ValueError):
+    """An env keyword of the wrong type or out of range (:func:`option_problems`)."""

@@ -1,0 +1,184 @@
+"""docs/architecture.md's rules, held to the code: who parses files, who names an old layout, where
+error classes live. The lists are read from the doc's tables, so the doc and this test cannot
+disagree; the package is read with ``ast`` (every call and name, lazy ones included), nothing runs.
+
+Violations another change is removing are marked ``xfail(strict=True)`` one module each: the mark
+fails the moment the module is fixed, so it has to be taken off then.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "agon_env"
+DOC = (ROOT / "docs" / "architecture.md").read_text()
+PARSE_CALLS = {("json", "load"), ("json", "loads"), ("yaml", "safe_load"), ("torch", "load")}
+UPGRADE = "agon_env/upgrade.py"
+
+
+def doc_table(name: str) -> list[list[str]]:
+    """The rows of the doc's table after ``<!-- architecture: NAME -->``, cells stripped of backticks."""
+    marker = f"<!-- architecture: {name} -->\n"
+    assert marker in DOC, f"docs/architecture.md lost its {name} table"
+    block = DOC.split(marker, 1)[1].split("<!-- end -->", 1)[0]
+    rows = [line.strip().strip("|").split("|") for line in block.splitlines() if line.startswith("|")]
+    return [[cell.strip().strip("`") for cell in row] for row in rows[2:]]  # past the header and rule
+
+
+READERS = {row[0] for row in doc_table("parsers")}
+SIGNALS = {(row[0], row[1]) for row in doc_table("signals")}
+PENDING_PARSERS = [
+    # The study's documents, moving into the typed study folder (issue 60 item 2).
+    "agon_env/study/calibration.py",
+    "agon_env/study/launchers.py",
+    "agon_env/study/records.py",
+    "agon_env/study/registration.py",
+    "agon_env/study/results.py",
+    "agon_env/study/status.py",
+    "agon_env/study/tracking.py",
+    "agon_env/study/units.py",
+    # checkpoint.pt's second reader, going with the runtime that loads a run (issue 60 item 1).
+    "agon_env/evaluation/runs.py",
+]
+PENDING_LEGACY = ["agon_env/study/analysis.py", "agon_env/study/results.py", "agon_env/study/tables.py"]
+"""Modules that branch on LEGACY_* names, which the study folder's upgrade is taking into upgrade.py."""
+
+
+def modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(), str(path))
+
+
+TREES = dict(modules())
+
+
+def parse_calls(tree: ast.AST) -> list[str]:
+    """``json.loads`` and the like called in ``tree`` (``module.function(...)``, as the package
+    writes them)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and (owner.id, node.func.attr) in PARSE_CALLS:
+                found.append(f"{owner.id}.{node.func.attr} (line {node.lineno})")
+    return found
+
+
+def legacy_names(tree: ast.AST) -> list[str]:
+    names = []
+    for node in ast.walk(tree):
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.name
+            if isinstance(node, ast.alias)
+            else ""
+        )
+        if name.startswith("LEGACY_"):
+            names.append(f"{name} (line {getattr(node, 'lineno', '?')})")
+    return names
+
+
+def exception_classes() -> dict[str, str]:
+    """Every exception class the package defines -> its module (bases followed to a fixpoint)."""
+    known = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)}
+    known = {n for n in known if issubclass(getattr(builtins, n), BaseException)}
+    classes = {
+        (module, node.name): {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+        for module, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+    found: dict[str, str] = {}
+    while True:
+        new = {
+            name: m
+            for (m, name), bases in classes.items()
+            if name not in found and bases & (known | set(found))
+        }
+        if not new:
+            return found
+        found.update(new)
+
+
+def layer(module: str) -> str:
+    parts = module.split("/")
+    return parts[1] if len(parts) > 2 else "agon_env"
+
+
+def test_the_walks_see_what_they_look_for():
+    tree = ast.parse("import json\ndef f(p):\n    return json.loads(p.read_text()), x.LEGACY_A\n")
+    assert parse_calls(tree) == ["json.loads (line 3)"] and legacy_names(tree) == ["LEGACY_A (line 3)"]
+    assert parse_calls(ast.parse("text = 'json.load(open(p))'")) == []  # a string is no call
+    classes = exception_classes()
+    assert classes["UserError"] == "agon_env/errors.py" and classes["ConfigError"] == "agon_env/errors.py"
+    assert classes["Aborted"] == "agon_env/agents/aborting.py"  # RuntimeError, a builtin base
+    assert "ResolvedRun" not in classes
+
+
+def test_the_doc_lists_only_modules_that_exist():
+    listed = READERS | {module for _, module in SIGNALS}
+    assert sorted(m for m in listed if m not in TREES) == []
+
+
+def test_only_the_reader_modules_parse_files():
+    found = {m: parse_calls(t) for m, t in TREES.items() if m not in READERS and m not in PENDING_PARSERS}
+    assert {m: calls for m, calls in found.items() if calls} == {}, (
+        "parse in the module that writes the file, and list it in docs/architecture.md's parsers table"
+    )
+
+
+@pytest.mark.parametrize("module", PENDING_PARSERS)
+@pytest.mark.xfail(strict=True, reason="parses a file outside the reader modules; being moved (see the list)")
+def test_a_pending_module_parses_nothing(module):
+    assert parse_calls(TREES[module]) == []
+
+
+def test_only_upgrade_names_an_old_layout():
+    found = {m: legacy_names(t) for m, t in TREES.items() if m != UPGRADE and m not in PENDING_LEGACY}
+    assert {m: names for m, names in found.items() if names} == {}, "read old layouts in upgrade.py alone"
+
+
+@pytest.mark.parametrize("module", PENDING_LEGACY)
+@pytest.mark.xfail(strict=True, reason="branches on an old layout outside upgrade.py; being moved there")
+def test_a_pending_module_names_no_old_layout(module):
+    assert legacy_names(TREES[module]) == []
+
+
+def test_error_classes_are_defined_in_their_layers_errors_module():
+    stray = {
+        name: module
+        for name, module in exception_classes().items()
+        if not module.endswith("/errors.py") and (name, module) not in SIGNALS
+    }
+    assert stray == {}, "define it in the layer's errors.py, or list it as a signal in docs/architecture.md"
+
+
+def test_each_layer_has_at_most_one_errors_module():
+    by_layer: dict[str, list[str]] = {}
+    for module in TREES:
+        if module.endswith("/errors.py"):
+            by_layer.setdefault(layer(module), []).append(module)
+    assert {k: v for k, v in by_layer.items() if len(v) > 1} == {}
+
+
+def test_a_signal_is_no_user_error():
+    """A class listed as a signal must not be one a command shows the user (those go in errors.py)."""
+    bases = {
+        node.name: {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+        for tree in TREES.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+    user = {"UserError"}
+    while new := {name for name, of in bases.items() if name not in user and of & user}:
+        user |= new
+    assert sorted(name for name, _ in SIGNALS if name in user) == []
