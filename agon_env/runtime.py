@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import errno
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agon_env.config import TrainConfig
 from agon_env.errors import UserError
 from agon_env.resolved import ResolvedRun, dtype_on
-from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
+from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError, load_resolved
 
 if TYPE_CHECKING:
     import torch
@@ -62,9 +63,12 @@ def torch_dtype(name: str) -> torch.dtype:
 def adapter_folders(run_dir: str | Path) -> dict[str, Path]:
     """Adapter name -> its peft folder: ``adapters/<name>/`` (an export's top level) holding
     weights. A dot-folder is a save cut off mid-way (``.agent_a.old``), not an adapter."""
+    return _folders(RunFolder(Path(run_dir)).adapters)
+
+
+def _folders(folder: Path) -> dict[str, Path]:
     from agon_env.agents.adapters import ADAPTER_WEIGHTS
 
-    folder = RunFolder(Path(run_dir)).adapters
     if not folder.is_dir():
         return {}
     return {
@@ -74,21 +78,47 @@ def adapter_folders(run_dir: str | Path) -> dict[str, Path]:
     }
 
 
-def adapter_names(run_dir: str | Path, run: ResolvedRun) -> list[str]:
-    """The run's adapters without loading any: its folders, else (a run stopped early, read from
-    its checkpoint) the resolved run's list."""
-    return list(adapter_folders(run_dir)) or list(run.adapters)
-
-
 def adapter_sources(run_dir: str | Path) -> dict[str, Path | dict[str, torch.Tensor]]:
     """Adapter name -> its peft folder, or -> its state dict from the checkpoint."""
-    found: dict[str, Path | dict[str, torch.Tensor]] = dict(adapter_folders(run_dir))
-    if found:
-        return found
-    ckpt = RunFolder(Path(run_dir)).checkpoint
-    if ckpt.is_file():
-        return dict(read_checkpoint(ckpt, needs=("adapters",))["adapters"] or {})
-    raise RunFolderError(f"{run_dir} has neither {ADAPTERS}/<name>/ nor {CHECKPOINT}: nothing to load")
+    folder = RunFolder(Path(run_dir))
+    return _sources(_folders(folder.adapters), folder.checkpoint)
+
+
+def _sources(folders: dict[str, Path], checkpoint: Path) -> dict[str, Path | dict[str, torch.Tensor]]:
+    if folders:
+        return dict(folders)
+    if checkpoint.is_file():
+        return dict(read_checkpoint(checkpoint, needs=("adapters",))["adapters"] or {})
+    raise RunFolderError(
+        f"{checkpoint.parent} has neither {ADAPTERS}/<name>/ nor {CHECKPOINT}: nothing to load"
+    )
+
+
+@dataclass(frozen=True)
+class RunOnDisk:
+    """A run folder read once: its resolved run, its name, its adapters' folders, its checkpoint."""
+
+    run: ResolvedRun
+    name: str
+    """The run's name (:attr:`agon_env.run_folder.RunFolder.run_name`: an export keeps its run's)."""
+    folders: dict[str, Path]
+    checkpoint: Path
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> RunOnDisk:
+        folder = RunFolder(Path(run_dir))
+        run = load_resolved(folder.path)
+        return cls(run, folder.run_name, _folders(folder.adapters), folder.checkpoint)
+
+    @property
+    def adapter_names(self) -> list[str]:
+        """The run's adapters without loading any: its folders, else (a run stopped early, read
+        from its checkpoint) the resolved run's list."""
+        return list(self.folders) or list(self.run.adapters)
+
+    def sources(self) -> dict[str, Path | dict[str, torch.Tensor]]:
+        """Adapter name -> its peft folder, or -> its state dict from the checkpoint."""
+        return _sources(self.folders, self.checkpoint)
 
 
 def read_checkpoint(path: Path, needs: tuple[str, ...] = ("step",)) -> dict[str, Any]:
@@ -218,13 +248,18 @@ class Runtime:
         return self._bases[model, dtype]
 
     def load_adapters(
-        self, base: SharedBase, run_dir: str | Path, cfg: TrainConfig, prefix: str = ""
+        self,
+        base: SharedBase,
+        sources: Mapping[str, Path | dict[str, torch.Tensor]],
+        cfg: TrainConfig,
+        prefix: str = "",
     ) -> dict[str, tuple[str, Path | dict[str, torch.Tensor]]]:
-        """Each adapter of ``run_dir`` on ``base`` as ``prefix + name``: name -> (that, its source)."""
+        """Each adapter of ``sources`` (:func:`adapter_sources`) on ``base`` as ``prefix + name``:
+        name -> (that, its source)."""
         from agon_env.agents.adapters import LoraSpec
 
         loaded = {}
-        for name, source in adapter_sources(run_dir).items():
+        for name, source in sources.items():
             unique = f"{prefix}{name}"
             if unique not in base.adapters:
                 if isinstance(source, Path):

@@ -107,7 +107,14 @@ def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
     return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))
 
 
-def _identity(model: str, who: str, sampling: SamplingParams, prompts: object, dtype: str = "float32") -> str:
+def _identity(
+    model: str,
+    who: str,
+    sampling: SamplingParams,
+    prompts: object,
+    dtype: str = "float32",
+    backend: str = "hf",
+) -> str:
     prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
     # How a batch is split does not change what is sampled; seeds are per row.
@@ -115,6 +122,8 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: object, d
         s.pop(k)
     # Another dtype samples other completions; fp32 identities stay as they were recorded.
     model = model if dtype == "float32" else f"{model}@{dtype}"
+    # Another backend's kernels sample other completions too; HF identities stay as recorded.
+    model = model if backend == "hf" else f"{model}@{backend}"
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
@@ -139,6 +148,9 @@ class PolicyLoader:
         """The dtype a run's base loads in here."""
         return self.runtime.dtype(cfg)
 
+    def _identity(self, model: str, who: str, sampling: SamplingParams, prompts: object, dtype: str) -> str:
+        return _identity(model, who, sampling, prompts, dtype, self.runtime.backend_name)
+
     def shared_base(self, model: str, dtype: str = "float32") -> SharedBase:
         return self.runtime.base(model, dtype)
 
@@ -148,7 +160,9 @@ class PolicyLoader:
         return Policies(
             label=label,
             base=self.runtime.agent(BASE, base, REFERENCE, settings.run, settings.prompts),
-            identities={BASE: _identity(model, "base", settings.sampling(BASE), _reads(settings), dtype)},
+            identities={
+                BASE: self._identity(model, "base", settings.sampling(BASE), _reads(settings), dtype)
+            },
         )
 
     def run_policies(
@@ -163,9 +177,11 @@ class PolicyLoader:
         policies.env_options = settings.run.reader_options()
         dtype = self.dtype(cfg)
         base = self.shared_base(model, dtype)
-        for name, (unique, source) in self.runtime.load_adapters(base, run_dir, cfg, f"r{index}_").items():
+        for name, (unique, source) in self.runtime.load_adapters(
+            base, adapter_sources(run_dir), cfg, f"r{index}_"
+        ).items():
             policies.adapters[name] = self.runtime.agent(name, base, unique, settings.run, settings.prompts)
-            policies.identities[name] = _identity(
+            policies.identities[name] = self._identity(
                 model,
                 # The adapter's weights and name, never the folder it was read from: the same
                 # adapters sample the same completions wherever they lie (a resumed, a Ray and

@@ -33,8 +33,8 @@ from agon_env.evaluation.methods import method_of
 from agon_env.evaluation.report_file import EvalReportError, read_eval_report
 from agon_env.registry import make
 from agon_env.resolved import ResolvedRun
-from agon_env.run_folder import RunFolder, load_resolved
-from agon_env.runtime import BACKENDS, BackendError, Runtime, adapter_names, model_window, pick_backend
+from agon_env.run_folder import RunFolder
+from agon_env.runtime import BACKENDS, BackendError, RunOnDisk, Runtime, model_window, pick_backend
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import AGENT_A, AGENT_B
 
@@ -158,7 +158,8 @@ class Cascade:
         ``continuous``: on vLLM, its async engine (:mod:`agon_env.agents.vllm_async`), which batches
         calls from several threads continuously (a server's); HF generates one call at a time."""
         run_dir = Path(run_dir)
-        run = load_resolved(run_dir)
+        disk = RunOnDisk.read(run_dir)  # the folder read once: resolved run, name, adapters
+        run = disk.run
         channel = CHANNELS[run.exchange]
         if channel.cache:
             raise CascadeError(
@@ -167,14 +168,14 @@ class Cascade:
             )
         engine = pick_engine(engine, run.config.model.name)
         # Before any model is loaded: a missing direction is refused in a moment, not after a minute.
-        pair = _direction(run_dir, adapter_names(run_dir, run), direction, eval_report)
+        pair = _direction(run_dir, disk.adapter_names, direction, eval_report)
         task = make(run.env_id, **run.task_kwargs).unwrapped.task
         from agon_env.agents.prompts import family_of, role_prompts
 
         prompts = role_prompts(task, run.config.prompts)
         runtime = Runtime(device or "auto", engine, continuous)  # this machine's, by training's rule
         base = runtime.base(run.config.model.name, runtime.dtype(run.config))
-        loaded = runtime.load_adapters(base, run_dir, run.config)
+        loaded = runtime.load_adapters(base, disk.sources(), run.config)
         _direction(run_dir, list(loaded), pair, None)  # the loaded adapters hold both
         agents = {
             name: runtime.agent(name, base, adapter, run, prompts) for name, (adapter, _) in loaded.items()
@@ -187,7 +188,7 @@ class Cascade:
             task,
             early_stop=early_stop,
             seed=seed,
-            label=RunFolder(run_dir).run_name,
+            label=disk.name,
             engine=engine,
             engine_window=runtime.engine_window(base),
             continuous=runtime.continuous,
