@@ -9,6 +9,8 @@ with two LoRA adapters (``max_model_len`` 1024), generating once, and closing:
 ``kv_1gib``     ``VLLM_CPU_KVCACHE_SPACE=1``: a 1 GiB KV cache (a 135M model needs a few MB)
 ``in_process``  the same and ``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the engine in the caller's process
                 (``vllm.LLM`` only; ``AsyncLLM``, which serving uses, always runs it in another)
+``from_run``    started as every command starts it, from a run (:data:`agon_env.runtime.BACKENDS`):
+                on CPU a KV cache for ``max_model_len`` x the run's batch (32), not a share of host memory
 
 Per setting: ``start_s`` (constructing the backend: engine start and both adapters registered),
 ``generate_s`` and ``close_s``. Run with an interpreter that imports vllm::
@@ -31,6 +33,7 @@ SETTINGS: dict[str, dict[str, str]] = {
     "default": {},
     "kv_1gib": {"VLLM_CPU_KVCACHE_SPACE": "1"},
     "in_process": {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"},
+    "from_run": {"AGON_BENCH_FROM_RUN": "1"},
 }
 
 
@@ -42,7 +45,15 @@ def child(model: str) -> None:
     base.add_adapter("agent_a", LoraSpec(init_seed=1))
     base.add_adapter("agent_b", LoraSpec(init_seed=2))
     t0 = time.perf_counter()
-    backend = VLLMBackend(base, max_model_len=1024)
+    if os.environ.get("AGON_BENCH_FROM_RUN"):
+        from agon_env.config import ModelConfig, TrainConfig
+        from agon_env.resolved import settle
+        from agon_env.runtime import BACKENDS
+
+        run = settle(TrainConfig(model=ModelConfig(name=model, max_seq_len=1024)))
+        backend = BACKENDS["vllm"](run, base, "cpu", False)
+    else:
+        backend = VLLMBackend(base, max_model_len=1024)
     t1 = time.perf_counter()
     out = backend.generate(["What is 2 + 5?"] * 4, SamplingParams(max_new_tokens=16, temperature=0))
     t2 = time.perf_counter()
@@ -63,7 +74,8 @@ def main() -> None:
         child(args.model)
         return
     timings: dict[str, dict[str, float]] = {}
-    clean = {k: v for k, v in os.environ.items() if k not in SETTINGS["in_process"]}
+    ours = {k for setting in SETTINGS.values() for k in setting}
+    clean = {k: v for k, v in os.environ.items() if k not in ours}
     for name in args.settings:
         proc = subprocess.run(
             [sys.executable, __file__, "--child", "--model", args.model],

@@ -97,7 +97,7 @@ class Agent(Protocol):
 
 @runtime_checkable
 class Backend(Protocol):
-    """A generation engine over a shared base (HF or vLLM: ``agon_env.algorithms.builders.BACKENDS``).
+    """A generation engine over a shared base (HF or vLLM: ``agon_env.runtime.BACKENDS``).
 
     One that keeps its own copy of the adapters (vLLM) also has ``sync(adapter)``, called after
     every update, and ``versions`` (adapter -> the version it serves), read by the on-policy guard.

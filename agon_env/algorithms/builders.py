@@ -2,17 +2,15 @@
 the env, the shared base, the backend, the agents. Each reads the run's resolved fields
 (seats, env keywords, channel, per-policy sampling, device, dtype) and derives none.
 
-Generation backends are a registry (``BACKENDS``), so ``--backend vllm`` is a lookup,
-not a branch. A backend may expose ``sync(adapter)``; the trainer calls it after every
-update so a backend that keeps its own copy of the adapters (vLLM) serves new weights.
+Generation backends are :data:`agon_env.runtime.BACKENDS` (the table every command loads a run
+through), so ``--model.backend vllm`` is a lookup, not a branch. A backend may expose
+``sync(adapter)``; the trainer calls it after every update so a backend that keeps its own copy
+of the adapters (vLLM) serves new weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import torch
 
 from agon_env.agents.adapters import SharedBase
 from agon_env.agents.protocol import Agent, Backend
@@ -22,6 +20,7 @@ from agon_env.envs.tasks.base import Task
 from agon_env.episodes import TaskEnv
 from agon_env.errors import USER_ERRORS
 from agon_env.resolved import ResolvedRun
+from agon_env.runtime import torch_dtype
 from agon_env.seeding import derive_seed
 
 
@@ -29,9 +28,6 @@ def _message(exc: BaseException) -> str:
     # KeyError's str() is its repr; the registry's messages are its first argument.
     text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     return " ".join(str(text).split())
-
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def build_env(run: ResolvedRun) -> TaskEnv:
@@ -90,7 +86,7 @@ def build_base(run: ResolvedRun) -> SharedBase:
     try:
         base = SharedBase.from_source(
             cfg.model.name,
-            dtype=DTYPES[run.dtype],
+            dtype=torch_dtype(run.dtype),
             device=run.device,
             seed=derive_seed(cfg.seed, "base"),
         )
@@ -109,28 +105,6 @@ def build_base(run: ResolvedRun) -> SharedBase:
         # Non-reentrant: the frozen base's inputs need no grad for the adapters' to flow.
         base.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return base
-
-
-def _hf(run: ResolvedRun, base: SharedBase) -> Backend:
-    from agon_env.agents import HFBackend
-
-    return HFBackend(base)
-
-
-def _vllm(run: ResolvedRun, base: SharedBase) -> Backend:
-    from agon_env.agents import VLLMBackend
-
-    return VLLMBackend(
-        base,
-        gpu_memory_utilization=run.config.model.gpu_memory_utilization,
-        dtype=run.dtype,
-        seed=run.config.seed,
-        max_model_len=run.config.model.max_seq_len,
-    )
-
-
-BACKENDS: dict[str, Callable[[ResolvedRun, SharedBase], Backend]] = {"hf": _hf, "vllm": _vllm}
-"""Generation backends by name: ``(resolved run, shared base) -> backend``."""
 
 
 def build_agents(run: ResolvedRun, base: SharedBase, backend: Backend, task: Task) -> dict[str, Agent]:

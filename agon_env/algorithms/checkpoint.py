@@ -10,7 +10,6 @@ new one, never a torn file.
 
 from __future__ import annotations
 
-import errno
 import io
 import os
 import random
@@ -24,6 +23,9 @@ import torch
 
 from agon_env.json_value import JSONRecord
 from agon_env.run_folder import CHECKPOINT, WRITE_FAULTS, RunFolderError, check_writable
+from agon_env.runtime import read_checkpoint
+
+__all__ = ["read_checkpoint"]  # its reader is the runtime's, one for training and loading
 
 
 @dataclass(frozen=True)
@@ -119,35 +121,6 @@ def load_checkpoint(run_dir: Path, identity: RunIdentity) -> dict[str, Any]:
     problem = identity.mismatch(saved)
     if problem:
         raise RunFolderError(f"--resume: incompatible checkpoint in {run_dir}: {problem}")
-    return state
-
-
-def read_checkpoint(path: Path, needs: tuple[str, ...] = ("step",)) -> dict[str, Any]:
-    """The state in ``path``, holding ``needs``; one line naming the file and what to do when it
-    cannot be read."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except OSError as exc:
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise RunFolderError(
-                f"cannot read {path} ({exc.strerror or exc}); check the file's permissions"
-            ) from None
-        # torch's zip reader says EINVAL ("Invalid argument") of a file cut short: not permissions.
-        raise RunFolderError(
-            f"{path} is truncated or corrupt ({exc.strerror or exc}): it was cut short or overwritten "
-            "outside agon train. Restore it from a copy, or start the run again under a new --out-dir"
-        ) from None
-    except Exception as exc:  # torch's unpickler raises anything from RuntimeError to UnpicklingError
-        raise RunFolderError(
-            f"{path} is not a readable checkpoint ({type(exc).__name__}: {str(exc).splitlines()[0][:120]}): "
-            "it was cut short or overwritten outside agon train. Restore it from a copy, or start the run "
-            "again under a new --out-dir"
-        ) from None
-    if not isinstance(state, dict) or not set(needs) <= state.keys():
-        raise RunFolderError(
-            f"{path} holds no agon train checkpoint; restore it from a copy, or start the run again "
-            "under a new --out-dir"
-        )
     return state
 
 

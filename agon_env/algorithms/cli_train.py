@@ -44,8 +44,12 @@ SHORT_NAMES = {
     "--n": "--grpo.num-generations",
     "--lr": "--optim.lr",
     "--exchange": "--env.exchange",
+    "--device": "--model.device",
+    "--backend": "--model.backend",
 }
-"""The only flags that are not a dotted key: ``--model tiny`` is ``--model.name tiny``."""
+"""The only flags that are not a dotted key: ``--model tiny`` is ``--model.name tiny``;
+``--device`` and ``--backend`` are spelled as ``agon eval``, ``probe``, ``answer`` and ``serve``
+spell them (a study passes one device flag to a unit's train and eval)."""
 
 _REGISTRY = ConstructorRegistry()
 

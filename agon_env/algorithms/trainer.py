@@ -35,7 +35,7 @@ from agon_env.agents.adapters import SharedBase
 from agon_env.agents.protocol import Agent, Backend
 from agon_env.algorithms import distributed as dist
 from agon_env.algorithms.blowup import restore, snapshot, unusable_counts
-from agon_env.algorithms.builders import BACKENDS, build_agents, build_base, build_env
+from agon_env.algorithms.builders import build_agents, build_base, build_env
 from agon_env.algorithms.checkpoint import (
     RunIdentity,
     load_checkpoint,
@@ -57,6 +57,7 @@ from agon_env.config import TrainConfig, to_dict
 from agon_env.episodes import TaskEnv
 from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun
+from agon_env.runtime import BACKENDS
 from agon_env.seeding import derive_seed
 from agon_env.vocabulary import CHALLENGER, DRAFTER
 
@@ -130,7 +131,7 @@ class Trainer:
         plugin = get_algorithm(run.algo).mirrored(cfg.first_drafter)
         env = build_env(run)
         base = build_base(run)
-        backend = BACKENDS[cfg.model.backend](run, base)
+        backend = BACKENDS[cfg.model.backend](run, base, run.device, False)
         agents = build_agents(run, base, backend, env.task)
         optimizers: dict[str, torch.optim.Optimizer] = {}
         schedulers = {}

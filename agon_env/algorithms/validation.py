@@ -22,7 +22,6 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     # The choice tables live with the code that uses them; torch loads only here.
     from agon_env.agents.latent_spans import SPANS
     from agon_env.algorithms.blowup import LR_MAX
-    from agon_env.algorithms.builders import BACKENDS, DTYPES
     from agon_env.algorithms.grpo import ADVANTAGES, AGGREGATIONS
     from agon_env.algorithms.registry import get_algorithm
     from agon_env.algorithms.rollout_correction import CORRECTIONS
@@ -30,6 +29,7 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
     from agon_env.algorithms.trackers import refusal
     from agon_env.envs.draft_challenge import option_problems
     from agon_env.envs.exchange import CHANNELS
+    from agon_env.runtime import BACKENDS, DTYPES
 
     def need(key: str, ok: Callable[[object], bool], fix: str) -> tuple[bool, str]:
         value = functools.reduce(getattr, key.split("."), c)

@@ -86,6 +86,10 @@ class EvalArgs(CommandArgs):
     """Prompts per forward batch (memory, not results)."""
     device: str = ModelConfig.device
     """``cpu``, ``cuda`` or ``auto`` (CUDA when available), as in ``agon train``."""
+    backend: str = ModelConfig.backend
+    """What generates: ``hf``, ``vllm`` or ``auto`` (vLLM where it is installed and loads the model),
+    the table ``agon train --model.backend`` and ``agon serve --backend`` name
+    (:data:`agon_env.runtime.BACKENDS`)."""
     confidence: float = 0.95
     """Interval coverage."""
     out: str | None = None
@@ -214,20 +218,26 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         )
     )
     from agon_env.agents.models import resolve_device
+    from agon_env.runtime import pick_backend
 
-    loader = PolicyLoader(resolve_device(args.device))
+    loader = PolicyLoader(
+        resolve_device(args.device), pick_backend(args.backend, args.model or cfg.model.name)
+    )
     cache = SampleCache((args.cache_dir or default_cache_dir()) if args.cache else None)
     evaluator = Evaluator(
         data, seeds=args.seeds, methods=args.methods, confidence=args.confidence, cache=cache, log=log
     )
     results = []
-    if args.runs:
-        for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
-            policies = loader.run_policies(run, s, index=i, model=args.model)
-            results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
-    else:
-        policies = loader.base_policies(args.model or cfg.model.name, settings[0])
-        results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
+    try:
+        if args.runs:
+            for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
+                policies = loader.run_policies(run, s, index=i, model=args.model)
+                results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
+        else:
+            policies = loader.base_policies(args.model or cfg.model.name, settings[0])
+            results.append({**evaluator.evaluate(policies), "settings": settings[0].describe()})
+    finally:
+        loader.runtime.close()  # vLLM's engine runs in processes of its own
     report = {
         "data": data.describe(),
         "seeds": list(args.seeds),

@@ -63,6 +63,9 @@ class ProbeConfig(CommandArgs):
     """Prompt family (None: the run's, else the task's own)."""
     device: str = "auto"
     """``cpu``, ``cuda`` or ``auto`` (CUDA when this machine has it), as ``agon eval`` reads it."""
+    backend: str = "hf"
+    """What generates: ``hf``, ``vllm`` or ``auto`` (:data:`agon_env.runtime.BACKENDS`), as
+    ``agon eval --backend`` reads it."""
     out: str = "probe.json"
     """Where the JSON result goes."""
 
@@ -82,7 +85,11 @@ def _agent(cfg: ProbeConfig, task: Task) -> LLMAgent:
     chosen = replace(run.config.prompts, **{k: v for k, v in prompts.items() if v is not None})
     run = replace(run, config=replace(run.config, prompts=chosen))
     settings = settings_for(run, task, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
-    loader = PolicyLoader(cfg.device)
+    from agon_env.runtime import pick_backend
+
+    loader = PolicyLoader(
+        cfg.device, pick_backend(cfg.backend, cfg.model if cfg.run is None else run.config.model.name)
+    )
     if cfg.run is None:
         return loader.base_policies(cfg.model, settings).base
     policies = loader.run_policies(cfg.run, settings)

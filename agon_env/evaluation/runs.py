@@ -32,15 +32,14 @@ from agon_env.agents.protocol import SamplingParams
 from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies
 from agon_env.json_value import JSONRecord
-from agon_env.resolved import ResolvedRun, dtype_on
-from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError
+from agon_env.resolved import ResolvedRun
+from agon_env.runtime import Runtime, adapter_sources
 from agon_env.vocabulary import REFERENCE
 
 if TYPE_CHECKING:
     import torch
 
     from agon_env.agents.adapters import SharedBase
-    from agon_env.agents.llm_agent import LLMAgent
     from agon_env.agents.prompt_families import RolePrompts
     from agon_env.envs.tasks.base import Task
 
@@ -84,28 +83,6 @@ def settings_for(run: ResolvedRun, task: Task, **overrides: Any) -> Settings:
     return Settings(run, role_prompts(task, prompts), family_of(task, prompts.family))
 
 
-def _adapter_sources(run_dir: Path) -> dict[str, Path | dict[str, torch.Tensor]]:
-    """Adapter name -> a peft folder, or -> its state dict from the checkpoint."""
-    from agon_env.agents.adapters import ADAPTER_WEIGHTS
-
-    run = RunFolder(run_dir)
-    folder = run.adapters
-    found: dict[str, Path | dict[str, torch.Tensor]] = {}
-    if folder.is_dir():
-        for sub in sorted(folder.iterdir()):
-            if (sub / ADAPTER_WEIGHTS).is_file():
-                found[sub.name] = sub
-    if found:
-        return found
-    ckpt = run.checkpoint
-    if ckpt.is_file():
-        import torch
-
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
-        return dict(state.get("adapters") or {})
-    raise RunFolderError(f"{run_dir} has neither {ADAPTERS}/<name>/ nor {CHECKPOINT}: nothing to evaluate")
-
-
 def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
     from agon_env.agents.adapters import ADAPTER_WEIGHTS
 
@@ -122,7 +99,7 @@ def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
 def weights_hashes(run_dir: str | Path) -> dict[str, str]:
     """Each adapter of a run folder -> a hash of its weights, as its sample identity holds it:
     two folders with the same hashes hold the same policies (:mod:`agon_env.evaluation.checks`)."""
-    return {name: _fingerprint(source) for name, source in _adapter_sources(Path(run_dir)).items()}
+    return {name: _fingerprint(source) for name, source in adapter_sources(run_dir).items()}
 
 
 def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
@@ -130,7 +107,14 @@ def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
     return (settings.prompts, dict(settings.cfg.model.chat_template_kwargs))
 
 
-def _identity(model: str, who: str, sampling: SamplingParams, prompts: object, dtype: str = "float32") -> str:
+def _identity(
+    model: str,
+    who: str,
+    sampling: SamplingParams,
+    prompts: object,
+    dtype: str = "float32",
+    backend: str = "hf",
+) -> str:
     prompts = hashlib.sha256(repr(prompts).encode()).hexdigest()[:12]
     s = asdict(sampling)
     # How a batch is split does not change what is sampled; seeds are per row.
@@ -138,6 +122,8 @@ def _identity(model: str, who: str, sampling: SamplingParams, prompts: object, d
         s.pop(k)
     # Another dtype samples other completions; fp32 identities stay as they were recorded.
     model = model if dtype == "float32" else f"{model}@{dtype}"
+    # Another backend's kernels sample other completions too; HF identities stay as recorded.
+    model = model if backend == "hf" else f"{model}@{backend}"
     return json.dumps({"model": model, "policy": who, "sampling": s, "prompts": prompts}, sort_keys=True)
 
 
@@ -147,51 +133,36 @@ def run_task_kwargs(cfg: TrainConfig, env_id: str) -> dict[str, Any]:
 
 
 class PolicyLoader:
-    """Loads each base model once and builds agents over it, each with its run's :class:`Settings`.
+    """Builds each run's agents over one :class:`~agon_env.runtime.Runtime` (a base per model and
+    dtype, a backend per base), each with its run's :class:`Settings`.
 
     ``device``: where the bases live (``auto``: CUDA when this machine has it, the rule training
-    follows); each base in its run's ``model.dtype`` on that device (:func:`agon_env.resolved.dtype_on`)."""
+    follows); each base in its run's ``model.dtype`` on that device (:func:`agon_env.resolved.dtype_on`).
+    ``backend``: what generates (:data:`agon_env.runtime.BACKENDS`; ``auto`` as the serving commands)."""
 
-    def __init__(self, device: str = "auto") -> None:
-        from agon_env.agents.models import resolve_device
-
-        self.device = resolve_device(device)
-        self._bases: dict[tuple[str, str], SharedBase] = {}
+    def __init__(self, device: str = "auto", backend: str = "hf") -> None:
+        self.runtime = Runtime(device, backend)
+        self.device = self.runtime.device
 
     def dtype(self, cfg: TrainConfig) -> str:
         """The dtype a run's base loads in here."""
-        return dtype_on(cfg.model.dtype, self.device)
+        return self.runtime.dtype(cfg)
+
+    def _identity(self, model: str, who: str, sampling: SamplingParams, prompts: object, dtype: str) -> str:
+        return _identity(model, who, sampling, prompts, dtype, self.runtime.backend_name)
 
     def shared_base(self, model: str, dtype: str = "float32") -> SharedBase:
-        if (model, dtype) not in self._bases:
-            import torch
-
-            from agon_env.agents.adapters import SharedBase
-
-            base = SharedBase.from_source(model, dtype=getattr(torch, dtype), device=self.device)
-            self._bases[model, dtype] = base
-        return self._bases[model, dtype]
-
-    def _agent(self, name: str, base: SharedBase, adapter: str, settings: Settings) -> LLMAgent:
-        from agon_env.agents import HFBackend, LLMAgent
-
-        return LLMAgent(
-            name=name,
-            base=base,
-            adapter=adapter,
-            backend=HFBackend(base),
-            sampling=settings.sampling(name),
-            prompts=settings.prompts,
-            template_kwargs=settings.cfg.model.chat_template_kwargs,
-        )
+        return self.runtime.base(model, dtype)
 
     def base_policies(self, model: str, settings: Settings, label: str = "base") -> Policies:
         dtype = self.dtype(settings.cfg)
         base = self.shared_base(model, dtype)
         return Policies(
             label=label,
-            base=self._agent(BASE, base, REFERENCE, settings),
-            identities={BASE: _identity(model, "base", settings.sampling(BASE), _reads(settings), dtype)},
+            base=self.runtime.agent(BASE, base, REFERENCE, settings.run, settings.prompts),
+            identities={
+                BASE: self._identity(model, "base", settings.sampling(BASE), _reads(settings), dtype)
+            },
         )
 
     def run_policies(
@@ -206,15 +177,11 @@ class PolicyLoader:
         policies.env_options = settings.run.reader_options()
         dtype = self.dtype(cfg)
         base = self.shared_base(model, dtype)
-        for name, source in _adapter_sources(run_dir).items():
-            unique = f"r{index}_{name}"
-            if unique not in base.adapters:
-                if isinstance(source, Path):
-                    base.load(unique, source)
-                else:
-                    self._add_from_state(base, unique, source, cfg)
-            policies.adapters[name] = self._agent(name, base, unique, settings)
-            policies.identities[name] = _identity(
+        for name, (unique, source) in self.runtime.load_adapters(
+            base, adapter_sources(run_dir), cfg, f"r{index}_"
+        ).items():
+            policies.adapters[name] = self.runtime.agent(name, base, unique, settings.run, settings.prompts)
+            policies.identities[name] = self._identity(
                 model,
                 # The adapter's weights and name, never the folder it was read from: the same
                 # adapters sample the same completions wherever they lie (a resumed, a Ray and
@@ -225,12 +192,3 @@ class PolicyLoader:
                 dtype,
             )
         return policies
-
-    @staticmethod
-    def _add_from_state(
-        base: SharedBase, name: str, state: dict[str, torch.Tensor], cfg: TrainConfig
-    ) -> None:
-        from agon_env.agents.adapters import LoraSpec
-
-        base.add_adapter(name, LoraSpec(r=cfg.model.lora_r, alpha=cfg.model.lora_alpha))
-        base.load_adapter_state_dict(name, state)

@@ -39,9 +39,10 @@ class PairArgs(CommandArgs):
     device: str | None = None
     """``cpu`` or ``cuda`` (None: ``auto``, CUDA when this machine has it, as training and
     ``agon eval`` read it)."""
-    engine: str = "auto"
+    backend: Annotated[str, tyro.conf.arg(aliases=("--engine",))] = "auto"
     """``hf`` (transformers, in-process), ``vllm`` (one vLLM engine, both adapters as LoRA modules)
-    or ``auto`` (vLLM when it is installed and the model is a folder or Hub id, else hf)."""
+    or ``auto`` (vLLM when it is installed and the model is a folder or Hub id, else hf): the table
+    ``agon train --model.backend`` and ``agon eval --backend`` name (``--engine``: the old name)."""
     early_stop: bool = True
     """Stop each draft at ``</summary>`` when the run's channel shows only the summary
     (``--no-early-stop``: draft to the end, as training did; the challenger reads the same text)."""
@@ -68,7 +69,7 @@ class PairArgs(CommandArgs):
             direction=self.direction,
             eval_report=self.eval_report,
             device=self.device,
-            engine=self.engine,
+            engine=self.backend,
             early_stop=self.early_stop,
             seed=self.seed,
             continuous=continuous,

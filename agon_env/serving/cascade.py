@@ -30,10 +30,10 @@ from agon_env.envs.tasks.base import ListTask, Problem
 from agon_env.episodes import Episode, Start, play_episodes
 from agon_env.evaluation.methods import method_of
 from agon_env.evaluation.report_file import EvalReportError, read_eval_report
-from agon_env.evaluation.runs import PolicyLoader, settings_for
 from agon_env.registry import make
 from agon_env.resolved import ResolvedRun
-from agon_env.run_folder import RunFolder, load_resolved
+from agon_env.run_folder import RunFolder
+from agon_env.runtime import BACKENDS, BackendError, RunOnDisk, Runtime, model_window, pick_backend
 from agon_env.seeding import derive_seed
 from agon_env.serving.errors import CascadeError, QuestionError
 from agon_env.vocabulary import AGENT_A, AGENT_B
@@ -150,7 +150,8 @@ class Cascade:
         ``continuous``: on vLLM, its async engine (:mod:`agon_env.agents.vllm_async`), which batches
         calls from several threads continuously (a server's); HF generates one call at a time."""
         run_dir = Path(run_dir)
-        run = load_resolved(run_dir)
+        disk = RunOnDisk.read(run_dir)  # the folder read once: resolved run, name, adapters
+        run = disk.run
         channel = CHANNELS[run.exchange]
         if channel.cache:
             raise CascadeError(
@@ -159,37 +160,30 @@ class Cascade:
             )
         engine = pick_engine(engine, run.config.model.name)
         # Before any model is loaded: a missing direction is refused in a moment, not after a minute.
-        pair = _direction(run_dir, _adapter_names(run_dir, run), direction, eval_report)
+        pair = _direction(run_dir, disk.adapter_names, direction, eval_report)
         task = make(run.env_id, **run.task_kwargs).unwrapped.task
-        settings = settings_for(run, task)
-        loader = PolicyLoader(device=device or "auto")  # this machine's, by the rule training follows
-        policies = loader.run_policies(run_dir, settings)
-        _direction(run_dir, list(policies.adapters), pair, None)  # the loaded adapters hold both
-        agents = dict(policies.adapters)
-        dtype = loader.dtype(run.config)
-        base = loader.shared_base(run.config.model.name, dtype)
-        window = None
-        if engine == "vllm":
-            from agon_env.agents.vllm_async import AsyncVLLMBackend
-            from agon_env.agents.vllm_backend import VLLMBackend
+        from agon_env.agents.prompts import family_of, role_prompts
 
-            window = min(VLLM_MAX_MODEL_LEN, _model_window(base) or VLLM_MAX_MODEL_LEN)
-            engine_cls = AsyncVLLMBackend if continuous else VLLMBackend
-            backend = engine_cls(base, max_model_len=window, dtype=dtype)  # the HF base's dtype
-            for agent in agents.values():
-                agent.backend = backend
+        prompts = role_prompts(task, run.config.prompts)
+        runtime = Runtime(device or "auto", engine, continuous)  # this machine's, by training's rule
+        base = runtime.base(run.config.model.name, runtime.dtype(run.config))
+        loaded = runtime.load_adapters(base, disk.sources(), run.config)
+        _direction(run_dir, list(loaded), pair, None)  # the loaded adapters hold both
+        agents = {
+            name: runtime.agent(name, base, adapter, run, prompts) for name, (adapter, _) in loaded.items()
+        }
         return cls(
             run,
             agents,
             pair,
-            settings.family,
+            family_of(task, run.config.prompts.family),
             task,
             early_stop=early_stop,
             seed=seed,
-            label=RunFolder(run_dir).run_name,
+            label=disk.name,
             engine=engine,
-            engine_window=window,
-            continuous=continuous and engine == "vllm",
+            engine_window=runtime.engine_window(base),
+            continuous=runtime.continuous,
         )
 
     def close(self) -> None:
@@ -216,7 +210,7 @@ class Cascade:
 
     def window(self) -> int | None:
         """The context window in tokens: the model's, or the engine's where smaller (``None``: none)."""
-        limits = [w for w in (_model_window(self.base), self.engine_window) if w]
+        limits = [w for w in (model_window(self.base), self.engine_window) if w]
         return min(limits, default=None)
 
     def check(self, question: str, adapter: str | None = None, max_new_tokens: int | None = None) -> None:
@@ -375,25 +369,17 @@ adapter's alone)."""
 Listener = Callable[[int, str, str], None]
 """``(question index, stage, text)``: the next piece of that question's stage, as it is generated."""
 
-ENGINES = ("auto", "hf", "vllm")
-VLLM_MAX_MODEL_LEN = 4096
-"""The vLLM engine's context limit (KV memory is sized for it; the arith and math prompts take < 1k)."""
+ENGINES = ("auto", *BACKENDS)
+"""What ``--engine`` (``--backend``) takes: :data:`agon_env.runtime.BACKENDS` or ``auto``."""
 
 
 def pick_engine(engine: str, model: str) -> str:
-    """``auto``: vLLM when it imports here and the model is a folder or Hub id it can load, else HF."""
-    if engine not in ENGINES:
-        raise CascadeError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
-    if engine != "auto":
-        return engine
-    from agon_env.agents.models import resolve_source
-    from agon_env.agents.vllm_backend import vllm_available
-
-    return "vllm" if resolve_source(model) != "tiny" and vllm_available() else "hf"
-
-
-def _model_window(base: Any) -> int | None:
-    return getattr(base.base_model.config, "max_position_embeddings", None)
+    """``auto``: vLLM when it imports here and the model is a folder or Hub id it can load, else HF
+    (:func:`agon_env.runtime.pick_backend`)."""
+    try:
+        return pick_backend(engine, model)
+    except BackendError as exc:
+        raise CascadeError(str(exc)) from None
 
 
 def tuned(agent: Any, sampling: Mapping[str, Any] | None) -> Any:
@@ -456,17 +442,6 @@ def recorded_direction(run_dir: str | Path, eval_report: str | Path | None = Non
     except EvalReportError as exc:
         raise CascadeError(str(exc)) from None
     return mine.chosen if mine else None
-
-
-def _adapter_names(run_dir: Path, run: ResolvedRun) -> list[str]:
-    """The run's adapters: its ``adapters/`` folders, else (a run stopped early) its resolved list."""
-    folder = RunFolder(run_dir).adapters
-    found = (
-        sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
-        if folder.is_dir()
-        else []
-    )
-    return found or list(run.adapters)
 
 
 def _direction(

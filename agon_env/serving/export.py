@@ -312,10 +312,10 @@ def export(
     """Write ``out`` (see the module docstring); atomically: a failure leaves no half-written folder."""
     run_dir, out = Path(run_dir), Path(out)
     run = load_resolved(run_dir)
-    folder = RunFolder(run_dir).adapters
-    # A dot-folder is a save cut off mid-way (adapters.SharedBase.save), not an adapter.
-    found = [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
-    names = sorted(p.name for p in found if (p / ADAPTER_FILES[0]).is_file())
+    from agon_env.runtime import adapter_folders
+
+    folders = adapter_folders(run_dir)  # the one rule for what a run's adapters are
+    names = sorted(folders)
     if not names:
         raise ExportError(f"{run_dir} has no {ADAPTERS}/<name>/ (written when a run ends); nothing to export")
     if out.exists() and any(out.iterdir()):
@@ -333,9 +333,9 @@ def export(
         for name in names:
             (tmp / name).mkdir()
             for f in ADAPTER_FILES:
-                if (folder / name / f).is_file():
-                    shutil.copy2(folder / name / f, tmp / name / f)
-            config = read_adapter_config(folder / name)
+                if (folders[name] / f).is_file():
+                    shutil.copy2(folders[name] / f, tmp / name / f)
+            config = read_adapter_config(folders[name])
             config.update(base_model_name_or_path=named, inference_mode=True)
             (tmp / name / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
             ranks.append(int(config["r"]))

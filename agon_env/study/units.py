@@ -222,12 +222,11 @@ def child_env(unit: Unit, device: str | None = None) -> dict[str, str]:
     return env
 
 
-def device_flags(device: str | None) -> tuple[list[str], list[str]]:
-    """(``agon train`` flags, ``agon eval`` flags) that put a unit on ``device``."""
+def device_flags(device: str | None) -> list[str]:
+    """The flags that put a unit's ``agon train`` and ``agon eval`` on ``device`` (one spelling)."""
     if not device:
-        return [], []
-    kind = "cuda" if device.startswith("cuda") else device
-    return ["--model.device", kind], ["--device", kind]
+        return []
+    return ["--device", "cuda" if device.startswith("cuda") else device]
 
 
 def command(spec: Path) -> list[str]:
@@ -269,7 +268,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
         if unit.done():
             return 0
         started_at = mark_started(spec_path.parent, unit.name)
-        train_dev, eval_dev = device_flags(device)
+        on_device = device_flags(device)  # one spelling for train and eval
         if (
             unit.train is not None
             and unit.run_dir is not None
@@ -283,15 +282,15 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
             print(f"{unit.name}: {'resuming from its last checkpoint' if resume else 'training'}", flush=True)
             # A resumed run is its folder's own config.yaml (``agon train --resume --out-dir``).
             argv = ["--out-dir", str(folder), "--resume"] if resume else unit.train[1:]
-            launch = train_command([*argv, *train_dev], unit.processes)
+            launch = train_command([*argv, *on_device], unit.processes)
             rc = (
-                agon["train"]([*argv, *train_dev])
+                agon["train"]([*argv, *on_device])
                 if launch is None
                 else subprocess.run(launch, check=False).returncode
             )
             if rc:
                 return rc
-        rc = agon["eval"]([*unit.eval[1:], *eval_dev])
+        rc = agon["eval"]([*unit.eval[1:], *on_device])
         if rc == 0:
             from agon_env.evaluation.report import write_text_atomic
 

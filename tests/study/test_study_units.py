@@ -190,8 +190,8 @@ def test_a_unit_on_cuda_n_sees_that_gpu_alone_as_cuda() -> None:
     assert (
         env["CUDA_VISIBLE_DEVICES"] == "3" and env["OMP_NUM_THREADS"] == "2" and env["HF_HUB_OFFLINE"] == "1"
     )
-    assert device_flags("cuda:3") == (["--model.device", "cuda"], ["--device", "cuda"])
-    assert device_flags(None) == ([], []) and "CUDA_VISIBLE_DEVICES" not in child_env(unit, "cpu").keys() - {
+    assert device_flags("cuda:3") == ["--device", "cuda"]  # one spelling for train and eval
+    assert device_flags(None) == [] and "CUDA_VISIBLE_DEVICES" not in child_env(unit, "cpu").keys() - {
         k for k in os.environ
     }
 
