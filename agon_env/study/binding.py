@@ -33,8 +33,9 @@ from agon_env.errors import UserError
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.anchor import fingerprint, level_key, rederive
 from agon_env.study.diff import units
-from agon_env.study.records import adapter_hashes, file_sha256, read_stamp, started_path
-from agon_env.study.registration import REGISTRATION, read
+from agon_env.study.folder import REGISTRATION, UNIT_RECORD, StudyFolder
+from agon_env.study.records import adapter_hashes, file_sha256, read_stamp
+from agon_env.study.registration import read
 from agon_env.study.results_file import results_path
 from agon_env.study.verify import VerifyError, verify
 
@@ -151,8 +152,8 @@ def against_folder(doc: dict[str, Any], study: Path) -> list[str]:
     if reg is None:
         return [f"{study / REGISTRATION}: missing"]
     names = ("results", "registration")
-    found = first_difference((doc.get("plan") or {}).get("study"), reg.get("plan"), "plan", names)
-    found = found or first_difference(registered(doc), reg, "registration", names)
+    found = first_difference((doc.get("plan") or {}).get("study"), reg.plan, "plan", names)
+    found = found or first_difference(registered(doc), reg.document, "registration", names)
     return [found] if found else []
 
 
@@ -167,34 +168,32 @@ def unit_outcomes(eval_json: Path, ids: list[str]) -> dict[str, Any]:
 
 def against_units(doc: dict[str, Any], study: Path, reg: dict[str, Any]) -> list[str]:
     """Every unit of the results against its own records in ``study`` (:mod:`records`)."""
-    from agon_env.study.units import UNIT_RECORD
-
+    folder_ = StudyFolder(study)
     ids, wrong = doc["problems"]["test"]["ids"], []
     for name, rec in units(doc).items():
-        folder = study / "eval" / name
-        stamp = read_stamp(folder, UNIT_RECORD)
+        folder = folder_.eval_dir(name)
+        stamp = read_stamp(folder)
         if stamp is None:
             wrong.append(f"eval/{name}/{UNIT_RECORD}: missing")
             continue
-        wrong += [
-            f"eval/{name}/{UNIT_RECORD}.{k}: missing" for k in (*TIMES, "eval_sha256") if not stamp.get(k)
-        ]
+        held = {
+            "started_at": stamp.started_at,
+            "written_at": stamp.written_at,
+            "eval_sha256": stamp.eval_sha256,
+        }
+        wrong += [f"eval/{name}/{UNIT_RECORD}.{k}: missing" for k, v in held.items() if not v]
         for key in TIMES:
-            if rec.get(key) != stamp.get(key):
-                said = (
-                    "missing"
-                    if not rec.get(key)
-                    else f"results {rec.get(key)}, {UNIT_RECORD} {stamp.get(key)}"
-                )
+            if rec.get(key) != held[key]:
+                said = "missing" if not rec.get(key) else f"results {rec.get(key)}, {UNIT_RECORD} {held[key]}"
                 wrong.append(f"outcomes.{name}.{key}: {said}")
-        start = started_path(study / "units", name)
-        if not start.is_file() or start.read_text().strip() != stamp.get("started_at"):
+        start = folder_.started(name)
+        if not start.is_file() or start.read_text().strip() != stamp.started_at:
             wrong.append(
                 f"units/{start.name}: "
                 + ("missing" if not start.is_file() else f"not the start {UNIT_RECORD} records")
             )
         report = folder / EVAL_REPORT
-        if not report.is_file() or file_sha256(report) != stamp.get("eval_sha256"):
+        if not report.is_file() or file_sha256(report) != stamp.eval_sha256:
             wrong.append(
                 f"eval/{name}/{EVAL_REPORT}: "
                 + ("missing" if not report.is_file() else f"not the file {UNIT_RECORD} hashed")
@@ -205,15 +204,11 @@ def against_units(doc: dict[str, Any], study: Path, reg: dict[str, Any]) -> list
             mine, unit_outcomes(report, ids), f"outcomes.{name}", ("results", "eval.json")
         )
         wrong += [found] if found else []
-        if name != "base" and not stamp.get("adapters"):
+        if name != "base" and not stamp.adapters:
             wrong.append(f"eval/{name}/{UNIT_RECORD}.adapters: missing")
-        elif name != "base" and adapter_hashes(study / "runs" / name) != stamp["adapters"]:
+        elif name != "base" and adapter_hashes(folder_.run(name).path) != stamp.adapters:
             wrong.append(f"runs/{name}/adapters: not the files {UNIT_RECORD} hashed")
-    starts = [
-        (s.get("started_at") or "", n)
-        for n in units(doc)
-        if (s := read_stamp(study / "eval" / n, UNIT_RECORD))
-    ]
+    starts = [(s.started_at or "", n) for n in units(doc) if (s := folder_.read_unit_record(n))]
     first = min(starts, default=None)
     if first and first[0] and reg.get("registered_at", "~") > first[0]:
         wrong.append(
@@ -287,7 +282,7 @@ def bind(
     if folder is not None:
         checks.append(lambda: against_folder(doc, folder))
         if not old:
-            checks.append(lambda: against_units(doc, folder, read(folder) or {}))
+            checks.append(lambda: against_units(doc, folder, held.document if (held := read(folder)) else {}))
     if report:
         checks.append(lambda: against_report(doc, path, Path(report)))
     for check in checks:

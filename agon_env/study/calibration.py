@@ -17,30 +17,25 @@ A plan without ``calibration`` records an empty choice: the units use the plan's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from agon_env.evaluation.report import write_text_atomic
 from agon_env.evaluation.report_file import read_eval_report
+from agon_env.study.folder import CALIBRATION, CalibrationRecord, Measured, StudyFolder
 from agon_env.study.plan import StudyPlan
 from agon_env.study.units import calibration_unit, level, write_specs
 
-CALIBRATION = "calibration.json"
-"""The calibration's record in a study folder: ``task`` (the chosen keyword), ``measured``."""
+__all__ = ["CALIBRATION", "calibrate", "read_calibration", "uncalibrated"]
 
 
-def uncalibrated() -> dict[str, Any]:
-    """The record of a plan without calibration (or of a study folder not yet calibrated): a fresh
-    one each time, since callers read its ``task`` into the units' keywords."""
-    return {"task": {}, "measured": {}}
+def uncalibrated() -> CalibrationRecord:
+    """The record of a plan without calibration (or of a study folder not yet calibrated)."""
+    return CalibrationRecord()
 
 
-def read_calibration(out: Path) -> dict[str, Any]:
+def read_calibration(out: Path) -> CalibrationRecord:
     """The study folder's calibration record (:func:`uncalibrated` when it has none yet)."""
-    path = out / CALIBRATION
-    return json.loads(path.read_text()) if path.is_file() else uncalibrated()
+    return StudyFolder(out).read_calibration() or uncalibrated()
 
 
 def calibrate(
@@ -48,17 +43,18 @@ def calibrate(
     out: Path,
     launch: Callable[[dict[str, Path]], dict[str, str]],
     say: Callable[[str], None] = print,
-) -> dict[str, Any]:
+) -> CalibrationRecord:
     """The calibrated task keyword, measured by ``launch``-ing the base's units the first time
     (the procedure above; ``say`` tells the console each measurement), read back from
     ``calibration.json`` every time after."""
-    if (out / CALIBRATION).is_file():
-        return read_calibration(out)
+    folder = StudyFolder(out)
+    if (found := folder.read_calibration()) is not None:
+        return found
     cal = plan.calibration
     if cal is None:
         record = uncalibrated()
     else:
-        measured: dict[str, Any] = {}
+        measured: dict[str, Measured] = {}
         chosen = None
         for value in cal.candidates:
             unit = calibration_unit(plan, out, value)
@@ -67,7 +63,7 @@ def calibrate(
                 raise RuntimeError(f"calibration failed: {failed[unit.name]}")
             r = read_eval_report(unit.eval_dir).runs[0].methods["base-few-shot"]["pass@1"]
             key = f"{cal.keyword}={level(value)}"
-            measured[key] = {"successes": r["successes"], "trials": r["trials"], "rate": r["rate"]}
+            measured[key] = Measured(r["successes"], r["trials"], r["rate"])
             say(f"base few-shot at {key}: {100 * r['rate']:.1f}%")
             if len(cal.candidates) > 1 and cal.band[0] <= r["rate"] <= cal.band[1]:
                 chosen = value
@@ -75,14 +71,9 @@ def calibrate(
         if chosen is None:
             middle = sum(cal.band) / 2
             chosen = min(
-                cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"]["rate"] - middle)
+                cal.candidates, key=lambda v: abs(measured[f"{cal.keyword}={level(v)}"].rate - middle)
             )
-        record = {
-            "keyword": cal.keyword,
-            "chosen": level(chosen),
-            "task": {cal.keyword: level(chosen)},
-            "measured": measured,
-        }
+        record = CalibrationRecord({cal.keyword: level(chosen)}, measured, cal.keyword, level(chosen))
     out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / CALIBRATION, json.dumps(record) + "\n")
+    folder.write_calibration(record)
     return record

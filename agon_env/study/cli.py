@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,9 +22,9 @@ import tyro
 
 from agon_env.command import CommandArgs, dispatch, run_command, table_usage
 from agon_env.config import ConfigError
-from agon_env.errors import MissingFile
 from agon_env.run_folder import check_file_writable, check_writable
-from agon_env.study.results_file import RESULTS, read_results, write_results
+from agon_env.study.folder import StudyFolder
+from agon_env.study.results_file import read_results, write_results
 
 Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
 
@@ -190,18 +189,18 @@ def register(args: RegisterArgs) -> int:
     out = Path(_required(args.out, "--out DIR, the study folder"))
     check_writable(out, "--out")
     reg, new = freeze(plan, out, Path(args.plan), args.base_rate)
-    commit = reg.get("git_commit") or "none (the plan is in no git repository)"
+    commit = reg.git_commit or "none (the plan is in no git repository)"
     print(
-        f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg['plan_sha256'][:16]}, "
-        f"prompts {reg['prompts']}, agon-env {reg['package_version']}, study commit {commit}, "
-        f"{reg['registered_at']})"
+        f"{'registered' if new else 'already registered'}: {args.plan} (sha256 {reg.plan_sha256[:16]}, "
+        f"prompts {reg.prompts}, agon-env {reg.document.get('package_version')}, study commit {commit}, "
+        f"{reg.registered_at})"
     )
-    if reg.get("detectable"):
-        print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg['detectable'])}")
-    if reg.get("fingerprint"):  # registrations before it hold none
-        print(f"fingerprint: {reg['fingerprint']}")
+    if reg.detectable:
+        print(f"{', '.join(plan.comparisons) or 'no primary comparison'}: {describe(reg.detectable)}")
+    if reg.fingerprint:  # registrations before it hold none
+        print(f"fingerprint: {reg.fingerprint}")
         print("publish it before running: agon study verify RESULTS --fingerprint SHA checks against it")
-    if reg.get("git_commit"):  # outside a repository there is nothing to commit it to
+    if reg.git_commit:  # outside a repository there is nothing to commit it to
         print(
             f"commit before running: git add {args.plan} {out / REGISTRATION} "
             f"&& git commit -m 'register {plan.name}'"
@@ -235,17 +234,18 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
             f"(agon study register {args.plan} --out {args.out} first to fix them)"
         )
     registration.claim(plan, out)
+    folder = StudyFolder(out)
     if args.launcher == "ray":
         launch = partial(
             LAUNCHERS["ray"],
-            logs=out / "logs",
+            logs=folder.logs,
             address=args.ray_address,
             cpus_per_unit=args.cpus_per_unit,
             gpus_per_unit=args.gpus_per_unit,
         )
     else:
-        launch = partial(LAUNCHERS["local"], logs=out / "logs", workers=args.workers, devices=args.devices)
-    task = calibrate(plan, out, launch, say)["task"]
+        launch = partial(LAUNCHERS["local"], logs=folder.logs, workers=args.workers, devices=args.devices)
+    task = calibrate(plan, out, launch, say).task
     units = [base_unit(plan, out, task)] if plan.evaluation.base_methods else []
     units += [arm_unit(plan, out, arm, seed, task) for seed in plan.seeds for arm in plan.arms]
     for u in units:
@@ -260,7 +260,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
             break
         say(f"retrying {', '.join(failed)} (try {attempt + 1} of {args.retries + 1})")
         failed = launch(write_specs(out, [u for u in todo if u.name in failed]))
-    _record_failed(out, failed)
+    folder.write_failed({name: (tail.strip().splitlines() or [""])[-1] for name, tail in failed.items()})
     for name, tail in failed.items():
         print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
     if args.report:
@@ -269,20 +269,6 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
 
         log_summary(doc, out, args.report_to)
     return 1 if failed else 0
-
-
-def _record_failed(out: Path, failed: dict[str, str]) -> None:
-    """``failed.json``: each unit that failed in the last run and its log's last line (the report
-    names them); none failed: no file."""
-    from agon_env.evaluation.report import write_text_atomic
-    from agon_env.study.results import FAILED
-
-    path = out / FAILED
-    if failed:
-        last = {name: (tail.strip().splitlines() or [""])[-1] for name, tail in failed.items()}
-        write_text_atomic(path, json.dumps(last, indent=1) + "\n")
-    else:
-        path.unlink(missing_ok=True)
 
 
 def _report(
@@ -323,25 +309,22 @@ def _report(
         doc["summary"] = summary_from_outcomes(doc)
         label = results or str(study)
     else:
-        if not (study / "plan.yaml").is_file():
-            raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
-        plan = load(study / "plan.yaml")
+        folder = StudyFolder(study).require()
+        plan = load(folder.plan)
         reg = read(study)
-        refuse_another_plan(
-            reg, plan, study, str(study / "plan.yaml"), "a report reads the plan its units ran under"
-        )
+        refuse_another_plan(reg, plan, study, str(folder.plan), "a report reads the plan its units ran under")
         unknown = [a for pair in added for a in pair if a not in plan.arms]
         if unknown:
             raise ConfigError(f"--compare: {unknown[0]!r} is not an arm of the plan ({', '.join(plan.arms)})")
         try:
-            doc = build(plan, study, command, read(study), added)
+            doc = build(plan, study, command, reg, added)
         except (ConfigError, ImportError) as exc:
             # The units' task or plugins do not import here (another folder, another machine): the
             # results file holds every outcome, so the report is rendered from it alone.
-            if not (study / RESULTS).is_file():
+            if not (folder.results).is_file():
                 raise
-            print(f"agon study report: {exc}; rendering {study / RESULTS} as recorded", file=sys.stderr)
-            doc = read_results(study / RESULTS).document
+            print(f"agon study report: {exc}; rendering {folder.results} as recorded", file=sys.stderr)
+            doc = read_results(folder.results).document
             if added:
                 doc["added_comparisons"] = [*doc.get("added_comparisons", []), *map(list, added)]
             doc["summary"] = summary_from_outcomes(doc)
@@ -350,13 +333,13 @@ def _report(
 
             if transferred := sections(plan, study):  # `agon study eval`'s exploratory section, kept
                 doc[TRANSFER] = transferred
-            write_results(doc, study / RESULTS)
-        label = results or _shown(study / RESULTS)
+            write_results(doc, folder.results)
+        label = results or _shown(folder.results)
         print(tables.write(doc, study, label))
         from agon_env.study.binding import seal
 
-        if (study / RESULTS).is_file():
-            seal(study / "report.md", study / RESULTS)
+        if (folder.results).is_file():
+            seal(folder.report, folder.results)
     if results is not None:
         write_results(doc, Path(results))
     if docs is not None:
@@ -421,23 +404,20 @@ def transfer(args: TransferArgs) -> int:
     from agon_env.study.units import write_specs
 
     study = Path(_required(args.study, "a study folder")).resolve()
-    if not (study / "plan.yaml").is_file():
-        raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
-    plan = load(study / "plan.yaml")
+    folder = StudyFolder(study).require()
+    plan = load(folder.plan)
     env_id = _required(args.env, "--env ID, the task to evaluate on (e.g. agon/gsm8k-v0)")
     kwargs = parse_assignments(args.env_kwarg, "--env-kwarg")
     found = units(plan, study, env_id, kwargs, args.split, args.problems)
     todo = [u for u in found if not u.done()]
     say(f"{len(found) - len(todo)} of {len(found)} trained units evaluated on {env_id}; running {len(todo)}")
     failed = (
-        LAUNCHERS["local"](write_specs(study, todo), logs=study / "logs", workers=args.workers)
-        if todo
-        else {}
+        LAUNCHERS["local"](write_specs(study, todo), logs=folder.logs, workers=args.workers) if todo else {}
     )
     for name, tail in failed.items():
         print(f"--- {name} failed; the end of its log:\n{tail}", file=sys.stderr)
     done = sections(plan, study)
-    results = study / RESULTS
+    results = folder.results
     if results.is_file():  # the study's results gain the section; its summary is untouched
         from agon_env.study import tables
         from agon_env.study.binding import seal
@@ -447,7 +427,7 @@ def transfer(args: TransferArgs) -> int:
         write_results(doc, results)
         # report.md is sealed to the results' sha256: rendered again, or `verify --report` fails on it
         tables.write(doc, study, _shown(results))
-        seal(study / "report.md", results)
+        seal(folder.report, results)
     name = slug(env_id, kwargs, args.split)
     if name in done:
         print(table(name, done[name], plan_record(plan)))

@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from agon_env.errors import NotInstalled
-from agon_env.study.units import Unit, child_env, command
+from agon_env.study.folder import StudyFolder
+from agon_env.study.units import Lock, Unit, child_env, command
 
 _SAY = threading.Lock()
 
@@ -146,7 +147,7 @@ def _started(study: Path, name: str, since: float) -> bool:
     """Whether unit ``name``'s child took its lock after ``since``: the child rewrites the lock
     file with its pid on every acquisition, so its time says so on any node sharing the folder."""
     try:
-        return (study / "locks" / name / ".lock").stat().st_mtime >= since
+        return Lock(StudyFolder(study).lock(name)).path.stat().st_mtime >= since
     except FileNotFoundError:
         return False
 

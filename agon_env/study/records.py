@@ -14,16 +14,14 @@ failure, never "not late".
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from agon_env.run_folder import ADAPTERS, EVAL_REPORT
+from agon_env.study.folder import STARTED, UnitRecord, read_unit_record, write_text_atomic
 
-STARTED = ".started"
-"""The suffix of a unit's start record under ``units/`` (``units/grpo-seed0.started``)."""
+__all__ = ["STARTED", "adapter_hashes", "file_sha256", "mark_started", "started_path", "unit_stamp"]
 
 
 def now() -> str:
@@ -40,8 +38,6 @@ def started_path(units_dir: Path, name: str) -> Path:
 
 def mark_started(units_dir: Path, name: str) -> str:
     """The unit's first start (written now unless an earlier run of it wrote one)."""
-    from agon_env.evaluation.report import write_text_atomic
-
     path = started_path(units_dir, name)
     if not path.is_file():
         write_text_atomic(path, now() + "\n")
@@ -57,18 +53,17 @@ def adapter_hashes(run_dir: Path | None) -> dict[str, str]:
     return {str(p.relative_to(folder)): file_sha256(p) for p in files}
 
 
-def unit_stamp(eval_dir: Path, started_at: str, run_dir: Path | None) -> dict[str, Any]:
+def unit_stamp(eval_dir: Path, started_at: str, run_dir: Path | None) -> UnitRecord:
     """``unit.json``'s content for a unit whose ``eval.json`` was just written."""
-    return {
-        "started_at": started_at,
-        "written_at": now(),
-        "pid": os.getpid(),
-        "eval_sha256": file_sha256(eval_dir / EVAL_REPORT),
-        "adapters": adapter_hashes(run_dir),
-    }
+    return UnitRecord(
+        started_at=started_at,
+        written_at=now(),
+        pid=os.getpid(),
+        eval_sha256=file_sha256(eval_dir / EVAL_REPORT),
+        adapters=adapter_hashes(run_dir),
+    )
 
 
-def read_stamp(eval_dir: Path, record: str) -> dict[str, Any] | None:
-    """The unit's ``record`` file (``unit.json``) read back (None: there is none)."""
-    path = eval_dir / record
-    return json.loads(path.read_text()) if path.is_file() else None
+def read_stamp(eval_dir: Path) -> UnitRecord | None:
+    """The unit's ``unit.json`` read back (None: there is none)."""
+    return read_unit_record(eval_dir)

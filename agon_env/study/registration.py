@@ -17,20 +17,15 @@ were written, so "registered before results" is checkable from the files alone.
 from __future__ import annotations
 
 import hashlib
-import json
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from agon_env.config import ConfigError
-from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
+from agon_env.study.folder import REGISTRATION, Registration, StudyFolder, StudyStart
 from agon_env.study.plan import StudyPlan
-from agon_env.study.records import STARTED
-from agon_env.study.results_file import RESULTS
-
-REGISTRATION = "registration.json"
 
 
 def prompts_fingerprint() -> str:
@@ -169,12 +164,12 @@ def identity(plan: StudyPlan) -> dict[str, str | None]:
 
 
 def refuse_another_plan(
-    reg: dict[str, Any] | None, plan: StudyPlan, out: Path, subject: str, what: str
+    reg: Registration | None, plan: StudyPlan, out: Path, subject: str, what: str
 ) -> None:
     """Refuse ``what`` when ``out``'s registration ``reg`` froze another plan than ``plan``
     (``subject``: where ``plan`` was read from)."""
-    if reg is not None and reg["plan_sha256"] != plan.sha256():
-        sha, when = reg["plan_sha256"][:12], reg.get("registered_at", "at an unknown time")
+    if reg is not None and reg.plan_sha256 != plan.sha256():
+        sha, when = reg.plan_sha256[:12], reg.registered_at or "at an unknown time"
         raise ConfigError(
             f"{subject} differs from the plan registered in {out / REGISTRATION} (sha256 {sha}, "
             f"registered {when}); {what}"
@@ -183,25 +178,24 @@ def refuse_another_plan(
 
 def claim(plan: StudyPlan, out: Path) -> None:
     """Record the plan and prompts in ``out`` the first time; refuse another plan or other prompts."""
-    from agon_env.evaluation.report import write_text_atomic
+    from agon_env.study.folder import write_text_atomic
     from agon_env.study.plan import load
 
-    stored = out / "plan.yaml"
+    folder = StudyFolder(out)
+    stored = folder.plan
     if stored.is_file() and load(stored).sha256() != plan.sha256():
         raise ConfigError(f"{out} holds a study of another plan ({stored}); use another --out or that plan")
     prompts = prompts_fingerprint()
-    started = out / "study.json"
-    if started.is_file():
-        old = json.loads(started.read_text())["prompts"]
-        if old != prompts:
-            raise ConfigError(
-                f"{out} ran its units under other prompts ({old}, now {prompts}); use another --out"
-            )
+    started = folder.read_start()
+    if started is not None and started.prompts != prompts:
+        raise ConfigError(
+            f"{out} ran its units under other prompts ({started.prompts}, now {prompts}); use another --out"
+        )
     out.mkdir(parents=True, exist_ok=True)
     if not stored.is_file():
         write_text_atomic(stored, plan.yaml())
-    if not started.is_file():
-        write_text_atomic(started, json.dumps({"prompts": prompts, "started_at": now()}) + "\n")
+    if started is None:
+        folder.write_start(StudyStart(prompts, now()))
 
 
 def record(
@@ -228,53 +222,51 @@ def record(
     }
 
 
-def read(out: Path) -> dict[str, Any] | None:
-    path = out / REGISTRATION
-    return json.loads(path.read_text()) if path.is_file() else None
+def read(out: Path) -> Registration | None:
+    return StudyFolder(out).read_registration()
 
 
 def register(
     plan: StudyPlan, out: Path, source: Path | None = None, stated: float | None = None
-) -> tuple[dict[str, Any], bool]:
+) -> tuple[Registration, bool]:
     """Freeze ``plan`` (read from ``source``) in ``out`` (the registration, and False when it was
     already there); a folder registered with another plan is refused."""
-    from agon_env.evaluation.report import write_text_atomic
-
-    old = read(out)
+    folder = StudyFolder(out)
+    old = folder.read_registration()
     refuse_another_plan(old, plan, out, str(source or "the plan"), "a new plan needs a new --out")
     if old is not None:
         return old, False
-    started = any((out / "units").glob(f"*{STARTED}"))  # a unit begun: its start must follow
-    if started or (out / RESULTS).is_file() or any((out / "eval").glob(f"*/{EVAL_REPORT}")):
+    started = folder.any_started()  # a unit begun: its start must follow
+    if started or folder.results.is_file() or folder.any_evaluated():
         raise ConfigError(
             f"{out} already holds {'started units' if started else 'results'}: a registration must "
             "come before them; use a new --out"
         )
     power = admissible(plan, stated)
     out.mkdir(parents=True, exist_ok=True)
-    reg = record(plan, source, power)
-    write_text_atomic(out / REGISTRATION, json.dumps(reg, indent=1, ensure_ascii=False) + "\n")
+    reg = Registration(record(plan, source, power))
+    folder.write_registration(reg)
     return reg, True
 
 
-def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
+def check(plan: StudyPlan, out: Path) -> Registration | None:
     """The registration in ``out`` when ``plan`` is the one it froze (None: not registered);
     a changed plan, or prompts other than the registered ones, is refused (naming what changed)."""
     reg, mine = read(out), identity(plan)
-    if reg is not None and reg["plan_sha256"] == mine["plan_sha256"]:
+    if reg is not None and reg.plan_sha256 == mine["plan_sha256"]:
         preset = mine["preset_sha256"]
-        if reg.get("preset_sha256", preset) != preset:  # registrations before it hold none
+        if reg.document.get("preset_sha256", preset) != preset:  # registrations before it hold none
             raise ConfigError(
                 f"the preset {plan.config} differs from the one registered in {out / REGISTRATION} "
                 "(its content changed since): restore it, or register anew in a new --out"
             )
         now_prompts = mine["prompts"]
-        if reg["prompts"] != now_prompts:
+        if reg.prompts != now_prompts:
             raise ConfigError(
                 f"the prompts differ from those registered in {out / REGISTRATION} "
-                f"({reg['prompts']}, now {now_prompts}): run the registered code"
+                f"({reg.prompts}, now {now_prompts}): run the registered code"
             )
-        frozen = (reg.get("anchor") or {}).get("task_modules")  # registrations before it hold none
+        frozen = (reg.anchor or {}).get("task_modules")  # registrations before it hold none
         edited = [m for m, sha in task_modules(plan).items() if frozen is not None and frozen.get(m) != sha]
         if edited:
             raise ConfigError(
@@ -285,7 +277,7 @@ def check(plan: StudyPlan, out: Path) -> dict[str, Any] | None:
     if reg is None:
         return None
     now_ = plan.as_dict()
-    changed = [k for k in now_ if reg["plan"].get(k) != now_[k]]
+    changed = [k for k in now_ if reg.plan.get(k) != now_[k]]
     raise ConfigError(
         f"the plan differs from the one registered in {out / REGISTRATION} "
         f"({', '.join(changed) or 'content'} changed); run the registered plan, or register "

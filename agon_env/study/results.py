@@ -12,7 +12,6 @@ outcome lists alone (:func:`agon_env.study.analysis.summary_from_outcomes`, whic
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -26,12 +25,11 @@ from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.study.analysis import PER_STEP, TRAINING_RATES, summary_from_outcomes
 from agon_env.study.calibration import read_calibration
+from agon_env.study.folder import FAILED, Registration, StudyFolder, read_unit_record
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
-from agon_env.study.units import UNIT_RECORD
 from agon_env.upgrade import LEGACY_CHANGED
 
-FAILED = "failed.json"
-"""The units that failed in a study's last run, each with its log's last line (``agon study run``)."""
+__all__ = ["FAILED", "build", "collect", "plan_record", "problems", "training", "unit_record"]
 
 
 def sha(prompt: str) -> str:
@@ -111,17 +109,17 @@ def check_eval(report: EvalReport, plan: StudyPlan, task: dict[str, Any], path: 
 
 def written_at(eval_dir: Path) -> str:
     """When the unit's results were written (its ``unit.json``, else its ``eval.json``'s mtime)."""
-    stamp = eval_dir / UNIT_RECORD
-    if stamp.is_file():
-        return json.loads(stamp.read_text())["written_at"]
+    stamp = read_unit_record(eval_dir)
+    if stamp is not None and stamp.written_at is not None:
+        return stamp.written_at
     mtime = (eval_dir / EVAL_REPORT).stat().st_mtime
     return datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def started_at(eval_dir: Path) -> str | None:
     """When the unit started (its ``unit.json``; None: written before units recorded it)."""
-    stamp = eval_dir / UNIT_RECORD
-    return json.loads(stamp.read_text()).get("started_at") if stamp.is_file() else None
+    stamp = read_unit_record(eval_dir)
+    return None if stamp is None else stamp.started_at
 
 
 def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
@@ -148,12 +146,13 @@ def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[
 
 def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
     """Per arm and seed: outcomes per method, the validation choice, lengths, training rates."""
+    folder = StudyFolder(out)
     arms: dict[str, dict[str, Any]] = {}
     missing = []
     for seed in plan.seeds:  # seed-major, as the units run: each finished seed compares every arm
         for arm in plan.arms:
             name = unit_name(arm, seed)
-            path = out / "eval" / name / EVAL_REPORT
+            path = folder.eval_report(name)
             if not path.is_file():
                 missing.append(name)
                 continue
@@ -170,11 +169,11 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
                 "answers_differ": ((run.record.get("complementarity") or {}).get("adapters") or {}).get(
                     "answers_differ"
                 ),
-                "training": training(out / "runs" / name, steps),
+                "training": training(folder.run(name).path, steps),
             }
     arms = {arm: arms[arm] for arm in plan.arms if arm in arms}
     base = None
-    base_path = out / "eval" / "base" / EVAL_REPORT
+    base_path = folder.eval_report("base")
     if base_path.is_file():
         report = read_eval_report(base_path)
         check_eval(report, plan, task, base_path)
@@ -228,25 +227,26 @@ def build(
     plan: StudyPlan,
     out: Path,
     command: str = "",
-    registration: dict[str, Any] | None = None,
+    registration: Registration | None = None,
     added: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The results document of the study in ``out``; ``added``: comparisons asked for at report
     time (exploratory)."""
+    folder = StudyFolder(out)
     calibration = read_calibration(out)
-    task = calibration["task"]
+    task = calibration.task
     probs = problems(plan, task)
     cfg = plan.base_config()
-    started = json.loads((out / "study.json").read_text()) if (out / "study.json").is_file() else {}
+    started = folder.read_start()
     doc: dict[str, Any] = {
         "bench": "agon study",
         "command": command,
         "task": {"env": cfg.env.id, "kwargs": task_kwargs(plan, task), "calibrated": task},
         "model": cfg.model.name,
         "plan": plan_record(plan),
-        "hashes": {"plan_sha256": plan.sha256(), "prompts": started.get("prompts")},
-        "registration": registration,
-        "calibration": {"split": "validation", **calibration},
+        "hashes": {"plan_sha256": plan.sha256(), "prompts": None if started is None else started.prompts},
+        "registration": None if registration is None else registration.document,
+        "calibration": {"split": "validation", **calibration.to_record()},
         "problems": probs,
     }
     if added:
@@ -254,6 +254,6 @@ def build(
     doc["outcomes"] = collect(plan, out, task, probs["test"]["ids"])
     doc["summary"] = summary_from_outcomes(doc)
     doc["complete"] = not doc["outcomes"]["missing"]
-    if (out / FAILED).is_file():
-        doc["failed_units"] = json.loads((out / FAILED).read_text())
+    if folder.failed.is_file():
+        doc["failed_units"] = folder.read_failed()
     return doc

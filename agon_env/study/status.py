@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from agon_env.errors import MissingFile
-from agon_env.run_folder import CHECKPOINT, EVAL_REPORT
+from agon_env.run_folder import RunFolder
+from agon_env.study.folder import StudyFolder
 from agon_env.study.plan import StudyPlan, episode_turns, load, unit_name
-from agon_env.study.results import FAILED
-from agon_env.study.units import UNIT_RECORD, trained
+from agon_env.study.units import Lock, trained
 
 
 @dataclass
@@ -73,7 +72,7 @@ class UnitState:
 
 def _holder(study: Path, name: str) -> int | None:
     """The pid holding unit ``name``'s lock when it is a live process here, else None."""
-    path = study / "locks" / name / ".lock"
+    path = Lock(StudyFolder(study).lock(name)).path
     try:
         pid = int(path.read_text().strip() or 0)
     except (OSError, ValueError):
@@ -91,13 +90,13 @@ def _holder(study: Path, name: str) -> int | None:
 
 def logged_steps(run_dir: Path) -> int:
     """Rows in a run's ``metrics.jsonl`` (one per finished step)."""
-    path = run_dir / "metrics.jsonl"
+    path = RunFolder(run_dir).metrics
     return sum(1 for line in path.read_text().splitlines() if line.strip()) if path.is_file() else 0
 
 
 def resume_step(run_dir: Path) -> int | None:
     """The step a unit's run resumes from (None: it starts afresh)."""
-    return logged_steps(run_dir) if (run_dir / CHECKPOINT).is_file() else None
+    return logged_steps(run_dir) if RunFolder(run_dir).checkpoint.is_file() else None
 
 
 def resume_note(spec: Path) -> str:
@@ -125,27 +124,26 @@ def unit_names(plan: StudyPlan) -> list[tuple[str, int, int]]:
 
 
 def unit_state(study: Path, name: str, steps: int, failed: dict[str, str], turns: int = 1) -> UnitState:
-    eval_dir, run_dir = study / "eval" / name, study / "runs" / name
+    folder = StudyFolder(study)
+    run_dir = folder.run(name).path
     step = logged_steps(run_dir) if steps else 0
-    if (eval_dir / EVAL_REPORT).is_file():
-        lock, stamp = study / "locks" / name / ".lock", eval_dir / UNIT_RECORD
+    if folder.eval_report(name).is_file():
+        lock, stamp = Lock(folder.lock(name)).path, folder.unit_record(name)
         seconds = stamp.stat().st_mtime - lock.stat().st_mtime if lock.is_file() and stamp.is_file() else None
         return UnitState(name, "done", step, steps, turns, seconds)
     if _holder(study, name) is not None:
         return UnitState(name, "evaluating" if step >= steps else "running", step, steps, turns)
     if name in failed:
         return UnitState(name, "failed", step, steps, turns, last_line=failed[name])
-    begun = (study / "logs" / f"{name}.log").is_file() or run_dir.exists()
+    begun = folder.log(name).is_file() or run_dir.exists()
     return UnitState(name, "stopped" if begun else "waiting", step, steps, turns)
 
 
 def states(study: Path) -> list[UnitState]:
     """Every unit of the study in ``study`` (a folder ``agon study run`` made)."""
-    if not (study / "plan.yaml").is_file():
-        raise MissingFile(f"{study} is no study folder (no plan.yaml); `agon study run` makes one")
-    plan = load(study / "plan.yaml")
-    path = study / FAILED
-    failed = json.loads(path.read_text()) if path.is_file() else {}
+    folder = StudyFolder(study).require()
+    plan = load(folder.plan)
+    failed = folder.read_failed()
     return [unit_state(study, name, steps, failed, turns) for name, steps, turns in unit_names(plan)]
 
 
@@ -169,11 +167,12 @@ def render(study: Path, units: list[UnitState], now: float | None = None) -> str
     """The status as printed: one line for the study, one per unit."""
     now = time.time() if now is None else now
     counts = {s: sum(u.state == s for u in units) for s in ("done", "running", "evaluating", "failed")}
-    started = study / "study.json"
+    folder = StudyFolder(study)
+    started = folder.read_start()
     so_far = ""
-    if started.is_file():
-        t0 = datetime.fromisoformat(json.loads(started.read_text())["started_at"].replace("Z", "+00:00"))
-        ends = [(study / "eval" / u.name / UNIT_RECORD).stat().st_mtime for u in units if u.state == "done"]
+    if started is not None:
+        t0 = datetime.fromisoformat(started.started_at.replace("Z", "+00:00"))
+        ends = [folder.unit_record(u.name).stat().st_mtime for u in units if u.state == "done"]
         active = any(u.state in ("running", "evaluating") for u in units)
         end = now if active or not ends else max(ends)
         so_far = f"; {end - t0.timestamp():.0f} s since it started"

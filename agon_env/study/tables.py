@@ -32,6 +32,8 @@ from agon_env.study.analysis import (
     verdict,
 )
 from agon_env.study.analysis import rule as rule_of
+from agon_env.study.folder import FIGURE as FIGURE_FILE
+from agon_env.study.folder import StudyFolder
 from agon_env.study.health import notes
 from agon_env.study.plan import split
 from agon_env.study.registration import describe
@@ -577,13 +579,14 @@ def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str
 def report_markdown(doc: dict[str, Any], results: str) -> str:
     """report.md's Markdown (``agon study verify --report`` renders it again to compare)."""
     table = markdown(doc, "report", results)
-    table = table.replace(f"]({figure_name('report')})", "](accuracy_vs_length.png)")
+    table = table.replace(f"]({figure_name('report')})", f"]({FIGURE_FILE})")
     return table + transfer_markdown(doc)  # `agon study eval`'s exploratory sections, after the study's own
 
 
 def write(doc: dict[str, Any], out: Path, results: str) -> str:
     """``out/report.md`` and ``out/accuracy_vs_length.png``; the Markdown."""
     table = report_markdown(doc, results)
-    write_text_atomic(out / "report.md", table)
-    figure(doc, out / "accuracy_vs_length.png")
+    folder = StudyFolder(out)
+    write_text_atomic(folder.report, table)
+    figure(doc, folder.figure)
     return table

@@ -39,8 +39,11 @@ def spec_env(spec: Path, config: dict[str, Any] | None) -> dict[str, str]:
     report_to = (config or {}).get("report_to") or []
     if not any(t in TRACKED for t in report_to):
         return {}
-    plan = yaml.safe_load((spec.parent.parent / "plan.yaml").read_text()) or {}
-    return unit_env(str(plan.get("name") or spec.parent.parent.name), spec.stem, report_to)
+    from agon_env.study.folder import StudyFolder
+
+    study = StudyFolder(spec.parent.parent)
+    plan = yaml.safe_load(study.plan.read_text()) or {}
+    return unit_env(str(plan.get("name") or study.path.name), spec.stem, report_to)
 
 
 def scalars(doc: dict[str, Any]) -> dict[str, float]:
@@ -59,7 +62,9 @@ def log_summary(doc: dict[str, Any], study: Path, report_to: Sequence[str]) -> l
     """Log the study's summary run to each tracker of ``report_to`` it groups; returns the runs
     opened (wandb's run objects, for a caller that reads them back)."""
     name = doc["plan"].get("study", {}).get("name") or study.name
-    values, report = scalars(doc), (study / "report.md")
+    from agon_env.study.folder import StudyFolder
+
+    values, report = scalars(doc), StudyFolder(study).report
     text = report.read_text() if report.is_file() else ""
     runs = []
     if "wandb" in report_to:

@@ -19,12 +19,12 @@ from agon_env.errors import InputError
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.analysis import summary_from_outcomes
+from agon_env.study.folder import TRANSFER, StudyFolder
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.results import unit_record
 from agon_env.study.units import Unit, kwarg_flags, trained
 
-TRANSFER = "transfer"
-"""The study folder's sub-folder of transfer evaluations, and the results file's section."""
+__all__ = ["TRANSFER", "markdown", "sections", "slug", "table", "units"]
 
 
 def slug(env_id: str, kwargs: dict[str, Any], split: str) -> str:
@@ -42,18 +42,19 @@ def units(
 ) -> list[Unit]:
     """A transfer evaluation of each trained unit of the study in ``out``."""
     e, task = plan.evaluation, slug(env_id, kwargs, split)
+    study = StudyFolder(out)
     found = []
     for seed in plan.seeds:
         for arm in plan.arms:
             name = unit_name(arm, seed)
             cfg = plan.unit_config(arm, seed)
-            run_dir = out / "runs" / name
+            run_dir = study.run(name).path
             if not trained(run_dir, cfg.steps):
                 continue
             methods = list(dict.fromkeys([*e.methods, two_stage(cfg.algo)]))
             if two_stage(cfg.algo) == "self-cascade":
                 methods = [m for m in methods if m != "cascade"]
-            folder = out / TRANSFER / task / name
+            folder = study.transfer_dir(task, name)
             argv = [
                 "eval",
                 str(run_dir),
@@ -89,7 +90,7 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
     """The results file's ``transfer`` section: per task evaluated, each unit's outcomes (as the
     study's own units record them), marked exploratory; empty when none was run."""
     tasks: dict[str, Any] = {}
-    for folder in sorted(p for p in (out / TRANSFER).glob("*") if p.is_dir()):
+    for folder in sorted(p for p in (StudyFolder(out).path / TRANSFER).glob("*") if p.is_dir()):
         arms: dict[str, dict[str, Any]] = {}
         ids: list[str] | None = None
         data: dict[str, Any] = {}

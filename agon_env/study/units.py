@@ -31,12 +31,11 @@ from typing import Any
 
 from agon_env.config import to_dict
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, read_metrics
+from agon_env.study.folder import UNIT_RECORD, StudyFolder, write_text_atomic, write_unit_record
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.records import mark_started, unit_stamp
 
-UNIT_RECORD = "unit.json"
-"""Written into a unit's eval folder after its ``eval.json``: when the unit started and its results
-were written, and hashes of its ``eval.json`` and adapters (:mod:`agon_env.study.records`)."""
+__all__ = ["UNIT_RECORD", "Lock", "Unit", "arm_unit", "base_unit", "calibration_unit", "write_specs"]
 
 
 @dataclass
@@ -143,7 +142,7 @@ def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
     assert cal is not None
     kwargs = {**cfg.env.kwargs, cal.keyword: level(value)}
     name = f"calibrate-{cal.keyword}={level(value)}"
-    folder = out / "calibration" / f"{cal.keyword}={level(value)}"
+    folder = StudyFolder(out).calibration_dir(f"{cal.keyword}={level(value)}")
     flags = ["--split", "validation", "--methods", "base-few-shot", "--problems", str(cal.problems)]
     argv = [*base_eval(plan, kwargs, folder, *flags, "--val-problems", "0"), "--quiet", *imports(cfg)]
     return Unit(name, argv, str(folder), threads=cfg.threads)
@@ -167,7 +166,7 @@ def test_flags(plan: StudyPlan) -> list[str]:
 
 def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
     cfg = plan.base_config()
-    folder = out / "eval" / "base"
+    folder = StudyFolder(out).eval_dir("base")
     flags = ["--methods", *plan.evaluation.base_methods, *test_flags(plan)]
     argv = [*base_eval(plan, {**cfg.env.kwargs, **task}, folder, *flags), *imports(cfg)]
     return Unit("base", argv, str(folder), threads=cfg.threads)
@@ -176,9 +175,10 @@ def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
 def arm_unit(plan: StudyPlan, out: Path, arm: str, seed: int, task: dict[str, Any]) -> Unit:
     """Train ``arm`` with ``seed`` from its resolved config file, then evaluate that run alone."""
     name = unit_name(arm, seed)
-    run_dir, eval_dir = out / "runs" / name, out / "eval" / name
+    study = StudyFolder(out)
+    run_dir, eval_dir = study.run(name).path, study.eval_dir(name)
     cfg = plan.unit_config(arm, seed, task, out_dir=str(run_dir))
-    config_file = out / "units" / f"{name}.yaml"
+    config_file = study.unit_config(name)
     methods = list(dict.fromkeys([*plan.evaluation.methods, two_stage(cfg.algo)]))
     if two_stage(cfg.algo) == "self-cascade":
         methods = [m for m in methods if m != "cascade"]  # one adapter: nothing to cascade with
@@ -199,15 +199,13 @@ def write_specs(out: Path, units: list[Unit]) -> dict[str, Path]:
     """Each unit's spec, and an arm unit's config as YAML, under ``out/units``: name -> spec."""
     import yaml
 
-    from agon_env.evaluation.report import write_text_atomic
-
-    folder = out / "units"
-    folder.mkdir(parents=True, exist_ok=True)
+    study = StudyFolder(out)
+    study.units.mkdir(parents=True, exist_ok=True)
     specs = {}
     for u in units:
         if u.config is not None:
-            write_text_atomic(folder / f"{u.name}.yaml", yaml.safe_dump(u.config, sort_keys=False))
-        specs[u.name] = folder / f"{u.name}.json"
+            write_text_atomic(study.unit_config(u.name), yaml.safe_dump(u.config, sort_keys=False))
+        specs[u.name] = study.spec(u.name)
         write_text_atomic(specs[u.name], json.dumps(asdict(u), indent=1) + "\n")
     return specs
 
@@ -259,15 +257,15 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
 
     agon = {"train": train, "eval": eval_main}
     unit = Unit(**json.loads(spec_path.read_text()))
-    study = spec_path.parent.parent
-    lock = Lock(study / "locks" / unit.name)
+    study = StudyFolder(spec_path.parent.parent)
+    lock = Lock(study.lock(unit.name))
     if not lock.acquire(wait=False):
         print(f"{unit.name}: another process runs it; waiting for it", flush=True)
         lock.acquire(wait=True)
     try:
         if unit.done():
             return 0
-        started_at = mark_started(spec_path.parent, unit.name)
+        started_at = mark_started(study.units, unit.name)
         on_device = device_flags(device)  # one spelling for train and eval
         if (
             unit.train is not None
@@ -292,11 +290,8 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
                 return rc
         rc = agon["eval"]([*unit.eval[1:], *on_device])
         if rc == 0:
-            from agon_env.evaluation.report import write_text_atomic
-
             run_dir = None if unit.run_dir is None else Path(unit.run_dir)
-            stamp = unit_stamp(Path(unit.eval_dir), started_at, run_dir)
-            write_text_atomic(Path(unit.eval_dir) / UNIT_RECORD, json.dumps(stamp) + "\n")
+            write_unit_record(Path(unit.eval_dir), unit_stamp(Path(unit.eval_dir), started_at, run_dir))
         return rc
     finally:
         lock.release()

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from agon_env.study.calibration import CALIBRATION, calibrate, read_calibration, uncalibrated
+from agon_env.study.folder import Measured
 from agon_env.study.plan import StudyPlan, from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,9 +47,9 @@ def test_the_first_candidate_in_the_band_is_chosen_and_the_rest_not_measured(tmp
     launched: list[str] = []
     record = calibrate(_plan([1, 2.0, 3]), tmp_path, _launcher(rates, launched), say=_quiet)
     assert launched == ["calibrate-difficulty=1", "calibrate-difficulty=2"]
-    assert record["chosen"] == 2 and record["task"] == {"difficulty": 2}
-    assert record["measured"]["difficulty=2"] == {"successes": 3, "trials": 10, "rate": 0.3}
-    assert json.loads((tmp_path / CALIBRATION).read_text()) == record
+    assert record.chosen == 2 and record.task == {"difficulty": 2}
+    assert record.measured["difficulty=2"] == Measured(3, 10, 0.3)
+    assert json.loads((tmp_path / CALIBRATION).read_text()) == record.to_record()
     # measured once: a resumed study reads the record back and launches nothing
     again: list[str] = []
     assert calibrate(_plan([1, 2, 3]), tmp_path, _launcher(rates, again), say=_quiet) == record
@@ -59,15 +60,16 @@ def test_without_a_candidate_in_the_band_the_nearest_to_its_middle_is_chosen(tmp
     rates = {"calibrate-difficulty=1": 0.9, "calibrate-difficulty=2": 0.5, "calibrate-difficulty=3": 0.05}
     launched: list[str] = []
     record = calibrate(_plan([1, 2, 3]), tmp_path / "a", _launcher(rates, launched), say=_quiet)
-    assert len(launched) == 3 and record["chosen"] == 2  # |0.5 - 0.3| < |0.05 - 0.3| < |0.9 - 0.3|
+    assert len(launched) == 3 and record.chosen == 2  # |0.5 - 0.3| < |0.05 - 0.3| < |0.9 - 0.3|
     # one candidate is used whatever it measured
     one = calibrate(_plan([3]), tmp_path / "b", _launcher({"calibrate-difficulty=3": 0.9}, []), say=_quiet)
-    assert one["chosen"] == 3 and one["measured"]["difficulty=3"]["rate"] == 0.9
+    assert one.chosen == 3 and one.measured["difficulty=3"].rate == 0.9
 
 
 def test_a_plan_without_calibration_records_an_empty_task(tmp_path: Path) -> None:
     plan = from_dict(yaml.safe_load(SMOKE.read_text()))
-    assert read_calibration(tmp_path) == uncalibrated() == {"task": {}, "measured": {}}
+    assert read_calibration(tmp_path) == uncalibrated()
+    assert uncalibrated().to_record() == {"task": {}, "measured": {}}
 
     def launch(specs: dict[str, Path]) -> dict[str, str]:
         raise AssertionError("nothing to measure")
@@ -75,5 +77,5 @@ def test_a_plan_without_calibration_records_an_empty_task(tmp_path: Path) -> Non
     assert calibrate(plan, tmp_path, launch) == uncalibrated()
     assert read_calibration(tmp_path) == uncalibrated()
     # a fresh record each call: one caller filling its task in does not reach the next
-    read_calibration(tmp_path / "none")["task"]["difficulty"] = 9
+    read_calibration(tmp_path / "none").task["difficulty"] = 9
     assert read_calibration(tmp_path / "none") == uncalibrated()

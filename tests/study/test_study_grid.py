@@ -72,7 +72,7 @@ def test_a_bad_grid_is_one_line_before_anything_runs(
 def test_registration_freezes_the_expansion(tmp_path: Path) -> None:
     plan = from_dict(copy.deepcopy(GRID))
     reg, new = registration.register(plan, tmp_path)
-    assert new and set(reg["plan"]["arms"]) == set(plan.arms) and len(plan.arms) == 8
+    assert new and set(reg.plan["arms"]) == set(plan.arms) and len(plan.arms) == 8
     wider = copy.deepcopy(GRID)
     wider["grid"]["optim.lr"].append("1e-3")
     with pytest.raises(ConfigError, match="arms"):
