@@ -18,15 +18,18 @@ field                             what it does
 ``seed``                          seeds both stages; absent, each request draws a fresh one
 ``stop``                          a string or up to 4 strings that end the answer (not returned in it)
 ``include_stop_str_in_output``    vLLM's: the reply keeps the stop string that ended it
+``min_p``, ``min_tokens``,        vLLM's sampling fields, for the answering stage as vLLM reads them
+``repetition_penalty``,           (:class:`~agon_env.options.SamplingParams`; ``min_tokens`` at most
+``ignore_eos``,                   the budget)
+``stop_token_ids``
 ``n``                             that many answers, each its own seed (not with ``stream``)
 ``stream``, ``stream_options``    server-sent chunks; ``include_usage`` adds a last usage chunk
 ``user``                          accepted and not read (OpenAI's end-user id for abuse monitoring)
 ================================  ==================================================================
 
 Fields that would change the reply in ways this server does not (``tools``, ``response_format``,
-``logprobs`` ...) are refused with a 400 that names them when set to anything but their default;
-so are vLLM's ``min_p``, ``repetition_penalty``, ``min_tokens``, ``ignore_eos`` and
-``stop_token_ids`` (:data:`NEUTRAL`). The checks are pure: the fuzz test in
+``logprobs`` ...) are refused with a 400 that names them when set to anything but their default,
+and the penalties other than 0 (:data:`NEUTRAL`). The checks are pure: the fuzz test in
 ``tests/serving/test_server_fuzz.py`` throws mutated bodies at them through the app.
 """
 
@@ -56,16 +59,11 @@ UNSUPPORTED = (
 )
 """Fields that would change the reply's shape or content in ways this server does not: a 400 naming
 the field when set to anything but null/false/empty (clients send ``logprobs: false`` by default)."""
-NEUTRAL = {
-    "presence_penalty": 0,
-    "frequency_penalty": 0,
-    "min_p": 0,
-    "repetition_penalty": 1,
-    "min_tokens": 0,
-}
+NEUTRAL = {"presence_penalty": 0, "frequency_penalty": 0}
 """Numeric fields accepted at the value that leaves sampling as it is, and refused otherwise."""
-NEUTRAL_FLAGS = ("ignore_eos", "stop_token_ids")
-"""vLLM's fields accepted when false or empty only."""
+MAX_STOP_TOKEN_IDS = 64
+VLLM_SAMPLING = ("min_p", "repetition_penalty", "min_tokens", "ignore_eos", "stop_token_ids")
+"""vLLM's sampling fields, passed to the answering stage's :class:`~agon_env.options.SamplingParams`."""
 KNOWN = {
     "model",
     "messages",
@@ -83,7 +81,7 @@ KNOWN = {
     "user",
     *UNSUPPORTED,
     *NEUTRAL,
-    *NEUTRAL_FLAGS,
+    *VLLM_SAMPLING,
 }
 """Every field a body may hold; any other is a 400 naming it."""
 
@@ -141,6 +139,37 @@ def _stop(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(strings))
 
 
+def _flag(body: Mapping[str, Any], name: str) -> bool | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise RequestError(f"{name} must be true or false, got {value!r}", name)
+    return value
+
+
+def _vllm_sampling(body: Mapping[str, Any], budget: int | None) -> dict[str, Any]:
+    """vLLM's sampling fields, checked as vLLM checks them (``min_tokens`` within the budget)."""
+    out = {
+        "min_p": _number(body, "min_p", 0, 1),
+        "repetition_penalty": _number(body, "repetition_penalty", 0, 100),
+        "min_tokens": _number(body, "min_tokens", 0, budget or 2**31, integer=True),
+        "ignore_eos": _flag(body, "ignore_eos"),
+    }
+    if out["repetition_penalty"] == 0:
+        raise RequestError(
+            "repetition_penalty must be above 0 (1 leaves sampling as it is)", "repetition_penalty"
+        )
+    ids = body.get("stop_token_ids")
+    if ids is not None:
+        if not isinstance(ids, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31 for t in ids
+        ):
+            raise RequestError("stop_token_ids must be a list of token ids (integers >= 0)", "stop_token_ids")
+        if len(ids) > MAX_STOP_TOKEN_IDS:
+            raise RequestError(f"stop_token_ids holds at most {MAX_STOP_TOKEN_IDS} ids", "stop_token_ids")
+        out["stop_token_ids"] = tuple(dict.fromkeys(ids))
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def question_of(messages: Any) -> str:
     """The one user message's text (a string, or the text parts of a content list); a system
     message or earlier turns are refused, since the run's own prompts frame the question."""
@@ -195,12 +224,7 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
     for name, neutral in NEUTRAL.items():
         if _number(body, name, -(2**31), 2**31) not in (None, neutral):
             raise RequestError(f"{name} other than {neutral} is not supported by this server", name)
-    for name in NEUTRAL_FLAGS:
-        if body.get(name) not in (None, False, []):
-            raise RequestError(f"{name} is not supported by this server (false or empty only)", name)
-    keep = body.get("include_stop_str_in_output")
-    if keep is not None and not isinstance(keep, bool):
-        raise RequestError("include_stop_str_in_output must be true or false", "include_stop_str_in_output")
+    keep = _flag(body, "include_stop_str_in_output")
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise RequestError("user must be a string", "user")
@@ -218,6 +242,7 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
     }
     if sampling["top_k"] == -1:  # vLLM's spelling of "all tokens"; SamplingParams spells it 0
         sampling["top_k"] = 0
+    sampling.update(_vllm_sampling(body, sampling["max_new_tokens"]))
     if sampling["top_p"] == 0:
         raise RequestError("top_p must be above 0 (use temperature 0 for greedy)", "top_p")
     n = _number(body, "n", 1, MAX_N, integer=True) or 1

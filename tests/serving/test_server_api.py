@@ -181,6 +181,16 @@ def test_top_k_is_honoured(api):
     assert len({text(temperature=1.5, top_k=-1, seed=s) for s in range(4)}) > 1  # -1: every token
 
 
+def test_vllms_sampling_fields_change_the_answer_as_vllms_do(api):
+    def text(**f):
+        return chat(api, model="pair/agent_b", max_tokens=12, **f).json()["choices"][0]["message"]["content"]
+
+    greedy = text(temperature=0)
+    assert text(temperature=1.5, min_p=1.0, seed=1) == text(temperature=1.5, min_p=1.0, seed=2) == greedy
+    assert text(temperature=0, repetition_penalty=50) != greedy  # the tiny model repeats "\n"
+    assert text(temperature=0, repetition_penalty=1.0, min_p=0, ignore_eos=False) == greedy
+
+
 def test_include_stop_str_in_output_keeps_the_stop_string_whole_and_streamed(api):
     how = {"temperature": 1.5, "seed": 3, "max_tokens": 12}
     full = chat(api, **how).json()["choices"][0]["message"]["content"]

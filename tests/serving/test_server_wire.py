@@ -178,9 +178,12 @@ def test_a_chunked_body_past_the_limit_and_a_half_sent_body_are_refused():
     [
         ({"guided_json": {}}, "guided_json", "unknown field"),
         ({"temprature": 0.5}, "temprature", "unknown field"),
-        ({"min_p": 0.1}, "min_p", "other than 0"),
-        ({"repetition_penalty": 1.2}, "repetition_penalty", "other than 1"),
-        ({"ignore_eos": True}, "ignore_eos", "not supported"),
+        ({"min_p": 1.5}, "min_p", "between 0 and 1"),
+        ({"repetition_penalty": 0}, "repetition_penalty", "above 0"),
+        ({"ignore_eos": "yes"}, "ignore_eos", "true or false"),
+        ({"stop_token_ids": [-1]}, "stop_token_ids", "token ids"),
+        ({"min_tokens": 5, "max_tokens": 3}, "min_tokens", "between 0 and 3"),
+        ({"frequency_penalty": 0.5}, "frequency_penalty", "other than 0"),
         ({"top_k": -2}, "top_k", "between -1"),
         ({"include_stop_str_in_output": "yes"}, "include_stop_str_in_output", "true or false"),
         (
@@ -216,24 +219,27 @@ def test_unknown_fields_unsupported_values_and_earlier_turns_are_a_400_naming_th
     assert counted(app, MODEL, 400) == 1  # a 400 on a known model is that model's
 
 
-def test_neutral_values_of_vllms_fields_are_accepted():
-    app = build_app(Fake(), api_key=KEY)
-    neutral = {
-        "min_p": 0,
-        "repetition_penalty": 1,
-        "min_tokens": 0,
-        "ignore_eos": False,
-        "stop_token_ids": [],
-    }
+def test_vllms_sampling_fields_reach_the_answering_stages_sampling():
+    seen = []
+
+    class Recording(Fake):
+        def alone_many(self, adapter, questions, *, sampling=None, seeds=None, stream=None):
+            seen.append(dict(sampling or {}))
+            return super().alone_many(adapter, questions, sampling=sampling, seeds=seeds, stream=stream)
+
+    app = build_app(Recording(), api_key=KEY)
+    fields = {"min_p": 0.2, "repetition_penalty": 1.3, "min_tokens": 2, "ignore_eos": True}
+    fields |= {"stop_token_ids": [7, 7, 9], "top_k": -1, "user": "u1"}
 
     async def go(c, oai):
-        return await c.post(
-            "/v1/chat/completions",
-            json=ask(**neutral, top_k=-1, user="u1"),
-            headers={"Authorization": f"Bearer {KEY}"},
-        )
+        auth = {"Authorization": f"Bearer {KEY}"}
+        return await c.post("/v1/chat/completions", json=ask(**fields), headers=auth)
 
     assert run_app(app, go).status_code == 200
+    assert seen == [
+        {"min_p": 0.2, "repetition_penalty": 1.3, "min_tokens": 2, "ignore_eos": True}
+        | {"stop_token_ids": (7, 9), "top_k": 0}
+    ]
 
 
 def test_metrics_count_every_status_a_client_saw_with_vllms_names():
