@@ -62,12 +62,25 @@ class SamplingParams:
     """Nucleus sampling mass (1 disables it)."""
     top_k: int = 0
     """Keep only the k most likely tokens (0 disables it)."""
+    min_p: float = 0.0
+    """Drop the tokens less likely than ``min_p`` times the most likely one, after temperature
+    (0 disables it; vLLM's ``min_p``)."""
+    repetition_penalty: float = 1.0
+    """Tokens already in the prompt or the completion get their positive logits divided by it and
+    their negative ones multiplied (1 disables it; vLLM's and transformers' ``repetition_penalty``)."""
+    min_tokens: int = 0
+    """EOS and ``stop_token_ids`` are masked, and stop strings not looked for, until the completion
+    holds this many tokens (vLLM's ``min_tokens``)."""
+    ignore_eos: bool = False
+    """EOS does not end a completion: it runs to ``max_new_tokens``, a stop string or a stop token."""
+    stop_token_ids: tuple[int, ...] = ()
+    """Tokens that end a completion as EOS does (kept in it)."""
     max_new_tokens: int = 80
     """Hard cap per completion (``finish_reason="length"`` when hit); also the Dr. GRPO normaliser.
 
     80 fits a well-formed challenge on arith (~45-55 tokens); at 48 a third were cut off."""
     stop: tuple[str, ...] = ("</answer>",)
-    """Strings that end a completion (kept in it). EOS always ends a completion."""
+    """Strings that end a completion (kept in it). EOS ends one too, unless ``ignore_eos``."""
     stop_after: str | None = None
     """Stop strings count only after this marker: ``"</think>"`` for thinking models, so an
     ``</answer>`` written while thinking does not end the turn (``None``: anywhere)."""
@@ -89,6 +102,13 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        if not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must be in [0, 1], got {self.min_p}")
+        if not self.repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be > 0, got {self.repetition_penalty}")
+        if self.min_tokens < 0:  # above max_new_tokens it masks EOS for the whole completion
+            raise ValueError(f"min_tokens must be >= 0, got {self.min_tokens}")
+        self.stop_token_ids = tuple(int(t) for t in self.stop_token_ids)
         if self.max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
         if isinstance(self.stop, str):

@@ -43,6 +43,7 @@ from typing import Any
 
 import torch
 
+from agon_env.agents import logit_rules
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion, SamplingParams, completion_text, stop_end
 from agon_env.agents.streaming import Emit, TextDeltas
@@ -210,6 +211,8 @@ class HFBackend:
         if params.top_k > 0 and params.top_k < probs.shape[-1]:
             kth = probs.topk(params.top_k, dim=-1).values[:, -1:]
             probs, truncated = probs.masked_fill(probs < kth, 0.0), True
+        if params.min_p > 0:
+            probs, truncated = logit_rules.min_p_filter(probs, params.min_p), True
         if params.top_p < 1.0:
             sp, si = probs.sort(dim=-1, descending=True)
             # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
@@ -318,7 +321,8 @@ class HFBackend:
         # A cache keeping a shared prefix once is read through agon_sdpa's prefix_attention.
         shared = {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
         extra = {**shared, **({} if live_names is None else {"adapter_names": live_names})}
-        eos = torch.tensor(self.eos_ids, device=device)
+        ending = logit_rules.enders(self.eos_ids, params)
+        eos = torch.tensor(ending, dtype=torch.long, device=device)
         window = max((len(s) for s in params.stop), default=0) + 2
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
@@ -335,7 +339,11 @@ class HFBackend:
         )
         last_pos = positions[:, -1:]
         for step in range(params.max_new_tokens):
-            tok, lp = self._sample(out.logits[:, -1, :], params, gen)
+            logits = out.logits[:, -1, :]
+            if params.repetition_penalty != 1.0 or step < params.min_tokens:
+                seen = [[*ids[r], *out_ids[r]] for r in alive]
+                logits = logit_rules.shape(logits, params, seen, step, ending)
+            tok, lp = self._sample(logits, params, gen)
             tok_l, lp_l = tok.tolist(), lp.tolist()
             is_eos = torch.isin(tok, eos).tolist()
             keep: list[int] = []
@@ -344,7 +352,8 @@ class HFBackend:
                 out_lp[r].append(lp_l[b])
                 if on_token is not None:
                     on_token(r, tok_l[b])
-                if is_eos[b] or (params.stop and self._stop_hit(out_ids[r], params, window)):
+                counts = step + 1 >= params.min_tokens  # stop strings are looked for from min_tokens on
+                if is_eos[b] or (params.stop and counts and self._stop_hit(out_ids[r], params, window)):
                     finish[r] = "stop"
                 else:
                     keep.append(b)

@@ -146,6 +146,11 @@ class VLLMBackend:
             temperature=params.temperature,
             top_p=params.top_p,
             top_k=params.top_k,
+            min_p=params.min_p,
+            repetition_penalty=params.repetition_penalty,
+            min_tokens=params.min_tokens,
+            ignore_eos=params.ignore_eos,
+            stop_token_ids=list(params.stop_token_ids) or None,
             # vLLM cannot make a stop string wait for a marker: with ``stop_after`` the
             # completion is cut at its first counting stop string afterwards (cut_at_stop).
             stop=None if params.stop_after else list(params.stop) or None,

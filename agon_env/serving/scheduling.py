@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -63,6 +64,9 @@ class Job:
     """Set when the request is given up (time-out, client gone): its call, run alone, is ended."""
     heard: bool = False
     """Whether ``listen`` has been sent a piece: such a job is not generated again after a failure."""
+    arrived: float = dataclasses.field(default_factory=time.perf_counter)
+    started: float | None = None
+    """When its (first) generate call began: ``started - arrived`` is its queue time."""
 
 
 BURST_WINDOWS = 25
@@ -91,6 +95,10 @@ class Batcher:
         """The size of every batch run so far (the tests read it: concurrency really batches)."""
         self.pending = 0
         """Requests submitted and not yet answered (queued or generating): the queue depth."""
+        self.running = 0
+        """Of those, the ones in a generate call now (the rest wait: ``pending - running``)."""
+        self.on_start: Callable[[str, float], None] = lambda model, queued_s: None
+        """Told ``(model, seconds queued)`` as each job's first generate call begins (``/metrics``)."""
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -167,8 +175,17 @@ class Batcher:
         """Answer ``items`` in one batched call. When the call fails, each is asked again alone, so
         only the request that broke it gets the error; nothing raised here ends the loop."""
         loop = asyncio.get_running_loop()
+        now = time.perf_counter()
+        for job in items:
+            if job.started is None:
+                job.started = now
+                self.on_start(job.model, now - job.arrived)
         try:
-            results = await loop.run_in_executor(self.executor, self._generate, items, loop)
+            self.running += len(items)
+            try:
+                results = await loop.run_in_executor(self.executor, self._generate, items, loop)
+            finally:
+                self.running -= len(items)
             if len(results) != len(items):
                 raise RuntimeError(f"{len(results)} answers for {len(items)} questions")
         except Exception as exc:  # the server goes on

@@ -37,6 +37,10 @@ class ServeArgs(PairArgs):
     """Most requests waiting or generating at once; more are answered 503 with ``Retry-After``."""
     request_timeout_s: float = 600.0
     """A request not answered by then gets a 504 (its work is dropped if it has not begun)."""
+    max_body_bytes: int = 1 << 20
+    """Largest request body in bytes (1 MiB, ``server.MAX_BODY_BYTES``; larger: 413)."""
+    body_timeout_s: float = 10.0
+    """Longest a client may take to send its request body (``server.BODY_TIMEOUT_S``; longer: 408)."""
     served_model_name: str | None = None
     """The prefix of the adapters' model ids (``NAME/agent_a``; None: the run folder's name)."""
     allow_no_key: bool = False
@@ -62,8 +66,10 @@ def check(args: ServeArgs, key: str | None) -> None:
             f"--host {args.host} exposes the server beyond this machine: set --api-key (or ${API_KEY_ENV}), "
             "or pass --allow-no-key to serve it unauthenticated"
         )
-    if args.max_queue < 1 or args.max_batch < 1 or not args.request_timeout_s > 0:
-        raise ServeError("--max-queue and --max-batch must be at least 1, --request-timeout-s above 0")
+    if args.max_queue < 1 or args.max_batch < 1 or args.max_body_bytes < 1:
+        raise ServeError("--max-queue, --max-batch and --max-body-bytes must be at least 1")
+    if not (args.request_timeout_s > 0 and args.body_timeout_s > 0):
+        raise ServeError("--request-timeout-s and --body-timeout-s must be above 0")
 
 
 def run(args: ServeArgs) -> int:
@@ -82,6 +88,8 @@ def run(args: ServeArgs) -> int:
         max_queue=args.max_queue,
         timeout_s=args.request_timeout_s,
         served_name=args.served_model_name,
+        max_body_bytes=args.max_body_bytes,
+        body_timeout_s=args.body_timeout_s,
     )
     drafter, challenger = cascade.direction
     print(

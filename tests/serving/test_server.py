@@ -102,7 +102,7 @@ def test_bad_requests_get_a_json_4xx(server):
     raw = httpx.post(
         f"{server}/v1/chat/completions",
         content=b'{"model": "cascade", "messages": [',
-        headers={"Authorization": f"Bearer {KEY}"},
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
     )
     assert raw.status_code == 400 and "not valid JSON" in raw.json()["error"]["message"]
     # JSON nested past the parser's depth, and a text part whose text is no string: 400s too
@@ -113,7 +113,7 @@ def test_bad_requests_get_a_json_4xx(server):
             "user message",
         ),
     ]:
-        auth = {"Authorization": f"Bearer {KEY}"}
+        auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
         raw = httpx.post(f"{server}/v1/chat/completions", content=body, headers=auth)
         assert raw.status_code == 400 and said in raw.json()["error"]["message"]
 
@@ -127,7 +127,7 @@ def test_a_burst_of_32_is_batched_and_a_malformed_request_disturbs_none(server):
             bad = h.post(
                 f"{server}/v1/chat/completions",
                 content=b"{not json",
-                headers={"Authorization": f"Bearer {KEY}"},
+                headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
             )
             return await asyncio.gather(*calls[:16], bad, *calls[16:], return_exceptions=True)
 

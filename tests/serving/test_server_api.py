@@ -163,14 +163,42 @@ def test_metrics_are_prometheus_text(api):
     chat(api, max_tokens=2)
     chat(api, max_tokens=-1)
     text = api.get("/metrics").text
-    assert 'agon_requests_total{model="cascade",status="200"}' in text
-    assert 'agon_requests_total{model="unknown",status="400"}' in text
+    assert 'agon:requests_total{model_name="cascade",status="200"}' in text
+    assert 'agon:requests_total{model_name="cascade",status="400"}' in text  # the model the body named
+    assert "# TYPE agon:e2e_request_latency_seconds histogram" in text
+    assert 'agon:e2e_request_latency_seconds_bucket{model_name="cascade",le="+Inf"}' in text
     assert (
-        "# TYPE agon_request_seconds histogram" in text and 'agon_request_seconds_bucket{le="+Inf"}' in text
+        "agon:num_requests_waiting 0" in text and 'agon:generation_tokens_total{model_name="cascade"}' in text
     )
-    assert "agon_queue_depth 0" in text and 'agon_tokens_total{kind="completion"}' in text
-    errors = next(line for line in text.splitlines() if line.startswith("agon_request_errors_total "))
-    assert int(errors.split()[1]) >= 1
+
+
+def test_top_k_is_honoured(api):
+    def text(**f):
+        return chat(api, max_tokens=12, **f).json()["choices"][0]["message"]["content"]
+
+    greedy = text(temperature=0)
+    assert text(temperature=1.5, top_k=1, seed=1) == text(temperature=1.5, top_k=1, seed=2) == greedy
+    assert len({text(temperature=1.5, top_k=-1, seed=s) for s in range(4)}) > 1  # -1: every token
+
+
+def test_vllms_sampling_fields_change_the_answer_as_vllms_do(api):
+    def text(**f):
+        return chat(api, model="pair/agent_b", max_tokens=12, **f).json()["choices"][0]["message"]["content"]
+
+    greedy = text(temperature=0)
+    assert text(temperature=1.5, min_p=1.0, seed=1) == text(temperature=1.5, min_p=1.0, seed=2) == greedy
+    assert text(temperature=0, repetition_penalty=50) != greedy  # the tiny model repeats "\n"
+    assert text(temperature=0, repetition_penalty=1.0, min_p=0, ignore_eos=False) == greedy
+
+
+def test_include_stop_str_in_output_keeps_the_stop_string_whole_and_streamed(api):
+    how = {"temperature": 1.5, "seed": 3, "max_tokens": 12}
+    full = chat(api, **how).json()["choices"][0]["message"]["content"]
+    stop = next(ch for ch in full[1:] if ch.strip())
+    whole = chat(api, **how, stop=[stop], include_stop_str_in_output=True).json()["choices"][0]
+    assert whole["message"]["content"] == full[: full.index(stop) + 1] and whole["finish_reason"] == "stop"
+    deltas = streamed(api, **how, stop=[stop], include_stop_str_in_output=True)
+    assert "".join(d.get("content", "") for d in deltas) == whole["message"]["content"]
 
 
 def streamed(api, **fields) -> list[dict]:

@@ -123,3 +123,16 @@ def test_on_a_continuous_engine_a_short_request_sent_during_a_long_one_finishes_
 
     assert asyncio.run(go()) == [200, 200]
     assert done == ["short", "long"]  # admitted at once, not after the long one's batch
+
+
+def test_the_body_limits_are_flags_whose_defaults_are_the_apps(tiny_run, capsys):
+    from agon_env.serving import server
+    from agon_env.serving.serve_cli import ServeArgs
+
+    assert (ServeArgs.max_body_bytes, ServeArgs.body_timeout_s) == (
+        server.MAX_BODY_BYTES,
+        server.BODY_TIMEOUT_S,
+    )
+    for flag in ("--max-body-bytes", "--body-timeout-s"):
+        assert main(["serve", str(tiny_run), flag, "0"]) == 2
+        assert flag in capsys.readouterr().err
