@@ -196,3 +196,38 @@ def test_each_drafter_drafts_each_problem_once_whoever_challenges(tiny_run, tmp_
     league = play([("agon-tiny", tiny_run)], LeagueArgs(problems=3, quiet=True), tmp_path)
     assert len(league.pairings) == 12  # 4 players: each drafts for 3 rivals
     assert len(drafted) == len(set(drafted)) == 4 * 3
+
+
+def test_agon_league_writes_a_league_that_verifies_and_a_killed_one_writes_the_same(
+    tiny_run, tmp_path, monkeypatch
+):
+    from agon_env.cli import main
+    from agon_env.league.play import Arena
+
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    flags = ["--problems", "3", "--quiet"]
+    assert main(["league", str(tiny_run), *flags, "--out", str(whole)]) == 0
+    assert main(["league", "verify", str(whole / "league.json")]) == 0
+    real, calls = Arena.play, []
+
+    def interrupted_after_four(self, d, c):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(self, d, c)
+
+    monkeypatch.setattr(Arena, "play", interrupted_after_four)
+    with pytest.raises(KeyboardInterrupt):
+        main(["league", str(tiny_run), *flags, "--out", str(killed)])
+    monkeypatch.setattr(Arena, "play", real)
+    assert main(["league", str(tiny_run), *flags, "--out", str(killed)]) == 0
+    one, two = (json.loads((f / "league.json").read_text()) for f in (whole, killed))
+    assert one["figures"] == two["figures"] and len(one["figures"]["pairings"]) == 12
+
+
+def test_agon_league_refuses_a_folder_that_is_no_run_in_one_line(tmp_path, capsys):
+    from agon_env.cli import main
+
+    assert main(["league", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agon league:") and err.count("\n") == 1
