@@ -39,6 +39,10 @@ COMMANDS = {
         "agon_env.study.cli:main",
         "an ablation across arms and seeds: register, run (resumable), report, verify",
     ),
+    "league": (
+        "agon_env.league.cli:main",
+        "cross-play between snapshots: every adapter at every step in both seats, rated (verify: recompute)",
+    ),
     "answer": ("agon_env.serving.answer_cli:main", "the trained pair answers: draft, then challenge"),
     "serve": ("agon_env.serving.serve_cli:main", "serve a run's pair behind an OpenAI-compatible API"),
     "export": (
