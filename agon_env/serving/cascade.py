@@ -73,6 +73,14 @@ class Stage:
     answer: str | None
     """What its ``<answer>`` block holds (``None``: none, or cut off)."""
     summary: str | None
+    token_ids: tuple[int, ...] = ()
+    """The completion's tokens, and their log-probs under the sampling that drew them (temperature
+    and truncation applied): what the server returns for ``logprobs``."""
+    token_logprobs: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its fields but the per-token ones (a record, not the tokens)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("token_ids", "token_logprobs")}
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,8 @@ class CascadeAnswer:
         return self.challenge.answer
 
     def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "answer": self.answer}
+        stages = {"draft": self.draft.to_dict(), "challenge": self.challenge.to_dict()}
+        return {**dataclasses.asdict(self), **stages, "answer": self.answer}
 
 
 @dataclass
@@ -428,6 +437,8 @@ def _stage(turn: Any, adapter: str, seconds: float) -> Stage:
         finish_reason=str(getattr(c, "finish_reason", "stop")),
         answer=turn.answer,
         summary=turn.summary,
+        token_ids=tuple(getattr(c, "completion_ids", None) or ()),
+        token_logprobs=tuple(getattr(c, "logprobs", None) or ()),
     )
 
 

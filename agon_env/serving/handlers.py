@@ -104,7 +104,7 @@ class Handlers:
                 return await self.stream(request, http, t0)
             results = await asyncio.gather(*(self.answer(request, s) for s in seeds(request)))
             rid = f"chatcmpl-{uuid.uuid4().hex}"
-            body = wire.reply(request.model, rid, int(time.time()), results, request.stop, request.keep_stop)
+            body = wire.reply(request, rid, int(time.time()), results, self.decode)
             counts = body["usage"]
             self.metrics.tokens(request.model, counts["prompt_tokens"], counts["completion_tokens"])
             self.metrics.e2e(request.model, time.perf_counter() - t0)
@@ -118,6 +118,10 @@ class Handlers:
             return wire.error(504, f"no answer within the request time-out of {self.timeout_s:g} s")
         except Exception as exc:  # a defect, not the request's fault: 500, and the server goes on
             return wire.error(500, f"generation failed: {type(exc).__name__}: {exc}")
+
+    def decode(self, token: int) -> str:
+        """One token's text (``logprobs``), as the run's tokenizer writes it."""
+        return str(self.cascade.base.tokenizer.decode([token]))
 
     async def read_body(self, http: Request) -> bytes:
         """The body, refused when it is not JSON by its type, too large, or sent too slowly."""

@@ -24,11 +24,13 @@ field                             what it does
 ``stop_token_ids``
 ``n``                             that many answers, each its own seed (not with ``stream``)
 ``stream``, ``stream_options``    server-sent chunks; ``include_usage`` adds a last usage chunk
+``logprobs``                      each token's log-prob under the sampling that drew it, for an adapter
+                                  alone and not streamed (``top_logprobs`` 0 only)
 ``user``                          accepted and not read (OpenAI's end-user id for abuse monitoring)
 ================================  ==================================================================
 
 Fields that would change the reply in ways this server does not (``tools``, ``response_format``,
-``logprobs`` ...) are refused with a 400 that names them when set to anything but their default,
+``logit_bias`` ...) are refused with a 400 that names them when set to anything but their default,
 and the penalties other than 0 (:data:`NEUTRAL`). The checks are pure: the fuzz test in
 ``tests/serving/test_server_fuzz.py`` throws mutated bodies at them through the app.
 """
@@ -42,11 +44,11 @@ from typing import Any
 
 MAX_N = 8
 """Most answers one request may ask for (each is a row of the batch)."""
+MAX_TOP_LOGPROBS = 20
+"""OpenAI's bound on ``top_logprobs``."""
 MAX_STOP = 4
 """Most ``stop`` strings, as OpenAI's API allows."""
 UNSUPPORTED = (
-    "logprobs",
-    "top_logprobs",
     "tools",
     "tool_choice",
     "functions",
@@ -79,6 +81,8 @@ KNOWN = {
     "stream",
     "stream_options",
     "user",
+    "logprobs",
+    "top_logprobs",
     *UNSUPPORTED,
     *NEUTRAL,
     *VLLM_SAMPLING,
@@ -110,6 +114,8 @@ class ChatRequest:
     include_usage: bool = False
     keep_stop: bool = False
     """``include_stop_str_in_output``: the reply ends after the stop string, not before it."""
+    logprobs: bool = False
+    """Return each completion token's log-prob (an adapter alone, not streamed)."""
 
     def with_sampling(self, sampling: Mapping[str, Any]) -> ChatRequest:
         return replace(self, sampling=dict(sampling))
@@ -170,6 +176,20 @@ def _vllm_sampling(body: Mapping[str, Any], budget: int | None) -> dict[str, Any
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _logprobs(body: Mapping[str, Any], model: str) -> bool:
+    """``logprobs``: the sampled tokens' log-probs, for an adapter alone (a cascade's reply is the
+    second of two stages); ``top_logprobs`` only at 0 (no alternatives are kept)."""
+    wanted = bool(_flag(body, "logprobs"))
+    top = _number(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, integer=True)
+    if top and not wanted:
+        raise RequestError("top_logprobs needs logprobs: true", "top_logprobs")
+    if top:
+        raise RequestError("top_logprobs above 0 is not supported: only the sampled token's", "top_logprobs")
+    if wanted and model == "cascade":
+        raise RequestError("logprobs is for an adapter alone, not the cascade's two stages", "logprobs")
+    return wanted
+
+
 def question_of(messages: Any) -> str:
     """The one user message's text (a string, or the text parts of a content list); a system
     message or earlier turns are refused, since the run's own prompts frame the question."""
@@ -225,6 +245,7 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         if _number(body, name, -(2**31), 2**31) not in (None, neutral):
             raise RequestError(f"{name} other than {neutral} is not supported by this server", name)
     keep = _flag(body, "include_stop_str_in_output")
+    logprobs = _logprobs(body, model)
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise RequestError("user must be a string", "user")
@@ -257,6 +278,8 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         raise RequestError("stream_options.include_usage must be true or false", "stream_options")
     if stream and n > 1:
         raise RequestError("n > 1 is not supported with stream: true", "n")
+    if stream and logprobs:
+        raise RequestError("logprobs is not supported with stream: true", "logprobs")
     return ChatRequest(
         model=model,
         question=question_of(body.get("messages")),
@@ -267,4 +290,5 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         stream=bool(stream),
         include_usage=include,
         keep_stop=bool(keep),
+        logprobs=logprobs,
     )

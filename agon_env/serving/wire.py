@@ -10,14 +10,14 @@ whole response or a server-sent event after the stream has begun (the ``openai``
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.responses import JSONResponse
 
 from agon_env.serving.cascade import CascadeAnswer, Stage
+from agon_env.serving.requests import ChatRequest
 
 EXTRA = "agon"
 """The extra response field of a ``cascade`` reply (OpenAI clients keep unknown fields:
@@ -72,10 +72,10 @@ def cascade_extra(a: CascadeAnswer) -> dict[str, Any]:
     """What a ``cascade`` reply carries besides the final turn: the draft, what the challenger read,
     the parsed final answer, and each stage's tokens and seconds."""
     return {
-        "draft": dataclasses.asdict(a.draft),
+        "draft": a.draft.to_dict(),
         "shown": a.shown,
         "challenger_text": a.challenger_text,
-        "challenge": dataclasses.asdict(a.challenge),
+        "challenge": a.challenge.to_dict(),
         "answer": a.answer,
     }
 
@@ -103,22 +103,39 @@ def final(result: Result, stop: Sequence[str], keep_stop: bool = False) -> tuple
     return text, reason
 
 
+def logprobs(stage: Stage, decode: Callable[[int], str]) -> dict[str, Any]:
+    """A choice's ``logprobs`` in OpenAI's shape: each completion token's text, bytes and log-prob
+    (no alternatives: ``top_logprobs`` is empty)."""
+    content = []
+    for token, value in zip(stage.token_ids, stage.token_logprobs, strict=True):
+        text = decode(token)
+        content.append({"token": text, "logprob": value, "bytes": list(text.encode()), "top_logprobs": []})
+    return {"content": content}
+
+
 def reply(
-    model: str, rid: str, created: int, results: Sequence[Result], stop: Sequence[str], keep_stop: bool
+    request: ChatRequest,
+    rid: str,
+    created: int,
+    results: Sequence[Result],
+    decode: Callable[[int], str] | None = None,
 ) -> dict[str, Any]:
-    """A whole ``chat.completion``: one choice per result, usage over every stage of every choice."""
+    """A whole ``chat.completion``: one choice per result, usage over every stage of every choice;
+    ``decode``: a token's text, for ``logprobs``."""
     choices, every = [], []
     for i, result in enumerate(results):
-        text, reason = final(result, stop, keep_stop)
-        choices.append(
-            {"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason}
-        )
+        text, reason = final(result, request.stop, request.keep_stop)
+        scores = None
+        if request.logprobs and decode is not None and isinstance(result, Stage):
+            scores = logprobs(result, decode)
+        message = {"role": "assistant", "content": text}
+        choices.append({"index": i, "message": message, "logprobs": scores, "finish_reason": reason})
         every += stages(result)
     out: dict[str, Any] = {
         "id": rid,
         "object": "chat.completion",
         "created": created,
-        "model": model,
+        "model": request.model,
         "choices": choices,
         "usage": usage(every),
     }

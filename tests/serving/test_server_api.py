@@ -100,7 +100,6 @@ def test_a_stop_string_ends_the_answer_and_is_not_returned(api):
         ({"stop": ["a", "b", "c", "d", "e"]}, "stop", "at most 4"),
         ({"stream": "yes"}, "stream", "true or false"),
         ({"stream_options": {"include_usage": True}}, "stream_options", "stream: true"),
-        ({"logprobs": True}, "logprobs", "not supported"),
         ({"tools": [{"type": "function"}]}, "tools", "not supported"),
         ({"presence_penalty": 1}, "presence_penalty", "other than 0"),
         ({"messages": [{"role": "user", "content": "\ud800"}]}, "messages", "surrogate"),
@@ -189,6 +188,18 @@ def test_vllms_sampling_fields_change_the_answer_as_vllms_do(api):
     assert text(temperature=1.5, min_p=1.0, seed=1) == text(temperature=1.5, min_p=1.0, seed=2) == greedy
     assert text(temperature=0, repetition_penalty=50) != greedy  # the tiny model repeats "\n"
     assert text(temperature=0, repetition_penalty=1.0, min_p=0, ignore_eos=False) == greedy
+
+
+def test_logprobs_are_each_tokens_for_an_adapter_alone_and_refused_for_the_cascade(api, cascade):
+    got = chat(api, model="pair/agent_b", temperature=0, max_tokens=6, logprobs=True, top_logprobs=0).json()
+    choice = got["choices"][0]
+    content = choice["logprobs"]["content"]
+    assert len(content) == got["usage"]["completion_tokens"] == 6
+    assert "".join(t["token"] for t in content) == choice["message"]["content"]
+    assert all(t["logprob"] <= 0 and t["bytes"] == list(t["token"].encode()) for t in content)
+    assert chat(api, model="pair/agent_b", max_tokens=6).json()["choices"][0]["logprobs"] is None
+    refused = chat(api, logprobs=True)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "logprobs"
 
 
 def test_include_stop_str_in_output_keeps_the_stop_string_whole_and_streamed(api):
