@@ -98,17 +98,22 @@ def _sources(folders: dict[str, Path], checkpoint: Path) -> dict[str, Path | dic
 class RunOnDisk:
     """A run folder read once: its resolved run, its name, its adapters' folders, its checkpoint."""
 
+    path: Path
+    """The folder, as it was named (``agon eval``'s label for it)."""
     run: ResolvedRun
     name: str
     """The run's name (:attr:`agon_env.run_folder.RunFolder.run_name`: an export keeps its run's)."""
     folders: dict[str, Path]
     checkpoint: Path
+    eval_dir: Path
+    """Where ``agon eval RUN`` writes by default."""
 
     @classmethod
     def read(cls, run_dir: str | Path) -> RunOnDisk:
         folder = RunFolder(Path(run_dir))
         run = load_resolved(folder.path)
-        return cls(run, folder.run_name, _folders(folder.adapters), folder.checkpoint)
+        found = _folders(folder.adapters)
+        return cls(folder.path, run, folder.run_name, found, folder.checkpoint, folder.eval_dir)
 
     @property
     def adapter_names(self) -> list[str]:

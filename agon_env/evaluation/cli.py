@@ -171,26 +171,23 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
         training_pool,
     )
     from agon_env.resolved import settle
-    from agon_env.run_folder import EVAL, RunFolder, check_writable, load_resolved
+    from agon_env.run_folder import EVAL, check_writable
+    from agon_env.runtime import RunOnDisk
 
     def log(msg: str) -> None:
         if not args.quiet:
             print(f"agon eval: {msg}", file=sys.stderr, flush=True)
 
-    out = (
-        Path(args.out)
-        if args.out
-        else (RunFolder(args.runs[0]).eval_dir if len(args.runs) == 1 else Path(EVAL))
-    )
-    if not args.runs or Path(args.runs[0]).is_dir():  # a missing run folder has its own message
-        check_writable(out, "--out")  # before any model loads or any sample is drawn
     start = time.perf_counter()
-    runs = [load_resolved(r) for r in args.runs]
+    disks = [RunOnDisk.read(r) for r in args.runs]  # each folder read once, here
+    out = Path(args.out) if args.out else (disks[0].eval_dir if len(disks) == 1 else Path(EVAL))
+    check_writable(out, "--out")  # before any model loads or any sample is drawn
+    runs = [d.run for d in disks]
     configs = [run.config for run in runs]
     _one_base(args, configs)
     cfg = configs[0] if configs else TrainConfig()  # no run: the untrained base, default run's settings
     check_source(args.model or cfg.model.name)
-    check_distinct_adapters({str(r): weights_hashes(r) for r in args.runs})
+    check_distinct_adapters({str(d.path): weights_hashes(d) for d in disks})
     env_id, task_kwargs = _task_choice(args, cfg)
     data = load_eval_data(
         env_id, task_kwargs, args.split, args.problems, args.val_problems, args.problem_seed
@@ -230,8 +227,8 @@ def run_eval(args: EvalArgs, argv: Sequence[str] = ()) -> int:
     results = []
     try:
         if args.runs:
-            for i, (run, s) in enumerate(zip(args.runs, settings, strict=True)):
-                policies = loader.run_policies(run, s, index=i, model=args.model)
+            for i, (disk, s) in enumerate(zip(disks, settings, strict=True)):
+                policies = loader.run_policies(disk, s, index=i, model=args.model)
                 results.append({**evaluator.evaluate(policies), "settings": s.describe(policies.adapters)})
         else:
             policies = loader.base_policies(args.model or cfg.model.name, settings[0])

@@ -33,7 +33,7 @@ from agon_env.config import TrainConfig
 from agon_env.evaluation.methods import BASE, Policies
 from agon_env.json_value import JSONRecord
 from agon_env.resolved import ResolvedRun
-from agon_env.runtime import Runtime, adapter_sources
+from agon_env.runtime import RunOnDisk, Runtime, adapter_sources
 from agon_env.vocabulary import REFERENCE
 
 if TYPE_CHECKING:
@@ -96,10 +96,11 @@ def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
-def weights_hashes(run_dir: str | Path) -> dict[str, str]:
+def weights_hashes(run_dir: str | Path | RunOnDisk) -> dict[str, str]:
     """Each adapter of a run folder -> a hash of its weights, as its sample identity holds it:
     two folders with the same hashes hold the same policies (:mod:`agon_env.evaluation.checks`)."""
-    return {name: _fingerprint(source) for name, source in adapter_sources(run_dir).items()}
+    sources = run_dir.sources() if isinstance(run_dir, RunOnDisk) else adapter_sources(run_dir)
+    return {name: _fingerprint(source) for name, source in sources.items()}
 
 
 def _reads(settings: Settings) -> tuple[RolePrompts, dict[str, Any]]:
@@ -166,10 +167,11 @@ class PolicyLoader:
         )
 
     def run_policies(
-        self, run_dir: str | Path, settings: Settings, index: int = 0, model: str | None = None
+        self, run_dir: str | Path | RunOnDisk, settings: Settings, index: int = 0, model: str | None = None
     ) -> Policies:
         """The run's base and adapters; ``settings`` are the run's own (:func:`settings_for`)."""
-        run_dir = Path(run_dir)
+        disk = run_dir if isinstance(run_dir, RunOnDisk) else None
+        run_dir = disk.path if disk else Path(run_dir)
         cfg = settings.cfg
         model = model or cfg.model.name
         policies = self.base_policies(model, settings, label=str(run_dir))
