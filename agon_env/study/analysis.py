@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from agon_env import metric_names as M
+from agon_env.json_value import JSONRecord
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.stats import Difference, least_discordant, paired_bootstrap, verdict_of
 from agon_env.study.plan import unit_name
+from agon_env.study.results_file import KeysOf, PairedDifference, ResultsDocument, Summary, UnitOutcome
 from agon_env.vocabulary import ROLES, SEATS
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
@@ -52,7 +53,7 @@ TWO_STAGE = {"grpo": "self-cascade"}
 """The recorded studies' two-stage methods where not ``cascade``: grpo's self-cascade."""
 
 
-def two_stage_methods(doc: dict[str, Any]) -> dict[str, str]:
+def two_stage_methods(doc: ResultsDocument) -> dict[str, str]:
     """Arm -> its two-stage method family (``cascade`` or ``self-cascade``)."""
     arms = doc["outcomes"]["arms"]
     recorded = doc.get("plan", {}).get("two_stage")
@@ -61,7 +62,7 @@ def two_stage_methods(doc: dict[str, Any]) -> dict[str, str]:
     return {arm: TWO_STAGE.get(arm, "cascade") for arm in arms}
 
 
-def comparisons(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def comparisons(doc: ResultsDocument) -> list[tuple[str, str]]:
     """The pairs the summary reports: the plan's primary then exploratory ones (recorded studies:
     :data:`PAIRS`), then any added at report time (``agon study report --compare``)."""
     plan = doc.get("plan", {})
@@ -76,7 +77,7 @@ LEGACY_NOT_SHOWN = "no difference shown"
 """The same, as the studies recorded before ``agon study`` word it in their generated blocks."""
 
 
-def cannot_tell(diff: dict[str, Any], confidence: float = 0.95) -> str | None:
+def cannot_tell(diff: PairedDifference, confidence: float = 0.95) -> str | None:
     """Why the data of a paired difference cannot carry a verdict, or None: both arms at floor or
     ceiling on every problem and seed (every resampled interval collapses to [0, 0], which is no
     evidence of equivalence), or fewer discordant pairs than an exact two-sided test at
@@ -98,7 +99,7 @@ def cannot_tell(diff: dict[str, Any], confidence: float = 0.95) -> str | None:
 
 
 def verdict(
-    diff: dict[str, Any],
+    diff: PairedDifference,
     first: str,
     every_seed: bool = True,
     margin: float | None = None,
@@ -141,7 +142,7 @@ def _any_judged(grid: Sequence[Sequence[float | None]]) -> bool:
     return any(v is not None for row in grid for v in row)
 
 
-def discordant(xs: Sequence[Sequence[float | None]], ys: Sequence[Sequence[float | None]]) -> dict[str, Any]:
+def discordant(xs: Sequence[Sequence[float | None]], ys: Sequence[Sequence[float | None]]) -> JSONRecord:
     """The pairs that carry a paired difference's information: (seed, problem) cells where the
     first arm scores more (``first_only``) or less (``second_only``); a standalone cell (the mean
     of two adapters) counts once either way. ``floor``: the one value both arms have on every
@@ -179,7 +180,7 @@ TRAINING_RATES = (
 )
 
 
-def _keys(run: dict[str, Any], family: str, method: str) -> list[str]:
+def _keys(run: UnitOutcome, family: str, method: str) -> list[str]:
     """The evaluated methods behind a reported one (both adapters for ``standalone``; for
     ``two-stage``, the validation-chosen cascade or, ``family`` = ``self-cascade``, the arm's
     self-cascade)."""
@@ -194,7 +195,7 @@ def _keys(run: dict[str, Any], family: str, method: str) -> list[str]:
     return [method] if method in o else []
 
 
-def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] | None:
+def second_turn(runs: Sequence[UnitOutcome], keys_of: KeysOf) -> JSONRecord | None:
     """What the second turn did with its drafts, pooled over runs: kept right ones, fixed wrong ones."""
     kept = right = fixed = wrong = 0
     for run in runs:
@@ -211,7 +212,7 @@ def second_turn(runs: Sequence[dict[str, Any]], keys_of: Any) -> dict[str, Any] 
 
 
 def second_turn_change(
-    runs: Sequence[dict[str, Any]], keys_of: Any, confidence: float = 0.95
+    runs: Sequence[UnitOutcome], keys_of: KeysOf, confidence: float = 0.95
 ) -> Difference | None:
     """:func:`second_turn_net` with its interval: the two-stage outcomes against the drafts they
     read, paired by run and problem (``stats.paired_bootstrap``), or None without first outcomes.
@@ -227,11 +228,11 @@ def second_turn_change(
     return paired_bootstrap(finals, firsts, confidence) if judged else None
 
 
-def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]], Any]]:
+def second_turn_runs(doc: ResultsDocument) -> dict[str, tuple[list[UnitOutcome], KeysOf]]:
     """Each two-stage method the second-turn table reports: its runs (compared seeds) and the
     outcome keys of its second turn in a run."""
     families = two_stage_methods(doc)
-    out: dict[str, tuple[list[dict[str, Any]], Any]] = {
+    out: dict[str, tuple[list[UnitOutcome], KeysOf]] = {
         arm: (list(seeds.values()), lambda r, f=families[arm]: _keys(r, f, "two-stage"))
         for arm, seeds in compared(doc["outcomes"]["arms"]).items()
     }
@@ -241,7 +242,7 @@ def second_turn_runs(doc: dict[str, Any]) -> dict[str, tuple[list[dict[str, Any]
     return out
 
 
-def cell(run: dict[str, Any], family: str, method: str) -> tuple[list[float | None], float] | None:
+def cell(run: UnitOutcome, family: str, method: str) -> tuple[list[float | None], float] | None:
     """One seed's per-problem outcome (a 0/1 list, or the adapters' mean over those judged; None
     where none was) for a reported method (``family``: the arm's two-stage method)."""
     o, lengths = run["outcomes"], run["mean_length"]
@@ -252,19 +253,19 @@ def cell(run: dict[str, Any], family: str, method: str) -> tuple[list[float | No
     return values, statistics.fmean(lengths[k] for k in keys)
 
 
-def compared_seeds(arms: dict[str, dict[str, Any]]) -> list[str]:
+def compared_seeds(arms: dict[str, dict[str, UnitOutcome]]) -> list[str]:
     """The seeds every arm has finished: the only ones any table compares."""
     sets = [set(seeds) for seeds in arms.values()]
     return sorted(set.intersection(*sets), key=int) if sets else []
 
 
-def compared(arms: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def compared(arms: dict[str, dict[str, UnitOutcome]]) -> dict[str, dict[str, UnitOutcome]]:
     """Each arm's runs restricted to :func:`compared_seeds`, in seed order."""
     used = compared_seeds(arms)
     return {arm: {s: seeds[s] for s in used} for arm, seeds in arms.items()}
 
 
-def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def alike(runs: Sequence[UnitOutcome]) -> JSONRecord | None:
     """How alike a pair's two adapters are on test, pooled over runs: problems both get wrong,
     against what two independent adapters with the same accuracies would share."""
     from agon_env.stats import complementarity
@@ -292,19 +293,19 @@ def alike(runs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return out
 
 
-def rule(doc: dict[str, Any]) -> dict[str, Any]:
+def rule(doc: ResultsDocument) -> JSONRecord:
     """The decision rule that decides: the registered plan's when the study was registered (a
     results file's own ``plan`` can be edited alone), else the plan's, else none recorded."""
     registration = doc.get("registration") or {}
     return (registration.get("plan") or doc.get("plan", {})).get("decision", {})
 
 
-def coverage(doc: dict[str, Any]) -> float:
+def coverage(doc: ResultsDocument) -> float:
     """Every interval's coverage: the decision rule's (:func:`rule`), else 95 %."""
     return float(rule(doc).get("confidence", 0.95))
 
 
-def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) -> dict[str, Any]:
+def summary_from_outcomes(doc: ResultsDocument, confidence: float | None = None) -> Summary:
     """Everything the tables show, from the outcome lists alone, on the seeds every arm finished
     (``confidence``: :func:`coverage` unless given)."""
     if confidence is None:
@@ -314,7 +315,7 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
     every, families = doc["outcomes"]["arms"], two_stage_methods(doc)
     used, arms = compared_seeds(every), compared(every)
     left_out = sorted(unit_name(arm, s) for arm, seeds in every.items() for s in seeds if s not in used)
-    rows: dict[str, Any] = {}
+    rows: JSONRecord = {}
     for arm, seeds in arms.items():
         methods = [*sorted({m for run in seeds.values() for m in run["outcomes"]}), "standalone", "two-stage"]
         rows[arm] = {}
@@ -334,7 +335,7 @@ def summary_from_outcomes(doc: dict[str, Any], confidence: float | None = None) 
                 "seeds": len(got),
                 "unjudged": sum(v is None for g in grid for v in g),
             }
-    paired: dict[str, Any] = {}
+    paired: JSONRecord = {}
     for arm, other in comparisons(doc):
         for m in ("standalone", "two-stage"):
             if arm not in arms or other not in arms:

@@ -24,9 +24,13 @@ import hashlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from agon_env.json_value import JSONRecord
 from agon_env.study.plan import StudyPlan
+
+if TYPE_CHECKING:
+    from agon_env.evaluation.splits import EvalData
 
 FINGERPRINTED = ("arithmetic", "code-function", "code-stdio", "math")
 """The built-in prompt families the prompts' fingerprint hashes (the recorded studies' ``prompts``
@@ -37,7 +41,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def levels(plan: StudyPlan) -> list[dict[str, Any]]:
+def levels(plan: StudyPlan) -> list[JSONRecord]:
     """The task keywords the plan's units can run at: one per calibration candidate (which one the
     calibration takes is measured after the registration), else the plan's own (``{}``)."""
     from agon_env.study.units import level
@@ -46,12 +50,12 @@ def levels(plan: StudyPlan) -> list[dict[str, Any]]:
     return [{cal.keyword: level(v)} for v in cal.candidates] if cal is not None else [{}]
 
 
-def level_key(task: dict[str, Any]) -> str:
+def level_key(task: JSONRecord) -> str:
     """A task level as the anchor's ``problems`` names it (``difficulty=2.5``; ``""``: the plan's own)."""
     return ",".join(f"{k}={v}" for k, v in sorted(task.items()))
 
 
-def draw(plan: StudyPlan, task: dict[str, Any]) -> Any:
+def draw(plan: StudyPlan, task: JSONRecord) -> EvalData:
     """The evaluation problems every unit at task level ``task`` draws (``agon eval``'s own draw,
     seed 0): an ``EvalData``."""
     from agon_env.evaluation.splits import load_eval_data
@@ -61,7 +65,7 @@ def draw(plan: StudyPlan, task: dict[str, Any]) -> Any:
     return load_eval_data(cfg.env.id, kwargs, "test", e.test_problems, e.val_problems, seed=0)
 
 
-def test_problems(data: Any) -> dict[str, list[str]]:
+def test_problems(data: EvalData) -> dict[str, list[str]]:
     """An ``EvalData``'s test problems: their ids and each normalised prompt's sha256, so an id
     re-derives its problem."""
     from agon_env.study.results import sha
@@ -70,7 +74,7 @@ def test_problems(data: Any) -> dict[str, list[str]]:
     return {"ids": data.test.ids(), "prompt_sha256": [sha(p) for p in prompts]}
 
 
-def rederive(env_id: str, kwargs: dict[str, Any], test: int, val: int) -> dict[str, list[str]]:
+def rederive(env_id: str, kwargs: JSONRecord, test: int, val: int) -> dict[str, list[str]]:
     """The test problems of a results file's task, drawn again from its env id and keywords."""
     from agon_env.evaluation.splits import load_eval_data
 
@@ -105,7 +109,7 @@ def task_modules(plan: StudyPlan) -> dict[str, str]:
     return {m: module_source(m) for m in sorted(set(names) - {""})}
 
 
-def prompt_families(plan: StudyPlan, tasks: list[Any], exchange: str) -> dict[str, str]:
+def prompt_families(plan: StudyPlan, tasks: list[JSONRecord], exchange: str) -> dict[str, str]:
     """The sha256 of each prompt family the units can read: the built-in ones, each task level's own
     (``prompt_family``; the user's once their module is imported) and any an arm names;
     ``exchange``: the built-in families' and the exchange wording's fingerprint
@@ -120,7 +124,7 @@ def prompt_families(plan: StudyPlan, tasks: list[Any], exchange: str) -> dict[st
     }
 
 
-def anchor(plan: StudyPlan, preset: str | None, exchange: str) -> dict[str, Any]:
+def anchor(plan: StudyPlan, preset: str | None, exchange: str) -> JSONRecord:
     """Everything a registration of ``plan`` freezes, as the fingerprint hashes it (``preset``: its
     preset's sha256; ``exchange``: the prompts' fingerprint; both as ``registration`` computes them)."""
     whole = plan.as_dict()
@@ -138,6 +142,6 @@ def anchor(plan: StudyPlan, preset: str | None, exchange: str) -> dict[str, Any]
     }
 
 
-def fingerprint(frozen: dict[str, Any]) -> str:
+def fingerprint(frozen: JSONRecord) -> str:
     """The sha256 of an :func:`anchor` mapping's canonical JSON (key order aside)."""
     return sha256_bytes(json.dumps(frozen, sort_keys=True, ensure_ascii=False).encode())

@@ -27,16 +27,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.anchor import fingerprint, level_key, rederive
 from agon_env.study.diff import units
 from agon_env.study.folder import REGISTRATION, UNIT_RECORD, StudyFolder
 from agon_env.study.records import adapter_hashes, file_sha256, read_stamp
 from agon_env.study.registration import read
-from agon_env.study.results_file import results_path
+from agon_env.study.results_file import ResultsDocument, results_path
 from agon_env.study.verify import VerifyError, verify
 
 SEAL = "Results file sha256: "
@@ -54,12 +54,12 @@ def seal(report: Path, results: Path) -> None:
     write_text_atomic(report, f"{text}\n\n{SEAL}{file_sha256(results)}\n")
 
 
-def short(value: Any) -> str:
+def short(value: JSONValue) -> str:
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def first_difference(mine: Any, theirs: Any, path: str, names: tuple[str, str]) -> str | None:
+def first_difference(mine: JSONValue, theirs: JSONValue, path: str, names: tuple[str, str]) -> str | None:
     """The first place ``mine`` (the results') and ``theirs`` (``names[1]``'s) differ, as one line
     (``plan.decision.confidence: results 0.9, registration 0.95``); None when equal."""
     if isinstance(mine, dict) and isinstance(theirs, dict):
@@ -81,7 +81,7 @@ def first_difference(mine: Any, theirs: Any, path: str, names: tuple[str, str]) 
     return f"{path}: {names[0]} {short(mine)}, {names[1]} {short(theirs)}"
 
 
-def task_of(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def task_of(doc: ResultsDocument) -> tuple[str, JSONRecord]:
     """The env id and task keywords every unit of ``doc`` evaluated (today's layout, or the
     recorded studies' ``{"env": ..., "difficulty": ...}``)."""
     task = doc["task"]
@@ -89,7 +89,7 @@ def task_of(doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return task["env"], dict(kwargs) if kwargs is not None else {k: v for k, v in task.items() if k != "env"}
 
 
-def rederived(doc: dict[str, Any]) -> tuple[list[str], str]:
+def rederived(doc: ResultsDocument) -> tuple[list[str], str]:
     """Every test problem drawn again from the results' task and compared with its id and prompt
     hash: (mismatches, what to say when there are none)."""
     env_id, kwargs = task_of(doc)
@@ -103,11 +103,11 @@ def rederived(doc: dict[str, Any]) -> tuple[list[str], str]:
     return [found] if found else [], f"its {len(test['ids'])} test problems re-derive"
 
 
-def registered(doc: dict[str, Any]) -> dict[str, Any] | None:
+def registered(doc: ResultsDocument) -> JSONRecord | None:
     return doc.get("registration") or None
 
 
-def own_times(doc: dict[str, Any], reg: dict[str, Any]) -> list[str]:
+def own_times(doc: ResultsDocument, reg: JSONRecord) -> list[str]:
     """The results' own unit times (every unit has both) and the registration before each start."""
     wrong = []
     for name, rec in units(doc).items():
@@ -123,7 +123,7 @@ def own_times(doc: dict[str, Any], reg: dict[str, Any]) -> list[str]:
     return wrong
 
 
-def against_anchor(doc: dict[str, Any], reg: dict[str, Any], where: str) -> list[str]:
+def against_anchor(doc: ResultsDocument, reg: JSONRecord, where: str) -> list[str]:
     """``reg`` (``where``: whose) is whole: its anchor hashes to its fingerprint and holds its plan's
     hash, and the results' test problems are those it registered for their task level."""
     frozen = reg.get("anchor")
@@ -146,7 +146,7 @@ def against_anchor(doc: dict[str, Any], reg: dict[str, Any], where: str) -> list
     return wrong + ([found] if found else [])
 
 
-def against_folder(doc: dict[str, Any], study: Path) -> list[str]:
+def against_folder(doc: ResultsDocument, study: Path) -> list[str]:
     """The results against ``study``'s registration.json."""
     reg = read(study)
     if reg is None:
@@ -157,7 +157,7 @@ def against_folder(doc: dict[str, Any], study: Path) -> list[str]:
     return [found] if found else []
 
 
-def unit_outcomes(eval_json: Path, ids: list[str]) -> dict[str, Any]:
+def unit_outcomes(eval_json: Path, ids: list[str]) -> JSONRecord:
     """A unit's outcome lists as its ``eval.json`` gives them (what the results file should hold)."""
     from agon_env.evaluation.report_file import read_eval_report
     from agon_env.study.results import unit_record
@@ -166,7 +166,7 @@ def unit_outcomes(eval_json: Path, ids: list[str]) -> dict[str, Any]:
     return {k: record[k] for k in ("outcomes", "first_outcomes")}
 
 
-def against_units(doc: dict[str, Any], study: Path, reg: dict[str, Any]) -> list[str]:
+def against_units(doc: ResultsDocument, study: Path, reg: JSONRecord) -> list[str]:
     """Every unit of the results against its own records in ``study`` (:mod:`records`)."""
     folder_ = StudyFolder(study)
     ids, wrong = doc["problems"]["test"]["ids"], []
@@ -218,7 +218,7 @@ def against_units(doc: dict[str, Any], study: Path, reg: dict[str, Any]) -> list
     return wrong
 
 
-def against_report(doc: dict[str, Any], results: Path, report: Path) -> list[str]:
+def against_report(doc: ResultsDocument, results: Path, report: Path) -> list[str]:
     """``report`` ends with ``results``' sha256 and is, line for line, what ``doc`` renders to."""
     from agon_env.study.tables import report_markdown
 
@@ -261,7 +261,7 @@ def fail(path: Path, wrong: list[str]) -> None:
 
 def bind(
     given: str | Path, study: str | None = None, published: str | None = None, report: str | None = None
-) -> tuple[dict[str, Any], str]:
+) -> tuple[JSONRecord, str]:
     """The results document at ``given`` and what it is bound to, in words; a :class:`VerifyError`
     naming the first thing that disagrees otherwise."""
     path = results_path(given)
@@ -297,7 +297,7 @@ def bind(
     )
 
 
-def said(doc: dict[str, Any], folder: Path | None, published: str | None, problems: str) -> str:
+def said(doc: ResultsDocument, folder: Path | None, published: str | None, problems: str) -> str:
     """What a results file that passed :func:`bind` is bound to, in one line."""
     reg = registered(doc)
     if "registration" not in doc:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import tyro
 
@@ -24,7 +24,10 @@ from agon_env.command import CommandArgs, dispatch, run_command, table_usage
 from agon_env.config import ConfigError
 from agon_env.run_folder import check_file_writable, check_writable
 from agon_env.study.folder import StudyFolder
-from agon_env.study.results_file import read_results, write_results
+from agon_env.study.results_file import ResultsDocument, read_results, write_results
+
+if TYPE_CHECKING:
+    from agon_env.study.plan import StudyPlan
 
 Plan = Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="PLAN")]
 
@@ -165,7 +168,7 @@ def _required(value: str, what: str) -> str:
     return value
 
 
-def _load(plan_path: str, print_plan: bool, base_rate: float | None = None) -> Any:
+def _load(plan_path: str, print_plan: bool, base_rate: float | None = None) -> StudyPlan:
     from agon_env.study.plan import check, load
     from agon_env.study.registration import describe, detectable
 
@@ -273,7 +276,7 @@ def run(args: RunArgs, argv: Sequence[str]) -> int:
 
 def _report(
     study: Path, compare: list[str], results: str | None, docs: str | None, block: str, command: str
-) -> dict[str, Any]:
+) -> ResultsDocument:
     from agon_env.study import tables
     from agon_env.study.analysis import summary_from_outcomes
     from agon_env.study.plan import load, split

@@ -11,10 +11,11 @@ from the outcome lists (``agon study verify``) or differ between honest runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from agon_env.errors import UnknownName
+from agon_env.json_value import JSONRecord
 from agon_env.study.plan import unit_name
+from agon_env.study.results_file import ResultsDocument
 
 SHOWN = 40
 """At most this many differences are printed; the rest are counted."""
@@ -23,7 +24,7 @@ _LISTS = (("outcomes", ""), ("first_outcomes", " (drafts)"))
 """The outcome lists a unit holds, and how a difference in each is named."""
 
 
-def units(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def units(doc: ResultsDocument) -> dict[str, JSONRecord]:
     """A results document's evaluated units by name (``agon-seed0``, ..., ``base``)."""
     o = doc["outcomes"]
     named = {unit_name(arm, seed): r for arm, seeds in o["arms"].items() for seed, r in seeds.items()}
@@ -39,7 +40,7 @@ def _absent(what: str, a: Iterable[str], b: Iterable[str]) -> list[str]:
     ]
 
 
-def differences(a: dict[str, Any], b: dict[str, Any], only: Sequence[str] = ()) -> list[str]:
+def differences(a: ResultsDocument, b: ResultsDocument, only: Sequence[str] = ()) -> list[str]:
     """One line per disagreement of results documents ``a`` and ``b`` (empty: they agree);
     ``only``: compare these units alone."""
     ids_a, ids_b = a["problems"]["test"]["ids"], b["problems"]["test"]["ids"]

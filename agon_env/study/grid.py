@@ -19,15 +19,15 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
-from typing import Any
 
-from agon_env.config import ConfigError
+from agon_env.config import ConfigError, TrainConfig
+from agon_env.json_value import JSONRecord, JSONValue
 
 UNSAFE = re.compile(r"[^A-Za-z0-9._+\-]")
 """What a value may not carry into an arm's name (it names folders and logs): replaced by ``_``."""
 
 
-def label(value: Any) -> str:
+def label(value: JSONValue) -> str:
     """A grid value as an arm's name spells it: ``1e-4``, ``0.0003``, ``true``, ``none``."""
     if isinstance(value, bool):
         text = str(value).lower()
@@ -38,7 +38,7 @@ def label(value: Any) -> str:
     return UNSAFE.sub("_", text)
 
 
-def _check(grid: Any) -> dict[str, list[Any]]:
+def _check(grid: JSONValue) -> dict[str, list[JSONValue]]:
     """The grid mapping, refused in one line when a key is no ``TrainConfig`` key or has no values."""
     from agon_env.config import compose
 
@@ -53,13 +53,13 @@ def _check(grid: Any) -> dict[str, list[Any]]:
     return grid
 
 
-def _once(key: str, values: list[Any], compose: Callable[..., Any]) -> None:
+def _once(key: str, values: list[JSONValue], compose: Callable[..., TrainConfig]) -> None:
     """Refuse two values of ``key`` that parse to one config (``"1e-4"`` and ``0.0001``): they would
     be two arms of identical units, and two primary comparisons that are one. Each value is resolved
     as a unit resolves it, so an unknown key or a value of the wrong type is one line here too."""
     from agon_env.config import to_dict
 
-    seen: dict[str, Any] = {}
+    seen: JSONRecord = {}
     for value in values:
         parsed = repr(to_dict(compose(None, {key: value})))
         if parsed in seen:
@@ -69,13 +69,13 @@ def _once(key: str, values: list[Any], compose: Callable[..., Any]) -> None:
         seen[parsed] = value
 
 
-def names(grid: dict[str, list[Any]]) -> dict[str, str]:
+def names(grid: dict[str, list[JSONValue]]) -> dict[str, str]:
     """Each grid key's name in an arm's name: its last part, unless two keys share it."""
     last = [k.rsplit(".", 1)[-1] for k in grid]
     return {k: short if last.count(short) == 1 else k for k, short in zip(grid, last, strict=True)}
 
 
-def points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
+def points(grid: dict[str, list[JSONValue]]) -> list[tuple[str, JSONRecord]]:
     """Every grid point, in the grid's order: its suffix (``lr=1e-4,exchange=full``) and overrides."""
     short = names(grid)
     out = []
@@ -85,7 +85,7 @@ def points(grid: dict[str, list[Any]]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def expand(data: dict[str, Any], split: Callable[[str], tuple[str, str]]) -> dict[str, Any]:
+def expand(data: JSONRecord, split: Callable[[str], tuple[str, str]]) -> JSONRecord:
     """The plan mapping ``data`` with its ``grid`` crossed into its arms and comparisons (``data``
     itself when it has no grid); ``split`` reads a comparison (the plan's, handed in so that this
     module imports no plan)."""
@@ -96,7 +96,7 @@ def expand(data: dict[str, Any], split: Callable[[str], tuple[str, str]]) -> dic
     arms = data.get("arms") or {}
     if not isinstance(arms, dict) or not arms:
         raise ConfigError("grid: the plan needs arms to cross it with, e.g. arms: {agon: {algo: agon}}")
-    grown: dict[str, Any] = {}
+    grown: JSONRecord = {}
     for arm, overrides in arms.items():
         if not isinstance(overrides, dict):
             raise ConfigError(f"arm {arm!r}: expected a mapping of TrainConfig keys, e.g. {{algo: agon}}")
@@ -115,7 +115,7 @@ def expand(data: dict[str, Any], split: Callable[[str], tuple[str, str]]) -> dic
     return data
 
 
-def _crossed(pair: tuple[str, str], arms: dict[str, Any], suffixes: list[str]) -> list[str]:
+def _crossed(pair: tuple[str, str], arms: JSONRecord, suffixes: list[str]) -> list[str]:
     """A comparison of two plain arms, once per grid point; any other comparison as written."""
     first, second = pair
     if first in arms and second in arms:

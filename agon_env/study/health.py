@@ -10,13 +10,14 @@ a file recorded before a unit counted what a note needs, gets none.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from agon_env import metric_names as M
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.study.plan import unit_name
+from agon_env.study.results_file import ResultsDocument
 
 
-def never_updated(doc: dict[str, Any]) -> list[str]:
+def never_updated(doc: ResultsDocument) -> list[str]:
     """The arms (and the units of other arms) whose every group was dropped at every step: a
     unit's mean ``groups_dropped`` over its steps is 1 only when each step's is."""
     arms, units = [], []
@@ -47,14 +48,14 @@ def never_updated(doc: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _cap(doc: dict[str, Any], arm: str | None) -> Any:
+def _cap(doc: ResultsDocument, arm: str | None) -> JSONValue:
     """The token cap a unit sampled at: its arm's own (``arm_settings``), else the plan's."""
     plan = doc["plan"]
     own = (plan.get("arm_settings") or {}).get(arm) if arm is not None else None
     return (own or plan).get("max_new_tokens")
 
 
-def token_cap(doc: dict[str, Any]) -> list[str]:
+def token_cap(doc: ResultsDocument) -> list[str]:
     """Per unit, the share of its evaluation's turns cut at the token cap (units that counted
     them: ``token_cap`` and ``turns`` per method; none cut: no note)."""
     o = doc["outcomes"]
@@ -75,7 +76,7 @@ def token_cap(doc: dict[str, Any]) -> list[str]:
     ]
 
 
-def base_solves_nothing(doc: dict[str, Any]) -> list[str]:
+def base_solves_nothing(doc: ResultsDocument) -> list[str]:
     """The untrained base right on no test problem with any of its methods."""
     base = doc["outcomes"].get("base")
     if not base or not base["outcomes"] or any(any(v) for v in base["outcomes"].values()):
@@ -88,11 +89,11 @@ def base_solves_nothing(doc: dict[str, Any]) -> list[str]:
     ]
 
 
-NOTES: tuple[Callable[[dict[str, Any]], list[str]], ...] = (never_updated, token_cap, base_solves_nothing)
+NOTES: tuple[Callable[[JSONRecord], list[str]], ...] = (never_updated, token_cap, base_solves_nothing)
 """Every check, in the order the report says its notes."""
 
 
-def notes(doc: dict[str, Any]) -> list[str]:
+def notes(doc: ResultsDocument) -> list[str]:
     """The report's section of notes (empty when there is nothing to say)."""
     said = [line for check in NOTES for line in check(doc)]
     return ["Read the tables with these in mind:", "", *(f"- {line}" for line in said)] if said else []

@@ -32,6 +32,7 @@ import yaml
 
 from agon_env.config import ConfigError, TrainConfig, compose, convert, plain, read_yaml
 from agon_env.errors import MissingFile
+from agon_env.json_value import JSONRecord
 
 UNIT = {
     "progress": False,
@@ -103,7 +104,7 @@ class StudyPlan:
     """The study's name (tables and figure say it)."""
     config: str | None = None
     """A ``TrainConfig`` preset (a .yaml path) every unit starts from; None: ``TrainConfig()``."""
-    train: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)  # read by get_type_hints: no recursive alias
     """``TrainConfig`` overrides (dotted or nested keys) of every unit, on top of ``config``."""
     arms: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Arm name -> ``TrainConfig`` overrides, ``algo`` (the algorithm plugin) among them, e.g.
@@ -120,7 +121,7 @@ class StudyPlan:
     """Comparisons reported without a verdict (marked exploratory)."""
     decision: Decision = field(default_factory=Decision)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONRecord:
         return plain(dataclasses.asdict(self))
 
     def sha256(self) -> str:
@@ -135,10 +136,10 @@ class StudyPlan:
         return compose(self.config, self.train)
 
     def unit_config(
-        self, arm: str, seed: int, task: dict[str, Any] | None = None, out_dir: str = ""
+        self, arm: str, seed: int, task: JSONRecord | None = None, out_dir: str = ""
     ) -> TrainConfig:
         """Unit ``arm`` × ``seed``'s ``TrainConfig`` (``task``: the calibrated keyword, if any)."""
-        extra: dict[str, Any] = {"seed": seed, **({"out_dir": out_dir} if out_dir else {})}
+        extra: JSONRecord = {"seed": seed, **({"out_dir": out_dir} if out_dir else {})}
         if task:
             extra["env.kwargs"] = {**self.base_config().env.kwargs, **task}
         return compose(self.config, {**self.train, **self.arms[arm], **UNIT, **extra})
@@ -186,7 +187,7 @@ def _build(cls: type, data: Any, where: str) -> Any:
     return cls(**out)
 
 
-def from_dict(data: dict[str, Any]) -> StudyPlan:
+def from_dict(data: JSONRecord) -> StudyPlan:
     """A plan from its mapping (YAML), its keys and types checked; :func:`check` does the rest.
     A ``grid:`` is crossed into the arms first (:mod:`agon_env.study.grid`)."""
     from agon_env.study.grid import expand

@@ -22,10 +22,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from agon_env.json_value import JSONRecord
 from agon_env.stats import BOOTSTRAP_REPS, least_discordant
 
 ICC = 0.5
@@ -199,6 +199,6 @@ def method(draws: int = DRAWS) -> str:
     )
 
 
-def statement(design: Design) -> dict[str, Any]:
+def statement(design: Design) -> JSONRecord:
     """The detectable difference of ``design``'s registered rule with its method, as registered."""
     return {"difference": detectable(design), "method": method(), "draws": DRAWS}

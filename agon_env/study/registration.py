@@ -20,9 +20,9 @@ import hashlib
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 from agon_env.config import ConfigError
+from agon_env.json_value import JSONRecord
 from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
 from agon_env.study.folder import REGISTRATION, Registration, StudyFolder, StudyStart
 from agon_env.study.plan import StudyPlan
@@ -86,7 +86,7 @@ def base_rate(plan: StudyPlan, stated: float | None = None) -> tuple[float, str]
     return 0.5, "none stated: 50 %, the worst case"
 
 
-def detectable(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
+def detectable(plan: StudyPlan, stated: float | None = None) -> JSONRecord:
     """The smallest difference each primary comparison's registered rule detects with 80 % power
     at the plan's seeds × test problems, confidence and every-seed clause, from :func:`base_rate`:
     simulated (:func:`agon_env.study.power.statement`), the same for every comparison, since each
@@ -109,7 +109,7 @@ def detectable(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
     }
 
 
-def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
+def check_margin(plan: StudyPlan, power: JSONRecord) -> None:
     """Refuse an equivalence margin the plan cannot resolve: below its detectable difference, an
     interval inside ±margin is not to be expected at the planned size."""
     margin = plan.decision.equivalence_margin
@@ -122,7 +122,7 @@ def check_margin(plan: StudyPlan, power: dict[str, Any]) -> None:
         )
 
 
-def admissible(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
+def admissible(plan: StudyPlan, stated: float | None = None) -> JSONRecord:
     """The plan's detectable difference when ``register`` would freeze the plan; the
     ``ConfigError`` it would refuse it with otherwise. The one home of the checks a registration
     adds to :func:`agon_env.study.plan.check`: ``run`` asks it of an unregistered study, so a plan
@@ -132,7 +132,7 @@ def admissible(plan: StudyPlan, stated: float | None = None) -> dict[str, Any]:
     return power
 
 
-def describe(power: dict[str, Any]) -> str:
+def describe(power: JSONRecord) -> str:
     """The detectable difference in words (register, ``--print-plan`` and the report say it); a
     registration from before the simulation (no ``method``) states McNemar's formula, as it did."""
     size = f"{100 * power['power']:g} % power and {100 * power['confidence']:g} % confidence"
@@ -198,9 +198,7 @@ def claim(plan: StudyPlan, out: Path) -> None:
         folder.write_start(StudyStart(prompts, now()))
 
 
-def record(
-    plan: StudyPlan, source: Path | None = None, power: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def record(plan: StudyPlan, source: Path | None = None, power: JSONRecord | None = None) -> JSONRecord:
     """What a registration freezes: ``git_commit`` is the commit of the study's own repository (the
     one holding the plan file ``source``; None outside one), ``package_commit`` agon-env's checkout."""
     from agon_env import __version__

@@ -16,17 +16,18 @@ import statistics
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from agon_env.config import TrainConfig
 from agon_env.errors import InputError
 from agon_env.evaluation.evaluate import outcomes  # no torch: the study's process stays light
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import EVAL_REPORT, read_metrics
 from agon_env.study.analysis import PER_STEP, TRAINING_RATES, summary_from_outcomes
 from agon_env.study.calibration import read_calibration
 from agon_env.study.folder import FAILED, Registration, StudyFolder, read_unit_record
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
+from agon_env.study.results_file import Outcomes, ResultsDocument, UnitOutcome
 from agon_env.upgrade import LEGACY_CHANGED
 
 __all__ = ["FAILED", "build", "collect", "plan_record", "problems", "training", "unit_record"]
@@ -38,12 +39,12 @@ def sha(prompt: str) -> str:
     return hashlib.sha256(normalize_prompt(prompt).encode()).hexdigest()
 
 
-def task_kwargs(plan: StudyPlan, task: dict[str, Any]) -> dict[str, Any]:
+def task_kwargs(plan: StudyPlan, task: JSONRecord) -> JSONRecord:
     """Every unit's task keywords: the plan's, with the calibrated one on top."""
     return {**plan.base_config().env.kwargs, **task}
 
 
-def problems(plan: StudyPlan, task: dict[str, Any]) -> dict[str, Any]:
+def problems(plan: StudyPlan, task: JSONRecord) -> JSONRecord:
     """The test and validation problems every evaluation used, and their distance from training."""
     from agon_env.envs.tasks.base import normalize_prompt
     from agon_env.evaluation.splits import load_eval_data, training_pool
@@ -63,18 +64,18 @@ def problems(plan: StudyPlan, task: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _first(methods: dict[str, Any], ids: Sequence[str]) -> dict[str, list[int]]:
+def _first(methods: JSONRecord, ids: Sequence[str]) -> dict[str, list[int]]:
     """The drafts' outcomes of every two-turn method (what the second turn was handed)."""
     two = {m: v for m, v in methods.items() if v["episodes"] and len(v["episodes"][0]["turns"]) > 1}
     return {m: outcomes(v, ids, "first_correct") for m, v in two.items()}
 
 
-def training(run_dir: Path, steps: int) -> dict[str, Any]:
+def training(run_dir: Path, steps: int) -> JSONRecord:
     """A run's training rates: over all steps, the first and the last fifth, and a few per step."""
     rows = read_metrics(run_dir)
     window = max(1, steps // 5)
 
-    def mean(rs: list[dict[str, Any]], key: str) -> float | None:
+    def mean(rs: list[JSONRecord], key: str) -> float | None:
         vals = [r[key] for r in rs if r.get(key) is not None]
         return statistics.fmean(vals) if vals else None
 
@@ -90,7 +91,7 @@ def training(run_dir: Path, steps: int) -> dict[str, Any]:
     }
 
 
-def check_eval(report: EvalReport, plan: StudyPlan, task: dict[str, Any], path: Path) -> None:
+def check_eval(report: EvalReport, plan: StudyPlan, task: JSONRecord, path: Path) -> None:
     """Refuse an ``eval.json`` of another task, split or size: problem ids are positions, so
     another level's ``test-86`` would silently pair with this one's."""
     data, e = report.data, plan.evaluation
@@ -122,7 +123,7 @@ def started_at(eval_dir: Path) -> str | None:
     return None if stamp is None else stamp.started_at
 
 
-def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[str, Any]:
+def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> UnitOutcome:
     """One evaluated unit: outcomes and draft outcomes per method, lengths, verifier failures."""
     run = report.runs[0]
     methods = run.methods
@@ -144,10 +145,10 @@ def unit_record(report: EvalReport, ids: Sequence[str], eval_dir: Path) -> dict[
     }
 
 
-def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
+def collect(plan: StudyPlan, out: Path, task: JSONRecord, ids: Sequence[str]) -> Outcomes:
     """Per arm and seed: outcomes per method, the validation choice, lengths, training rates."""
     folder = StudyFolder(out)
-    arms: dict[str, dict[str, Any]] = {}
+    arms: dict[str, dict[str, UnitOutcome]] = {}
     missing = []
     for seed in plan.seeds:  # seed-major, as the units run: each finished seed compares every arm
         for arm in plan.arms:
@@ -183,7 +184,7 @@ def collect(plan: StudyPlan, out: Path, task: dict[str, Any], ids: Sequence[str]
     return {"arms": arms, "base": base, "missing": missing}
 
 
-SETTINGS: dict[str, Callable[[TrainConfig], Any]] = {
+SETTINGS: dict[str, Callable[[TrainConfig], JSONValue]] = {
     "steps": lambda c: c.steps,
     "batch_problems": lambda c: c.batch_problems,
     "num_generations": lambda c: c.grpo.num_generations,
@@ -194,12 +195,12 @@ SETTINGS: dict[str, Callable[[TrainConfig], Any]] = {
 """The training settings the report's header names: key -> how a unit's config holds it."""
 
 
-def settings(cfg: TrainConfig) -> dict[str, Any]:
+def settings(cfg: TrainConfig) -> JSONRecord:
     """``cfg``'s :data:`SETTINGS`."""
     return {key: read(cfg) for key, read in SETTINGS.items()}
 
 
-def plan_record(plan: StudyPlan) -> dict[str, Any]:
+def plan_record(plan: StudyPlan) -> JSONRecord:
     """The results file's ``plan``: the settings the tables name (the training base's, and each
     arm's own in ``arm_settings``: a grid over ``optim.lr`` leaves the base's lr to no arm), the
     arms' two-stage methods, the comparisons and decision rule the summary and verdicts read, and
@@ -229,7 +230,7 @@ def build(
     command: str = "",
     registration: Registration | None = None,
     added: Sequence[tuple[str, str]] = (),
-) -> dict[str, Any]:
+) -> ResultsDocument:
     """The results document of the study in ``out``; ``added``: comparisons asked for at report
     time (exploratory)."""
     folder = StudyFolder(out)
@@ -238,7 +239,7 @@ def build(
     probs = problems(plan, task)
     cfg = plan.base_config()
     started = folder.read_start()
-    doc: dict[str, Any] = {
+    doc: ResultsDocument = {
         "bench": "agon study",
         "command": command,
         "task": {"env": cfg.env.id, "kwargs": task_kwargs(plan, task), "calibrated": task},

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 import statistics
 from pathlib import Path
-from typing import Any
 
 from agon_env import metric_names as M
 from agon_env.errors import InputError
 from agon_env.evaluation.probe import fix_needed
 from agon_env.evaluation.report import write_text_atomic
 from agon_env.figures import pyplot, save
+from agon_env.json_value import JSONRecord
 from agon_env.stats import least_discordant, smoothed
 from agon_env.study.analysis import (
     CHANGED,
@@ -37,6 +37,7 @@ from agon_env.study.folder import StudyFolder
 from agon_env.study.health import notes
 from agon_env.study.plan import split
 from agon_env.study.registration import describe
+from agon_env.study.results_file import PairedDifference, ResultsDocument, UnitOutcome
 from agon_env.study.transfer import markdown as transfer_markdown
 from agon_env.study.verify import late, unbound
 from agon_env.upgrade import LEGACY_CHANGED
@@ -76,7 +77,7 @@ TWO_STAGE_LABELS = {
 }
 
 
-def changed_key(runs: list[dict[str, Any]]) -> str:
+def changed_key(runs: list[UnitOutcome]) -> str:
     """The training key of the challenge-changed-answer rate: a replication recorded before
     issue #22 has only the legacy one (which also counted a one-sided missing answer)."""
 
@@ -86,7 +87,7 @@ def changed_key(runs: list[dict[str, Any]]) -> str:
     return LEGACY_CHANGED if runs and not has(CHANGED) and has(LEGACY_CHANGED) else CHANGED
 
 
-def task_label(task: dict[str, Any]) -> str:
+def task_label(task: JSONRecord) -> str:
     """``agon/arith-v0`` level 2.5 (a recorded study's level), or an env with its keywords
     (``agon/divides-v0`` options=3)."""
     level = "" if task.get("difficulty") is None else f" level {task['difficulty']}"
@@ -98,7 +99,7 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def pick(arm: str, seed: str, run: dict[str, Any]) -> str:
+def pick(arm: str, seed: str, run: UnitOutcome) -> str:
     """One validation choice with what it rested on: a tie or a few problems is not a finding."""
     chosen = run["chosen_cascade"]
     other = next((k for k in (run.get("validation") or {}) if k != chosen), None)
@@ -114,7 +115,7 @@ def pick(arm: str, seed: str, run: dict[str, Any]) -> str:
     )
 
 
-def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
+def verdict_cell(doc: ResultsDocument, name: str, diff: PairedDifference) -> str:
     """A paired difference's verdict under the plan's decision rule, or why it gets none: a
     comparison that is not primary, not in the registration, or added at report time is
     exploratory (what the rule would say is still shown). Studies recorded before ``agon study``
@@ -159,7 +160,7 @@ def verdict_cell(doc: dict[str, Any], name: str, diff: dict[str, Any]) -> str:
     return f"exploratory ({why}): {said}"
 
 
-def rule_words(decided: dict[str, Any]) -> str:
+def rule_words(decided: JSONRecord) -> str:
     """The decision rule in words, with what the verdicts mean (and do not)."""
     conf = f"{100 * decided.get('confidence', 0.95):g} %"
     margin = decided.get("equivalence_margin")
@@ -178,7 +179,7 @@ def rule_words(decided: dict[str, Any]) -> str:
     )
 
 
-def registration_words(doc: dict[str, Any]) -> list[str]:
+def registration_words(doc: ResultsDocument) -> list[str]:
     """Whether and when the plan was registered, the rule in words and the detectable difference."""
     reg = doc.get("registration")
     if not reg:
@@ -200,7 +201,7 @@ def registration_words(doc: dict[str, Any]) -> list[str]:
     return [f"{said} {rule_words(rule_of(doc))} {detect}"]
 
 
-def verifier_failures(doc: dict[str, Any]) -> list[str]:
+def verifier_failures(doc: ResultsDocument) -> list[str]:
     """Score errors and time-outs of the verifier, per unit and method ("unknown": not recorded),
     and the answers left out of pass@1 for them (null outcomes: :func:`agon_env.stats.judged`)."""
     o = doc["outcomes"]
@@ -225,16 +226,16 @@ def verifier_failures(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _recorded(doc: dict[str, Any]) -> bool:
+def _recorded(doc: ResultsDocument) -> bool:
     """A study recorded before ``agon study`` (its plan has no comparisons): its own wording."""
     return "comparisons" not in doc["plan"]
 
 
-def _cov(doc: dict[str, Any]) -> str:
+def _cov(doc: ResultsDocument) -> str:
     return f"{100 * coverage(doc):g} %"
 
 
-def setting(plan: dict[str, Any], key: str) -> str:
+def setting(plan: JSONRecord, key: str) -> str:
     """A header setting as the arms ran it: their one value, or each value with the arms that ran
     it (``0.0001 (agon@lr=1e-4, grpo@lr=1e-4) or 0.0005 (...)``); a results file recorded before
     ``arm_settings`` has the training base's alone."""
@@ -249,7 +250,7 @@ def setting(plan: dict[str, Any], key: str) -> str:
     return " or ".join(f"{value} ({', '.join(names)})" for value, names in arms.items())
 
 
-def introduction(doc: dict[str, Any], results: str) -> list[str]:
+def introduction(doc: ResultsDocument, results: str) -> list[str]:
     """Where the tables come from, the study's settings and what its intervals mean."""
     s, p, probs = doc["summary"], doc["plan"], doc["problems"]
     measured = doc["calibration"]["measured"].items()
@@ -277,7 +278,7 @@ def introduction(doc: dict[str, Any], results: str) -> list[str]:
     ]
 
 
-def pass_at_1(doc: dict[str, Any]) -> list[str]:
+def pass_at_1(doc: ResultsDocument) -> list[str]:
     """pass@1 per arm and method (the untrained base first), with its interval and per seed."""
     s, families = doc["summary"], two_stage_methods(doc)
     lines = [
@@ -309,7 +310,7 @@ def pass_at_1(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def paired_differences(doc: dict[str, Any]) -> list[str]:
+def paired_differences(doc: ResultsDocument) -> list[str]:
     """Each planned comparison: its paired difference, intervals and the decision rule's verdict."""
     cov = _cov(doc)
     recorded = _recorded(doc)
@@ -334,7 +335,7 @@ def paired_differences(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def second_turns(doc: dict[str, Any]) -> list[str]:
+def second_turns(doc: ResultsDocument) -> list[str]:
     """What each two-stage method's second turn did with the draft it read (none: no such method)."""
     s = doc["summary"]
     if not s.get("second_turn"):
@@ -363,7 +364,7 @@ def second_turns(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def alike_adapters(doc: dict[str, Any]) -> list[str]:
+def alike_adapters(doc: ResultsDocument) -> list[str]:
     """How alike each pair's adapters are on test (none: the summary has no pairs)."""
     pairs = doc["summary"].get("alike")
     if not pairs:
@@ -391,7 +392,7 @@ def alike_adapters(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _training_cells(seeds: dict[str, Any], changed: str) -> list[str]:
+def _training_cells(seeds: JSONRecord, changed: str) -> list[str]:
     """One arm's row of the training table: each metric's first → last fifth, over its seeds."""
 
     def avg(key: str, part: str) -> float | None:
@@ -426,7 +427,7 @@ def _training_cells(seeds: dict[str, Any], changed: str) -> list[str]:
     ]
 
 
-def over_training(doc: dict[str, Any]) -> list[str]:
+def over_training(doc: ResultsDocument) -> list[str]:
     """Each arm's training rates, first → last fifth of the steps, and its step time."""
     recorded = _recorded(doc)
     arms = compared(doc["outcomes"]["arms"])
@@ -463,7 +464,7 @@ def over_training(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def cascade_picks(doc: dict[str, Any]) -> list[str]:
+def cascade_picks(doc: ResultsDocument) -> list[str]:
     """The cascade direction each unit chose on validation (none: no unit chose one)."""
     arms = compared(doc["outcomes"]["arms"])
     picks = [pick(arm, k, r) for arm, seeds in arms.items() for k, r in seeds.items() if r["chosen_cascade"]]
@@ -476,7 +477,7 @@ def cascade_picks(doc: dict[str, Any]) -> list[str]:
 
 
 def markdown(
-    doc: dict[str, Any], block: str = BLOCK, results: str = "docs/results/replication_cpu.json"
+    doc: ResultsDocument, block: str = BLOCK, results: str = "docs/results/replication_cpu.json"
 ) -> str:
     """The study's report, one table after another (a study recorded before ``agon study`` has no
     registration or verifier counts to speak of); an empty section is left out."""
@@ -497,7 +498,7 @@ def markdown(
     return "\n\n".join("\n".join(lines) for lines in sections if lines) + "\n"
 
 
-def figure(doc: dict[str, Any], path: Path) -> Path:
+def figure(doc: ResultsDocument, path: Path) -> Path:
     plt = pyplot()
     s = doc["summary"]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -563,7 +564,7 @@ def figure(doc: dict[str, Any], path: Path) -> Path:
     return save(fig, path)
 
 
-def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str:
+def regenerate(doc: ResultsDocument, docs: Path, block: str, results: str) -> str:
     """Replace ``block``'s generated Markdown in ``docs`` and its figure next to it."""
     table = markdown(doc, block, results)
     begin, end = markers(block)
@@ -576,14 +577,14 @@ def regenerate(doc: dict[str, Any], docs: Path, block: str, results: str) -> str
     return table
 
 
-def report_markdown(doc: dict[str, Any], results: str) -> str:
+def report_markdown(doc: ResultsDocument, results: str) -> str:
     """report.md's Markdown (``agon study verify --report`` renders it again to compare)."""
     table = markdown(doc, "report", results)
     table = table.replace(f"]({figure_name('report')})", f"]({FIGURE_FILE})")
     return table + transfer_markdown(doc)  # `agon study eval`'s exploratory sections, after the study's own
 
 
-def write(doc: dict[str, Any], out: Path, results: str) -> str:
+def write(doc: ResultsDocument, out: Path, results: str) -> str:
     """``out/report.md`` and ``out/accuracy_vs_length.png``; the Markdown."""
     table = report_markdown(doc, results)
     folder = StudyFolder(out)

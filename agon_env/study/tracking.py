@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+
+from agon_env.json_value import JSONRecord
+from agon_env.study.results_file import ResultsDocument
 
 TRACKED = ("wandb", "trackio")
 """The trackers a study groups (tensorboard writes under each run folder: nothing to group)."""
@@ -31,7 +33,7 @@ def unit_env(study_name: str, unit_name: str, report_to: Sequence[str]) -> dict[
     return {k: v for k, v in env.items() if k not in os.environ}
 
 
-def spec_env(spec: Path, config: dict[str, Any] | None) -> dict[str, str]:
+def spec_env(spec: Path, config: JSONRecord | None) -> dict[str, str]:
     """:func:`unit_env` of the unit whose spec is ``spec`` (in ``STUDY/units/``; ``config``: its
     resolved ``TrainConfig``, None for the base, which trains nothing)."""
     import yaml
@@ -46,7 +48,7 @@ def spec_env(spec: Path, config: dict[str, Any] | None) -> dict[str, str]:
     return unit_env(str(plan.get("name") or study.path.name), spec.stem, report_to)
 
 
-def scalars(doc: dict[str, Any]) -> dict[str, float]:
+def scalars(doc: ResultsDocument) -> dict[str, float]:
     """A results document's pass@1 per arm and method (seeds and problems pooled), and the base's."""
     o = doc["outcomes"]
     units = [(arm, r) for arm, seeds in o["arms"].items() for r in seeds.values()]
@@ -58,7 +60,7 @@ def scalars(doc: dict[str, Any]) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in pooled.items() if v}
 
 
-def log_summary(doc: dict[str, Any], study: Path, report_to: Sequence[str]) -> list[Any]:
+def log_summary(doc: ResultsDocument, study: Path, report_to: Sequence[str]) -> list[object]:
     """Log the study's summary run to each tracker of ``report_to`` it groups; returns the runs
     opened (wandb's run objects, for a caller that reads them back)."""
     name = doc["plan"].get("study", {}).get("name") or study.name

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from agon_env.errors import InputError
 from agon_env.evaluation.report_file import EvalReport, read_eval_report
+from agon_env.json_value import JSONRecord
 from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.folder import TRANSFER, StudyFolder
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.results import unit_record
+from agon_env.study.results_file import ResultsDocument, Summary, UnitOutcome
 from agon_env.study.units import Unit, kwarg_flags, trained
 
 __all__ = ["TRANSFER", "markdown", "sections", "slug", "table", "units"]
 
 
-def slug(env_id: str, kwargs: dict[str, Any], split: str) -> str:
+def slug(env_id: str, kwargs: JSONRecord, split: str) -> str:
     """A task and split as a folder name: ``agon_gsm8k-v0`` (``,difficulty=3`` ..., ``,split=validation``)."""
     words = [
         env_id,
@@ -38,7 +39,7 @@ def slug(env_id: str, kwargs: dict[str, Any], split: str) -> str:
 
 
 def units(
-    plan: StudyPlan, out: Path, env_id: str, kwargs: dict[str, Any], split: str, problems: int | None
+    plan: StudyPlan, out: Path, env_id: str, kwargs: JSONRecord, split: str, problems: int | None
 ) -> list[Unit]:
     """A transfer evaluation of each trained unit of the study in ``out``."""
     e, task = plan.evaluation, slug(env_id, kwargs, split)
@@ -86,14 +87,14 @@ def _ids(report: EvalReport) -> list[str]:
     return list(dict.fromkeys(e["problem_id"] for e in episodes))
 
 
-def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
+def sections(plan: StudyPlan, out: Path) -> JSONRecord:
     """The results file's ``transfer`` section: per task evaluated, each unit's outcomes (as the
     study's own units record them), marked exploratory; empty when none was run."""
-    tasks: dict[str, Any] = {}
+    tasks: JSONRecord = {}
     for folder in sorted(p for p in (StudyFolder(out).path / TRANSFER).glob("*") if p.is_dir()):
-        arms: dict[str, dict[str, Any]] = {}
+        arms: dict[str, dict[str, UnitOutcome]] = {}
         ids: list[str] | None = None
-        data: dict[str, Any] = {}
+        data: JSONRecord = {}
         for seed in plan.seeds:
             for arm in plan.arms:
                 path = folder / unit_name(arm, seed) / EVAL_REPORT
@@ -119,14 +120,14 @@ def sections(plan: StudyPlan, out: Path) -> dict[str, Any]:
     return tasks
 
 
-def summary(section: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+def summary(section: JSONRecord, plan: JSONRecord) -> Summary:
     """A transfer task's rows and paired differences, computed as the study's own summary is (the
     same intervals over seeds × problems at the plan's coverage, the same comparisons), from the
     section's outcome lists and the results file's ``plan`` (:func:`~agon_env.study.results.plan_record`)."""
     return summary_from_outcomes({"plan": plan, "outcomes": {"arms": section["arms"], "base": None}})
 
 
-def table(name: str, section: dict[str, Any], plan: dict[str, Any]) -> str:
+def table(name: str, section: JSONRecord, plan: JSONRecord) -> str:
     """A transfer task's pass@1 per arm and method with its interval (seeds × problems), and the
     plan's comparisons on it, headed as exploratory: no verdict is drawn."""
     s = summary(section, plan)
@@ -172,6 +173,6 @@ def table(name: str, section: dict[str, Any], plan: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def markdown(doc: dict[str, Any]) -> str:
+def markdown(doc: ResultsDocument) -> str:
     """Every transfer section of a results document as Markdown ("" when there is none)."""
     return "".join(f"\n\n{table(name, sec, doc['plan'])}\n" for name, sec in doc.get(TRANSFER, {}).items())

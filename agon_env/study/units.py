@@ -27,9 +27,9 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from agon_env.config import to_dict
+from agon_env.config import TrainConfig, to_dict
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.run_folder import CHECKPOINT, CURVES, EVAL_REPORT, read_metrics
 from agon_env.study.folder import UNIT_RECORD, StudyFolder, write_text_atomic, write_unit_record
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
@@ -51,7 +51,7 @@ class Unit:
     steps: int = 0
     threads: int = 0
     """torch threads (``OMP_NUM_THREADS``; 0: torch's default)."""
-    config: dict[str, Any] | None = None
+    config: JSONRecord | None = None
     """The arm unit's resolved ``TrainConfig`` (what ``--config`` reads, as a dict)."""
     processes: int = 1
     """Training processes (more than 1: data-parallel, ``torchrun --standalone``; docs/scaling.md)."""
@@ -106,13 +106,13 @@ def trained(folder: Path, steps: int) -> bool:
     return len(read_metrics(folder)) >= steps
 
 
-def kwarg_flags(kwargs: dict[str, Any]) -> list[str]:
+def kwarg_flags(kwargs: JSONRecord) -> list[str]:
     """``--env-kwarg KEY=VALUE`` pairs (YAML values: ``true`` for a bool)."""
     words = [f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in kwargs.items()]
     return [x for w in words for x in ("--env-kwarg", w)]
 
 
-def level(value: Any) -> Any:
+def level(value: JSONValue) -> JSONValue:
     """A calibrated value as a folder name and a flag spell it (``3.0`` -> ``3``)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
@@ -123,12 +123,12 @@ def base_sampling(plan: StudyPlan) -> list[str]:
     return ["--temperature", str(s.temperature), "--max-new-tokens", str(s.max_new_tokens)]
 
 
-def imports(cfg: Any) -> list[str]:
+def imports(cfg: TrainConfig) -> list[str]:
     """``agon eval``'s ``--imports`` for the modules a plan's ``train.imports`` names (its tasks)."""
     return ["--imports", *cfg.imports] if cfg.imports else []
 
 
-def base_eval(plan: StudyPlan, kwargs: dict[str, Any], folder: Path, *flags: str) -> list[str]:
+def base_eval(plan: StudyPlan, kwargs: JSONRecord, folder: Path, *flags: str) -> list[str]:
     """``agon eval`` of the untrained base on the plan's model and env at ``kwargs``, sampling as
     the plan's training base does, uncached, into ``folder``; ``flags`` say which split and methods."""
     cfg = plan.base_config()
@@ -136,7 +136,7 @@ def base_eval(plan: StudyPlan, kwargs: dict[str, Any], folder: Path, *flags: str
     return [*head, *base_sampling(plan), "--no-cache", "--out", str(folder)]
 
 
-def calibration_unit(plan: StudyPlan, out: Path, value: Any) -> Unit:
+def calibration_unit(plan: StudyPlan, out: Path, value: JSONValue) -> Unit:
     """The untrained base's few-shot pass@1 on validation with the calibrated keyword at ``value``."""
     cal, cfg = plan.calibration, plan.base_config()
     assert cal is not None
@@ -164,7 +164,7 @@ def test_flags(plan: StudyPlan) -> list[str]:
     ]
 
 
-def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
+def base_unit(plan: StudyPlan, out: Path, task: JSONRecord) -> Unit:
     cfg = plan.base_config()
     folder = StudyFolder(out).eval_dir("base")
     flags = ["--methods", *plan.evaluation.base_methods, *test_flags(plan)]
@@ -172,7 +172,7 @@ def base_unit(plan: StudyPlan, out: Path, task: dict[str, Any]) -> Unit:
     return Unit("base", argv, str(folder), threads=cfg.threads)
 
 
-def arm_unit(plan: StudyPlan, out: Path, arm: str, seed: int, task: dict[str, Any]) -> Unit:
+def arm_unit(plan: StudyPlan, out: Path, arm: str, seed: int, task: JSONRecord) -> Unit:
     """Train ``arm`` with ``seed`` from its resolved config file, then evaluate that run alone."""
     name = unit_name(arm, seed)
     study = StudyFolder(out)

@@ -14,26 +14,26 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from agon_env.errors import UserError
+from agon_env.json_value import JSONRecord, JSONValue
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.diff import units
 from agon_env.study.errors import VerifyError
 from agon_env.study.plan import unit_name
-from agon_env.study.results_file import read_results
+from agon_env.study.results_file import ResultsDocument, UnitOutcome, read_results
 
 FIELD = re.compile(r"[a-z][a-z_]*")
 """How a summary field is named (``discordant``, ``per_seed``). Arms, seeds, methods
 (``standalone:agent_a``) and comparisons (``agon − grpo``) are named by the study's data instead."""
 
 
-def data_names(doc: dict[str, Any]) -> frozenset[str]:
+def data_names(doc: ResultsDocument) -> frozenset[str]:
     """Every name the study's own data gives a summary key: its arms, seeds, units, methods and
     comparisons (any key of its outcomes, and the plan's arms)."""
     names: set[str] = set(doc.get("plan", {}).get("arms") or [])
 
-    def walk(x: Any) -> None:
+    def walk(x: JSONValue) -> None:
         if isinstance(x, dict):
             names.update(map(str, x))
             for v in x.values():
@@ -43,7 +43,7 @@ def data_names(doc: dict[str, Any]) -> frozenset[str]:
     return frozenset(names)
 
 
-def differences(a: Any, b: Any, path: str = "", data: frozenset[str] | None = None) -> list[str]:
+def differences(a: JSONValue, b: JSONValue, path: str = "", data: frozenset[str] | None = None) -> list[str]:
     """Where ``a`` (recomputed) and ``b`` (recorded) differ (exactly: the summary is recomputed by
     the same code), as paths. A key only the recomputed side has is a field added after the file
     was written, not a difference, when it is named like a field (:data:`FIELD`) and not by the
@@ -63,7 +63,7 @@ def differences(a: Any, b: Any, path: str = "", data: frozenset[str] | None = No
     return [] if a == b or both_nan else [f"{path}: recorded {b!r}, recomputed {a!r}"]
 
 
-def unjudged_counts(name: str, unit: dict[str, Any]) -> list[str]:
+def unjudged_counts(name: str, unit: UnitOutcome) -> list[str]:
     """A null outcome is an answer the verifier gave no verdict (:func:`agon_env.stats.judged`):
     each method's nulls, final and draft, must be as many as the unit's recorded score errors and
     time-outs (each of those is one turn's answer; a method has at most two turns), where recorded."""
@@ -81,7 +81,7 @@ def unjudged_counts(name: str, unit: dict[str, Any]) -> list[str]:
     return wrong
 
 
-def problems(doc: dict[str, Any]) -> list[str]:
+def problems(doc: ResultsDocument) -> list[str]:
     """What is wrong with the outcome lists themselves (lengths, values, completeness: every unit of
     the plan's arms × seeds recorded or named missing)."""
     ids = doc["problems"]["test"]["ids"]
@@ -129,7 +129,7 @@ LATER = ("arm_settings",)
 departure (present, they must be what the registered plan resolves to)."""
 
 
-def _view(registered: dict[str, Any]) -> dict[str, Any]:
+def _view(registered: JSONRecord) -> JSONRecord:
     """What a results file's ``plan`` says for :data:`PLAN_VIEW`, from the registered mapping."""
     from agon_env.study.plan import Evaluation, split
 
@@ -147,7 +147,7 @@ def _view(registered: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def unbound(doc: dict[str, Any]) -> list[str]:
+def unbound(doc: ResultsDocument) -> list[str]:
     """Where a results file departs from its own registration (none when not registered): the
     registered plan no longer hashes to its recorded hash, the file's plan hash or plan view is not
     the registered plan's, or the summary's coverage is not the registered rule's."""
@@ -192,7 +192,7 @@ def unbound(doc: dict[str, Any]) -> list[str]:
     return wrong
 
 
-def late(doc: dict[str, Any]) -> str | None:
+def late(doc: ResultsDocument) -> str | None:
     """When the registration is later than a unit's results (``registered_at`` after its
     ``written_at``: the plan was frozen after results existed), which; else None."""
     reg = doc.get("registration")
@@ -209,7 +209,7 @@ def late(doc: dict[str, Any]) -> str | None:
     )
 
 
-def verify(path: Path) -> dict[str, Any]:
+def verify(path: Path) -> JSONRecord:
     """The document at ``path`` when its summary recomputes and it is bound to its registration;
     a :class:`VerifyError` naming every mismatch otherwise."""
     doc = read_results(path).document
