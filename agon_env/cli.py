@@ -37,7 +37,7 @@ COMMANDS = {
     ),
     "study": (
         "agon_env.study.cli:main",
-        "an ablation across arms and seeds: register, run (resumable), report, verify",
+        "an ablation across arms and seeds: register, run, report, ... (agon study --help lists them)",
     ),
     "answer": ("agon_env.serving.answer_cli:main", "the trained pair answers: draft, then challenge"),
     "serve": ("agon_env.serving.serve_cli:main", "serve a run's pair behind an OpenAI-compatible API"),
