@@ -37,7 +37,7 @@ COMMANDS = {
     ),
     "study": (
         "agon_env.study.cli:main",
-        "an ablation across arms and seeds: register, run (resumable), report, verify",
+        "an ablation across arms and seeds: register, run, report, ... (agon study --help lists them)",
     ),
     "league": (
         "agon_env.league.cli:main",
