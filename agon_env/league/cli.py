@@ -2,7 +2,7 @@
 
     agon league runs/agon-seed0                      # its snapshots and final adapters
     agon league runs/grpo-seed0 runs/agon-seed0      # across runs (one base model)
-    agon league runs/agon-seed0 --pairs 12 --minutes 10 --problems 20
+    agon league runs/agon-seed0 --pairs 12 --minutes 10 --problems 20 --threads 1
     agon league verify runs/agon-seed0/league/league.json
 
 Each pairing is appended to ``pairings.jsonl`` in the league folder as it ends, so a killed
@@ -47,6 +47,8 @@ class LeagueOptions(CommandArgs):
     """Draws the problems, the order of the pairs and every sampling seed."""
     device: str = "auto"
     """Where the base model runs (auto: CUDA when there is one)."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default); 1 is fastest on a busy machine."""
     quiet: bool = False
     """Print no progress."""
 
@@ -126,6 +128,10 @@ def play(runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path) -> Le
     """The league of ``runs`` (``(label, folder)``) played into ``out`` as ``args`` bound it."""
     contenders = league_contenders(runs)
     check_writable(out, "--out")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     arena = build_arena(contenders, args.problems, args.seed, args.device)
     log = (lambda _m: None) if args.quiet else (lambda m: print(f"agon league: {m}", flush=True))
     players = [c.player for c in contenders]
