@@ -23,7 +23,7 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.league.play import Arena, LeagueProgress, play_league
-from agon_env.league.players import Contender, LeagueError, league_contenders
+from agon_env.league.players import Contender, LeagueError, league_contenders, training_seats
 from agon_env.run_folder import check_writable
 
 LEAGUE = "league"
@@ -124,9 +124,11 @@ def build_arena(contenders: Sequence[Contender], problems: int, seed: int, devic
     return Arena(contenders, data, agent, identity, seed)
 
 
-def play(runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path) -> LeagueProgress:
+def play(
+    runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path, contenders: Sequence[Contender] = ()
+) -> LeagueProgress:
     """The league of ``runs`` (``(label, folder)``) played into ``out`` as ``args`` bound it."""
-    contenders = league_contenders(runs)
+    contenders = contenders or league_contenders(runs)
     check_writable(out, "--out")
     if args.threads:
         import torch
@@ -149,10 +151,14 @@ def play(runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path) -> Le
 
 
 def report(
-    out: Path, progress: LeagueProgress, args: LeagueOptions, runs: Sequence[tuple[str, Path]]
+    out: Path,
+    progress: LeagueProgress,
+    args: LeagueOptions,
+    runs: Sequence[tuple[str, Path]],
+    contenders: Sequence[Contender],
 ) -> Path:
     """league.json, league.md and the pictures of every finished pairing (the ratings' module)."""
-    from agon_env.league.report import write_league
+    from agon_env.league.report import TRAINING_SEATS, write_league
 
     meta = {
         "runs": {label: str(path) for label, path in runs},
@@ -161,6 +167,7 @@ def report(
         "complete": progress.left == 0,
         "pairings_left": progress.left,
         "command": "agon league",
+        TRAINING_SEATS: training_seats(contenders),
     }
     return write_league(out, progress.pairings, meta=meta, seed=args.seed)
 
@@ -197,8 +204,9 @@ def run_study_league(args: StudyLeagueArgs) -> int:
 
 
 def _league(runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path) -> int:
-    progress = play(runs, args, out)
-    path = report(out, progress, args, runs)
+    contenders = league_contenders(runs)
+    progress = play(runs, args, out, contenders)
+    path = report(out, progress, args, runs, contenders)
     if not args.quiet:
         left = f"; {progress.left} pairings left: the same command continues" if progress.left else ""
         print(f"agon league: {len(progress.pairings)} pairings in {path}{left}")

@@ -247,3 +247,25 @@ def test_agon_study_league_plays_the_units_runs_across_arms(tiny_run, tmp_path):
     assert {p.split(":")[0] for p in header["league"]["players"]} == {"agon-seed0", "grpo-seed0"}
     assert len(header["league"]["players"]) == 8
     assert len(json.loads((study / "league" / "league.json").read_text())["figures"]["pairings"]) == 4
+
+
+def test_training_seats_follow_the_runs_algorithm(tiny_run, tmp_path):
+    import shutil
+
+    from agon_env.league.players import league_contenders, training_seats
+
+    fixed = tmp_path / "fixed"
+    shutil.copytree(tiny_run, fixed)
+    text = (fixed / "config.yaml").read_text().replace("algo: agon", "algo: fixed-roles")
+    (fixed / "config.yaml").write_text(text)
+    (fixed / "resolved.yaml").write_text(
+        (fixed / "resolved.yaml").read_text().replace("algo: agon", "algo: fixed-roles")
+    )
+    seats = training_seats(league_contenders([("agon", tiny_run), ("fixed", fixed)]))
+    # agon alternates the roles: each adapter trains in both; fixed-roles keeps agent_a drafting.
+    assert seats == {
+        "agon:agent_a": "both",
+        "agon:agent_b": "both",
+        "fixed:agent_a": "drafter",
+        "fixed:agent_b": "challenger",
+    }
