@@ -2,7 +2,7 @@
 
     agon league runs/agon-seed0                      # its snapshots and final adapters
     agon league runs/grpo-seed0 runs/agon-seed0      # across runs (one base model)
-    agon league runs/agon-seed0 --pairs 12 --minutes 10 --problems 20
+    agon league runs/agon-seed0 --pairs 12 --minutes 10 --problems 20 --threads 1
     agon league verify runs/agon-seed0/league/league.json
 
 Each pairing is appended to ``pairings.jsonl`` in the league folder as it ends, so a killed
@@ -23,7 +23,7 @@ import tyro
 
 from agon_env.command import CommandArgs, run_command
 from agon_env.league.play import Arena, LeagueProgress, play_league
-from agon_env.league.players import Contender, LeagueError, league_contenders
+from agon_env.league.players import Contender, LeagueError, league_contenders, training_seats
 from agon_env.run_folder import check_writable
 
 LEAGUE = "league"
@@ -31,15 +31,9 @@ LEAGUE = "league"
 
 
 @dataclass
-class LeagueArgs(CommandArgs):
-    """Cross-play between the snapshots of run folders (``agon train --snapshot-every K``): every
-    player drafts for every other on the same held-out problems and sampling seeds; writes
-    pairings.jsonl (resumable), league.json, league.md and the pictures."""
+class LeagueOptions(CommandArgs):
+    """What bounds a league and where it is written (``agon league`` and ``agon study league``)."""
 
-    runs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN ...")] = field(
-        default_factory=list
-    )
-    """Run folders of one base model (their snapshots and final adapters play)."""
     out: str | None = None
     """The league folder (default: ``<first RUN>/league``); a killed league continues there."""
     problems: int = 20
@@ -53,8 +47,33 @@ class LeagueArgs(CommandArgs):
     """Draws the problems, the order of the pairs and every sampling seed."""
     device: str = "auto"
     """Where the base model runs (auto: CUDA when there is one)."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default); 1 is fastest on a busy machine."""
     quiet: bool = False
     """Print no progress."""
+
+
+@dataclass
+class LeagueArgs(LeagueOptions):
+    """Cross-play between the snapshots of run folders (``agon train --snapshot-every K``): every
+    player drafts for every other on the same held-out problems and sampling seeds; writes
+    pairings.jsonl (resumable), league.json, league.md and the pictures."""
+
+    runs: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="RUN ...")] = field(
+        default_factory=list
+    )
+    """Run folders of one base model (their snapshots and final adapters play)."""
+
+
+@dataclass
+class StudyLeagueArgs(LeagueOptions):
+    """Cross-play between the units of a study (its arms' runs, ``<arm>-seed<k>``), or of several
+    studies of one base: every snapshot and final adapter of every unit plays every other."""
+
+    studies: Annotated[list[str], tyro.conf.Positional, tyro.conf.arg(metavar="DIR ...")] = field(
+        default_factory=list
+    )
+    """Study folders (``agon study run --out DIR``); the league goes to ``<first DIR>/league``."""
 
 
 def unit_label(run: Path) -> str:
@@ -105,10 +124,16 @@ def build_arena(contenders: Sequence[Contender], problems: int, seed: int, devic
     return Arena(contenders, data, agent, identity, seed)
 
 
-def play(runs: Sequence[tuple[str, Path]], args: LeagueArgs, out: Path) -> LeagueProgress:
+def play(
+    runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path, contenders: Sequence[Contender] = ()
+) -> LeagueProgress:
     """The league of ``runs`` (``(label, folder)``) played into ``out`` as ``args`` bound it."""
-    contenders = league_contenders(runs)
+    contenders = contenders or league_contenders(runs)
     check_writable(out, "--out")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     arena = build_arena(contenders, args.problems, args.seed, args.device)
     log = (lambda _m: None) if args.quiet else (lambda m: print(f"agon league: {m}", flush=True))
     players = [c.player for c in contenders]
@@ -125,9 +150,15 @@ def play(runs: Sequence[tuple[str, Path]], args: LeagueArgs, out: Path) -> Leagu
     )
 
 
-def report(out: Path, progress: LeagueProgress, args: LeagueArgs, runs: Sequence[tuple[str, Path]]) -> Path:
+def report(
+    out: Path,
+    progress: LeagueProgress,
+    args: LeagueOptions,
+    runs: Sequence[tuple[str, Path]],
+    contenders: Sequence[Contender],
+) -> Path:
     """league.json, league.md and the pictures of every finished pairing (the ratings' module)."""
-    from agon_env.league.report import write_league
+    from agon_env.league.report import TRAINING_SEATS, write_league
 
     meta = {
         "runs": {label: str(path) for label, path in runs},
@@ -136,18 +167,46 @@ def report(out: Path, progress: LeagueProgress, args: LeagueArgs, runs: Sequence
         "complete": progress.left == 0,
         "pairings_left": progress.left,
         "command": "agon league",
+        TRAINING_SEATS: training_seats(contenders),
     }
     return write_league(out, progress.pairings, meta=meta, seed=args.seed)
 
 
-def run_league(args: LeagueArgs, runs: Sequence[tuple[str, Path]] | None = None) -> int:
-    if runs is None:
-        if not args.runs:
-            raise LeagueError("agon league: name at least one run folder (agon league RUN [RUN ...])")
-        runs = [(unit_label(Path(r)), Path(r)) for r in args.runs]
-    out = Path(args.out) if args.out else Path(runs[0][1]) / LEAGUE
-    progress = play(runs, args, out)
-    path = report(out, progress, args, runs)
+def run_league(args: LeagueArgs) -> int:
+    if not args.runs:
+        raise LeagueError("agon league: name at least one run folder (agon league RUN [RUN ...])")
+    runs = [(unit_label(Path(r)), Path(r)) for r in args.runs]
+    return _league(runs, args, Path(args.out) if args.out else Path(runs[0][1]) / LEAGUE)
+
+
+STUDY_RUNS = "runs"
+"""Where a study folder keeps its units' run folders (``DIR/runs/<arm>-seed<k>/``)."""
+
+
+def study_runs(studies: Sequence[Path]) -> list[tuple[str, Path]]:
+    """Every unit run of ``studies`` that holds a config, labelled ``<arm>-seed<k>`` (prefixed by its
+    study's folder name when there are several studies, so two studies' units stay apart)."""
+    found = []
+    for study in studies:
+        units = sorted(p for p in (Path(study) / STUDY_RUNS).glob("*") if (p / "config.yaml").is_file())
+        if not units:
+            raise LeagueError(f"agon study league: {study} holds no unit runs under {STUDY_RUNS}/")
+        prefix = f"{Path(study).resolve().name}/" if len(studies) > 1 else ""
+        found += [(f"{prefix}{u.name}", u) for u in units]
+    return found
+
+
+def run_study_league(args: StudyLeagueArgs) -> int:
+    if not args.studies:
+        raise LeagueError("agon study league: name a study folder (agon study league DIR [DIR ...])")
+    studies = [Path(s) for s in args.studies]
+    return _league(study_runs(studies), args, Path(args.out) if args.out else studies[0] / LEAGUE)
+
+
+def _league(runs: Sequence[tuple[str, Path]], args: LeagueOptions, out: Path) -> int:
+    contenders = league_contenders(runs)
+    progress = play(runs, args, out, contenders)
+    path = report(out, progress, args, runs, contenders)
     if not args.quiet:
         left = f"; {progress.left} pairings left: the same command continues" if progress.left else ""
         print(f"agon league: {len(progress.pairings)} pairings in {path}{left}")

@@ -56,6 +56,21 @@ def run_contenders(label: str, run_dir: Path) -> list[Contender]:
     return [Contender(Player(label, name, step), path, run) for (step, name), path in sorted(found.items())]
 
 
+def training_seats(contenders: Sequence[Contender]) -> dict[str, str]:
+    """``run:adapter`` -> the seat it trained in (``drafter``, ``challenger``, or ``both``), read
+    from its run's algorithm over the steps it trained: the ratings' swapped-seat check."""
+    from agon_env.algorithms.registry import get_algorithm
+
+    seats: dict[str, set[str]] = {}
+    for c in contenders:
+        plugin = get_algorithm(c.run.algo).mirrored(c.run.config.first_drafter)
+        for step in range(max(1, c.player.step)):
+            for role, adapter in plugin.updates(step).items():
+                if adapter == c.player.adapter:
+                    seats.setdefault(f"{c.player.run}:{adapter}", set()).add(role)
+    return {key: roles.pop() if len(roles) == 1 else "both" for key, roles in sorted(seats.items())}
+
+
 def league_contenders(runs: Sequence[tuple[str, Path]]) -> list[Contender]:
     """The players of ``runs`` (``(label, run folder)``), refusing adapters of different bases or
     envs, two runs under one label, and a league of fewer than two players, each in one line."""

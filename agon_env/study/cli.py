@@ -22,6 +22,7 @@ import tyro
 
 from agon_env.command import CommandArgs, dispatch, run_command, table_usage
 from agon_env.config import ConfigError
+from agon_env.league.cli import StudyLeagueArgs, run_study_league
 from agon_env.run_folder import check_file_writable, check_writable
 from agon_env.study.folder import StudyFolder
 from agon_env.study.results_file import ResultsDocument, read_results, write_results
@@ -457,6 +458,11 @@ SUBCOMMANDS: dict[str, tuple[type[CommandArgs], Callable[..., int], str]] = {
     "status": (StatusArgs, lambda a, argv: status(a), "where each unit of a study stands, and the time left"),
     "eval": (TransferArgs, lambda a, argv: transfer(a), "evaluate a study's trained units on another task"),
     "diff": (DiffArgs, lambda a, argv: diff(a), "compare two results files outcome by outcome"),
+    "league": (
+        StudyLeagueArgs,
+        lambda a, argv: run_study_league(a),
+        "cross-play between the units' snapshots (agon league over the study's runs)",
+    ),
 }
 """``agon study SUB`` -> (its options, what runs them, one-line help)."""
 

@@ -231,3 +231,41 @@ def test_agon_league_refuses_a_folder_that_is_no_run_in_one_line(tmp_path, capsy
     assert main(["league", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("agon league:") and err.count("\n") == 1
+
+
+def test_agon_study_league_plays_the_units_runs_across_arms(tiny_run, tmp_path):
+    import shutil
+
+    from agon_env.cli import main
+    from agon_env.league.play import PAIRINGS
+
+    study = tmp_path / "study"
+    for unit in ("agon-seed0", "grpo-seed0"):  # two arms' units of one base
+        shutil.copytree(tiny_run, study / "runs" / unit)
+    assert main(["study", "league", str(study), "--problems", "2", "--pairs", "4", "--quiet"]) == 0
+    header = json.loads((study / "league" / PAIRINGS).read_text().splitlines()[0])
+    assert {p.split(":")[0] for p in header["league"]["players"]} == {"agon-seed0", "grpo-seed0"}
+    assert len(header["league"]["players"]) == 8
+    assert len(json.loads((study / "league" / "league.json").read_text())["figures"]["pairings"]) == 4
+
+
+def test_training_seats_follow_the_runs_algorithm(tiny_run, tmp_path):
+    import shutil
+
+    from agon_env.league.players import league_contenders, training_seats
+
+    fixed = tmp_path / "fixed"
+    shutil.copytree(tiny_run, fixed)
+    text = (fixed / "config.yaml").read_text().replace("algo: agon", "algo: fixed-roles")
+    (fixed / "config.yaml").write_text(text)
+    (fixed / "resolved.yaml").write_text(
+        (fixed / "resolved.yaml").read_text().replace("algo: agon", "algo: fixed-roles")
+    )
+    seats = training_seats(league_contenders([("agon", tiny_run), ("fixed", fixed)]))
+    # agon alternates the roles: each adapter trains in both; fixed-roles keeps agent_a drafting.
+    assert seats == {
+        "agon:agent_a": "both",
+        "agon:agent_b": "both",
+        "fixed:agent_a": "drafter",
+        "fixed:agent_b": "challenger",
+    }
