@@ -92,6 +92,23 @@ def _checks(c: TrainConfig) -> list[tuple[bool, str]]:
             "(top_k is for agon eval)",
         ),
         need(
+            "sampling.min_p",
+            lambda v: v == 0,
+            "training needs min_p = 0: the update's log-probs are over the whole vocabulary "
+            "(min_p is for serving)",
+        ),
+        need(
+            "sampling.repetition_penalty",
+            lambda v: v == 1,
+            "training needs repetition_penalty = 1: the update's log-probs are the model's own "
+            "(it is for serving)",
+        ),
+        need(
+            "sampling.min_tokens",
+            lambda v: v == 0,
+            "training needs min_tokens = 0: masking EOS is off-policy for the update (it is for serving)",
+        ),
+        need(
             "sampling.seed",
             lambda v: v is None,
             "training seeds every turn from `seed` (agon_env.seeding); leave sampling.seed unset",

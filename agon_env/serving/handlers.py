@@ -35,6 +35,9 @@ from agon_env.serving.metrics import CONTENT_TYPE, Metrics
 from agon_env.serving.requests import ChatRequest, RequestError, parse_chat
 from agon_env.serving.scheduling import CASCADE_MODEL, Batcher, Listen, QueueFull
 
+CLIENT_GONE = 499
+"""The status ``/metrics`` counts for a streamed request whose client left before its first byte
+(nginx's "client closed request": the client saw no status)."""
 UNKNOWN_MODEL = "unknown"
 """The ``model_name`` label of a request whose body names no served model (or a path with none)."""
 
@@ -194,12 +197,23 @@ class Handlers:
 
         task = asyncio.ensure_future(self.answer(request, seeds(request)[0], heard))
         first = asyncio.ensure_future(pieces.get())
+        # Until the response starts nobody else listens for the client: a client that leaves while
+        # its request waits is seen here, and its request given up (as a stream's is once started).
+        gone = asyncio.ensure_future(disconnected(http))
         try:
-            await asyncio.wait({task, first}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the handler itself was cancelled (the client went away)
+            await asyncio.wait({task, first, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the handler itself was cancelled
+            for future in (task, first, gone):
+                future.cancel()
+            raise
+        left = gone.done()
+        gone.cancel()
+        if left:  # the client went away before a byte was sent: give the request up
             task.cancel()
             first.cancel()
-            raise
+            await asyncio.wait({task})  # its job leaves the queue (and is aborted) before we return
+            http.state.status = CLIENT_GONE
+            return Response(status_code=CLIENT_GONE)  # nobody reads it
         head = None
         if first.done():
             head = first.result()
@@ -272,6 +286,15 @@ class Handlers:
             if not task.done():  # the client went away: give the request up
                 task.cancel()
             yield wire.DONE
+
+
+async def disconnected(http: Request) -> None:
+    """Returns when the client has gone (its body is read: what comes next is the disconnect)."""
+    try:
+        while (await http.receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # a transport that cannot tell: the client is never taken for gone
+        await asyncio.Event().wait()
 
 
 def failure(exc: BaseException, timeout_s: float) -> tuple[int, str]:

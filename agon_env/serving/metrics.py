@@ -24,7 +24,8 @@ metric                                  type       meaning
 ======================================  =========  ========================================================
 
 The status is the one the client saw: a 503 of a streamed request is a 503 (refused before its
-first byte), and a failure after the first byte counts under its error event's status.
+first byte), a failure after the first byte counts under its error event's status, and a streamed
+request whose client left before its first byte under 499.
 """
 
 from __future__ import annotations

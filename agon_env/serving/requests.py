@@ -3,7 +3,9 @@
 :func:`parse_chat` turns a decoded JSON body into a :class:`ChatRequest` or raises
 :class:`RequestError` (a status, a one-line message and the ``param`` it names, as OpenAI's and
 vLLM's servers name it). Every field is either honoured or refused by name; a field this server does
-not know is a 400 naming it (vLLM's server refuses unknown fields too, ``extra="forbid"``):
+not know is a 400 naming it. vLLM's server accepts unknown fields and only logs them
+(``OpenAIBaseModel`` has ``extra="allow"``), so a misspelt ``temprature`` samples at the default
+unseen; here the client hears of it:
 
 ================================  ==================================================================
 field                             what it does

@@ -5,6 +5,7 @@ refused by name, and ``/metrics`` counting every request under the status its cl
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 
@@ -274,3 +275,36 @@ def test_metrics_count_every_status_a_client_saw_with_vllms_names():
         assert f"# TYPE agon:{name} histogram" in text
         assert f"agon:{name}_count{model} {count}" in text, name
     assert "agon:num_requests_running 0" in text and "agon:num_requests_waiting 0" in text
+
+
+def test_a_streamed_request_whose_client_leaves_before_its_first_byte_is_given_up():
+    app = build_app(Fake(seconds=2.0), api_key=KEY)
+    body = json.dumps(ask(stream=True)).encode()
+    headers = [(b"authorization", f"Bearer {KEY}".encode()), (b"content-type", b"application/json")]
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    scope |= {"http_version": "1.1", "scheme": "http", "query_string": b"", "root_path": ""}
+    sent: list[dict] = []
+
+    async def main():
+        await app.state.batcher.start()
+        try:
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def receive():
+                if messages:
+                    return messages.pop(0)
+                await asyncio.sleep(0.2)  # the client hangs up while its request waits
+                return {"type": "http.disconnect"}
+
+            async def send(message):
+                sent.append(message)
+
+            t0 = time.perf_counter()
+            await app(scope, receive, send)
+            return time.perf_counter() - t0, app.state.batcher.pending
+        finally:
+            await app.state.batcher.stop()
+
+    seconds, pending = asyncio.run(main())
+    assert seconds < 1.5 and pending == 0  # not held until the engine's first piece (2 s)
+    assert counted(app, MODEL, 499) == 1 and counted(app, MODEL, 200) == 0
