@@ -266,7 +266,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
     try:
         if unit.done():
             return 0
-        started_at = mark_started(study.units, unit.name)
+        started_at = mark_started(study, unit.name)
         train_dev, eval_dev = device_flags(device)
         if (
             unit.train is not None
