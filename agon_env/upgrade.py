@@ -19,6 +19,8 @@ disagreement`` (runs before its rename)    flagged as the old definition where s
 a results file recorded before ``agon      read with the comparisons, two-stage methods and
 study`` (its ``plan`` names no             verdict wording those studies ran with
 ``comparisons``)                           (:data:`PRE_STUDY`, :func:`pre_study`)
+a registration without ``preset_sha256``   nothing to hold today's to: not checked
+or ``anchor`` (frozen before either)       (:data:`REGISTRATION_ADDED`, :func:`registered`)
 =========================================  ===========================================
 
 Each file has one reader that calls in here: ``eval.json`` :mod:`agon_env.evaluation.report_file`,
@@ -119,6 +121,21 @@ def pre_study(plan: Mapping[str, JSONValue]) -> PreStudy | None:
     """:data:`PRE_STUDY` when a results file's ``plan`` is of a study recorded before ``agon study``
     (it names no ``comparisons``), else None."""
     return None if "comparisons" in plan else PRE_STUDY
+
+
+REGISTRATION_ADDED: dict[str, str] = {
+    "preset_sha256": "the preset's content hash (before it, a registration froze the preset's name alone)",
+    "anchor": "what the fingerprint hashes, the task modules' sources among it (before it: the older rules)",
+}
+"""The fields of ``registration.json`` that registrations frozen before them lack -> what they hold."""
+
+
+def registered(reg: Mapping[str, JSONValue], key: str, current: JSONValue) -> JSONValue:
+    """``reg[key]``; for a field a registration frozen before it lacks (:data:`REGISTRATION_ADDED`),
+    ``current``: nothing was registered to hold today's to, so it agrees."""
+    if key in reg or key not in REGISTRATION_ADDED:
+        return reg[key]
+    return current
 
 
 _UNIT_METHOD_KEYS = ("outcomes", "first_outcomes", "mean_length", "mean_final_length")

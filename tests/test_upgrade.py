@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.upgrade import LEGACY_CHANGED, OLD_METRICS, PRE_STUDY, old_metrics, pre_study, shown_metric
 
@@ -39,3 +41,13 @@ def test_no_study_module_names_an_old_layout() -> None:
         if old.search(line)
     ]
     assert found == []
+
+
+def test_a_registration_frozen_before_a_field_agrees_with_todays_value() -> None:
+    from agon_env.upgrade import registered
+
+    old = {"plan_sha256": "a" * 64, "prompts": "p"}
+    assert registered(old, "preset_sha256", "b" * 64) == "b" * 64 and registered(old, "anchor", None) is None
+    assert registered({**old, "preset_sha256": "c" * 64}, "preset_sha256", "b" * 64) == "c" * 64
+    with pytest.raises(KeyError):
+        registered(old, "registered_at", "2026-01-01T00:00:00Z")  # always recorded: its absence is damage
