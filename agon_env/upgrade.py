@@ -14,8 +14,13 @@ what an older version wrote                what it is today
 ``grpo.stream_prefix``                     docs/benchmarks.md, "Cost levers"): dropped
 method ``zero-shot`` (results up to        ``base-few-shot``: it showed the worked
 35d8054, e.g. replication_cpu.json)        examples (the default ``prompts.few_shot``)
-training rate ``divergence/answer_          kept under its own name (:data:`LEGACY_CHANGED`),
+training rate ``divergence/answer_          kept under its own name (:data:`OLD_METRICS`),
 disagreement`` (runs before its rename)    flagged as the old definition where shown
+a results file recorded before ``agon      read with the comparisons, two-stage methods and
+study`` (its ``plan`` names no             verdict wording those studies ran with
+``comparisons``)                           (:data:`PRE_STUDY`, :func:`pre_study`)
+a registration without ``preset_sha256``   nothing to hold today's to: not checked
+or ``anchor`` (frozen before either)       (:data:`REGISTRATION_ADDED`, :func:`registered`)
 =========================================  ===========================================
 
 Each file has one reader that calls in here: ``eval.json`` :mod:`agon_env.evaluation.report_file`,
@@ -29,9 +34,11 @@ an unknown key, refused with a suggestion like any other.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from agon_env.json_value import JSONRecord, JSONValue
+from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 
 _DROPPED = (("model", "prefix_attention"), ("grpo", "stream_prefix"))
 _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
@@ -39,6 +46,98 @@ _RENAMED_METHODS = {"zero-shot": "base-few-shot"}
 LEGACY_CHANGED = "divergence/answer_disagreement"
 """How runs logged before the rename call today's ``divergence/answer_changed`` (there a missing
 answer counted as a change): read under its own name, never as today's metric."""
+
+
+@dataclass(frozen=True)
+class OldMetric:
+    """A training metric logged under a name and definition since replaced: read under its own
+    name (never as today's), and flagged where a table or figure shows it."""
+
+    today: str
+    """The metric that replaced it."""
+    definition: str
+    """How it differed, as a table's footnote says it."""
+    short: str
+    """The same in a figure's few words."""
+
+
+OLD_METRICS: dict[str, OldMetric] = {
+    LEGACY_CHANGED: OldMetric(
+        CHALLENGE_CHANGED_ANSWER,
+        "which also counted a challenge or draft without an answer as a change and included drafts "
+        "with no usable summary",
+        "old definition: a missing answer counted as a change",
+    ),
+}
+"""Old metric name -> what it became (one row per rename)."""
+
+
+def old_metrics(rows: Iterable[Mapping[str, JSONValue]]) -> list[str]:
+    """The old metric names (:data:`OLD_METRICS`) that a run's logged ``rows`` hold."""
+    logged = {k for r in rows for k in r}
+    return [old for old in OLD_METRICS if old in logged]
+
+
+def shown_metric(today: str, recorded: Callable[[str], bool]) -> str:
+    """``today``, or the old metric it replaced when only that one was ``recorded``."""
+    if recorded(today):
+        return today
+    return next((old for old, m in OLD_METRICS.items() if m.today == today and recorded(old)), today)
+
+
+@dataclass(frozen=True)
+class PreStudy:
+    """How the studies recorded before ``agon study`` read: their results files name no comparisons
+    and no two-stage methods, and their generated blocks word an undecided verdict their own way."""
+
+    comparisons: tuple[tuple[str, str], ...]
+    """The paper's claims (agon > coop > grpo), the bonus alone (agon − coop), what the summary's
+    stated answer is worth (agon-redacted − agon), and what each channel is worth against text
+    summaries and against reading nothing (issue #25)."""
+    two_stage: dict[str, str]
+    """Arms whose two-stage method was not ``cascade``: grpo's self-cascade."""
+    not_shown: str
+    """The verdict when neither a difference nor an equivalence is shown."""
+
+
+PRE_STUDY = PreStudy(
+    comparisons=(
+        ("agon", "grpo"),
+        ("coop", "grpo"),
+        ("agon", "coop"),
+        ("hidden-draft", "grpo"),
+        ("hidden-draft", "agon"),
+        ("agon-redacted", "agon"),
+        ("agon-latent", "agon"),
+        ("agon-none", "agon"),
+        ("agon-latent", "agon-none"),
+    ),
+    two_stage={"grpo": "self-cascade"},
+    not_shown="no difference shown",
+)
+
+
+def pre_study(plan: Mapping[str, JSONValue]) -> PreStudy | None:
+    """:data:`PRE_STUDY` when a results file's ``plan`` is of a study recorded before ``agon study``
+    (it names no ``comparisons``), else None."""
+    return None if "comparisons" in plan else PRE_STUDY
+
+
+REGISTRATION_ADDED: dict[str, str] = {
+    "preset_sha256": "the preset's content hash (before it, a registration froze the preset's name alone)",
+    "anchor": "what the fingerprint hashes, the task modules' sources among it (before it: the older rules)",
+}
+"""The fields of ``registration.json`` that registrations frozen before them lack -> what they hold."""
+
+
+def registered(reg: Mapping[str, JSONValue], key: str, current: JSONValue) -> JSONValue:
+    """``reg[key]``; for a field a registration frozen before it lacks (:data:`REGISTRATION_ADDED`),
+    ``current``: nothing was registered to hold today's to, so it agrees."""
+    if key in reg or key not in REGISTRATION_ADDED:
+        return reg[key]
+    return current
+
+
 _UNIT_METHOD_KEYS = ("outcomes", "first_outcomes", "mean_length", "mean_final_length")
 """The per-method maps of a study unit that older versions keyed by the old method names."""
 

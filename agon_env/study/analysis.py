@@ -11,7 +11,7 @@ difference also comes per seed, with a Student-t interval over the seeds alone.
 :func:`summary_from_outcomes` reads the results document's ``outcomes`` and its ``plan``
 (which arms read their own draft in two-stage, which comparisons to pair); a document
 recorded before ``agon study`` (``bench: replicate_cpu``) has neither, and gets the
-comparisons and two-stage methods those studies ran with (:data:`PAIRS`, :data:`TWO_STAGE`).
+comparisons and two-stage methods those studies ran with (:data:`agon_env.upgrade.PRE_STUDY`).
 
 An outcome is 0, 1 or ``None``: the verifier gave that answer no verdict. By the one rule of
 :func:`agon_env.stats.judged` it is in no mean, difference or count here (a paired cell with an
@@ -29,52 +29,35 @@ from agon_env.metric_names import CHALLENGE_CHANGED_ANSWER
 from agon_env.stats import Difference, least_discordant, paired_bootstrap, verdict_of
 from agon_env.study.plan import unit_name
 from agon_env.study.results_file import KeysOf, PairedDifference, ResultsDocument, Summary, UnitOutcome
+from agon_env.upgrade import pre_study
 from agon_env.vocabulary import ROLES, SEATS
 
 CHANGED = CHALLENGE_CHANGED_ANSWER
 PER_STEP = (CHANGED, M.CONVERSION, M.TIME_STEP)
-PAIRS = (
-    ("agon", "grpo"),
-    ("coop", "grpo"),
-    ("agon", "coop"),
-    ("hidden-draft", "grpo"),
-    ("hidden-draft", "agon"),
-    ("agon-redacted", "agon"),
-    ("agon-latent", "agon"),
-    ("agon-none", "agon"),
-    ("agon-latent", "agon-none"),
-)
-"""The comparisons of the studies recorded before ``agon study`` (their documents name none): the
-paper's claims (agon > coop > grpo), the bonus alone (agon − coop),
-what the summary's stated answer is worth (agon-redacted − agon), and what each channel is
-worth against text summaries and against reading nothing (issue #25). A pair is reported once both
-arms have run."""
-TWO_STAGE = {"grpo": "self-cascade"}
-"""The recorded studies' two-stage methods where not ``cascade``: grpo's self-cascade."""
 
 
 def two_stage_methods(doc: ResultsDocument) -> dict[str, str]:
     """Arm -> its two-stage method family (``cascade`` or ``self-cascade``)."""
-    arms = doc["outcomes"]["arms"]
-    recorded = doc.get("plan", {}).get("two_stage")
-    if recorded is not None:
-        return {arm: recorded.get(arm, "cascade") for arm in arms}
-    return {arm: TWO_STAGE.get(arm, "cascade") for arm in arms}
+    arms, plan = doc["outcomes"]["arms"], doc.get("plan", {})
+    old = pre_study(plan)
+    recorded = old.two_stage if old is not None else plan.get("two_stage") or {}
+    return {arm: recorded.get(arm, "cascade") for arm in arms}
 
 
 def comparisons(doc: ResultsDocument) -> list[tuple[str, str]]:
     """The pairs the summary reports: the plan's primary then exploratory ones (recorded studies:
-    :data:`PAIRS`), then any added at report time (``agon study report --compare``)."""
+    :data:`agon_env.upgrade.PRE_STUDY`), then any added at report time (``agon study report --compare``)."""
     plan = doc.get("plan", {})
-    listed = [*plan["comparisons"], *plan.get("exploratory", [])] if "comparisons" in plan else list(PAIRS)
+    old = pre_study(plan)
+    listed = (
+        list(old.comparisons) if old is not None else [*plan["comparisons"], *plan.get("exploratory", [])]
+    )
     listed += doc.get("added_comparisons", [])
     return list(dict.fromkeys(tuple(p) for p in listed))
 
 
 NOT_SHOWN = "difference not shown"
 """What the rule says when neither a difference nor an equivalence is shown: not "no difference"."""
-LEGACY_NOT_SHOWN = "no difference shown"
-"""The same, as the studies recorded before ``agon study`` word it in their generated blocks."""
 
 
 def cannot_tell(diff: PairedDifference, confidence: float = 0.95) -> str | None:

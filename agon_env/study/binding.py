@@ -34,7 +34,7 @@ from agon_env.run_folder import EVAL_REPORT
 from agon_env.study.anchor import fingerprint, level_key, rederive
 from agon_env.study.diff import units
 from agon_env.study.folder import REGISTRATION, UNIT_RECORD, StudyFolder
-from agon_env.study.records import adapter_hashes, file_sha256, read_stamp
+from agon_env.study.records import adapter_hashes, file_sha256
 from agon_env.study.registration import read
 from agon_env.study.results_file import ResultsDocument, results_path
 from agon_env.study.verify import VerifyError, verify
@@ -172,7 +172,7 @@ def against_units(doc: ResultsDocument, study: Path, reg: JSONRecord) -> list[st
     ids, wrong = doc["problems"]["test"]["ids"], []
     for name, rec in units(doc).items():
         folder = folder_.eval_dir(name)
-        stamp = read_stamp(folder)
+        stamp = folder_.read_unit_record(name)
         if stamp is None:
             wrong.append(f"eval/{name}/{UNIT_RECORD}: missing")
             continue

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from agon_env.run_folder import ADAPTERS, EVAL_REPORT
-from agon_env.study.folder import STARTED, UnitRecord, read_unit_record, write_text_atomic
+from agon_env.study.folder import STARTED, StudyFolder, UnitRecord, write_text_atomic
 
-__all__ = ["STARTED", "adapter_hashes", "file_sha256", "mark_started", "started_path", "unit_stamp"]
+__all__ = ["STARTED", "adapter_hashes", "file_sha256", "mark_started", "unit_stamp"]
 
 
 def now() -> str:
@@ -32,13 +32,9 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def started_path(units_dir: Path, name: str) -> Path:
-    return units_dir / f"{name}{STARTED}"
-
-
-def mark_started(units_dir: Path, name: str) -> str:
+def mark_started(study: StudyFolder, name: str) -> str:
     """The unit's first start (written now unless an earlier run of it wrote one)."""
-    path = started_path(units_dir, name)
+    path = study.started(name)
     if not path.is_file():
         write_text_atomic(path, now() + "\n")
     return path.read_text().strip()
@@ -62,8 +58,3 @@ def unit_stamp(eval_dir: Path, started_at: str, run_dir: Path | None) -> UnitRec
         eval_sha256=file_sha256(eval_dir / EVAL_REPORT),
         adapters=adapter_hashes(run_dir),
     )
-
-
-def read_stamp(eval_dir: Path) -> UnitRecord | None:
-    """The unit's ``unit.json`` read back (None: there is none)."""
-    return read_unit_record(eval_dir)

@@ -26,6 +26,7 @@ from agon_env.json_value import JSONRecord
 from agon_env.study.anchor import FINGERPRINTED, anchor, fingerprint, task_modules
 from agon_env.study.folder import REGISTRATION, Registration, StudyFolder, StudyStart
 from agon_env.study.plan import StudyPlan
+from agon_env.upgrade import registered
 
 
 def prompts_fingerprint() -> str:
@@ -253,7 +254,7 @@ def check(plan: StudyPlan, out: Path) -> Registration | None:
     reg, mine = read(out), identity(plan)
     if reg is not None and reg.plan_sha256 == mine["plan_sha256"]:
         preset = mine["preset_sha256"]
-        if reg.document.get("preset_sha256", preset) != preset:  # registrations before it hold none
+        if registered(reg.document, "preset_sha256", preset) != preset:
             raise ConfigError(
                 f"the preset {plan.config} differs from the one registered in {out / REGISTRATION} "
                 "(its content changed since): restore it, or register anew in a new --out"
@@ -264,8 +265,13 @@ def check(plan: StudyPlan, out: Path) -> Registration | None:
                 f"the prompts differ from those registered in {out / REGISTRATION} "
                 f"({reg.prompts}, now {now_prompts}): run the registered code"
             )
-        frozen = (reg.anchor or {}).get("task_modules")  # registrations before it hold none
-        edited = [m for m, sha in task_modules(plan).items() if frozen is not None and frozen.get(m) != sha]
+        modules = task_modules(plan)
+        anchored = registered(reg.document, "anchor", None) or {}
+        assert isinstance(anchored, dict)
+        frozen = anchored.get("task_modules", modules)
+        frozen = modules if frozen is None else frozen
+        assert isinstance(frozen, dict)
+        edited = [m for m, sha in modules.items() if frozen.get(m) != sha]
         if edited:
             raise ConfigError(
                 f"the task module {edited[0]} differs from the one registered in {out / REGISTRATION} "

@@ -28,7 +28,7 @@ from agon_env.study.calibration import read_calibration
 from agon_env.study.folder import FAILED, Registration, StudyFolder, read_unit_record
 from agon_env.study.plan import StudyPlan, two_stage, unit_name
 from agon_env.study.results_file import Outcomes, ResultsDocument, UnitOutcome
-from agon_env.upgrade import LEGACY_CHANGED
+from agon_env.upgrade import old_metrics
 
 __all__ = ["FAILED", "build", "collect", "plan_record", "problems", "training", "unit_record"]
 
@@ -80,8 +80,8 @@ def training(run_dir: Path, steps: int) -> JSONRecord:
         return statistics.fmean(vals) if vals else None
 
     first, last = rows[:window], rows[-window:]
-    # A run logged before the rename has the old metric only: keep it under its own name (flagged).
-    legacy = [LEGACY_CHANGED] if any(LEGACY_CHANGED in r for r in rows) else []
+    # A run logged before a rename has the old metric: keep it under its own name (flagged).
+    legacy = old_metrics(rows)
     rates, per_step = (*TRAINING_RATES, *legacy), (*PER_STEP, *legacy)
     return {
         "steps": len(rows),

@@ -21,7 +21,6 @@ from agon_env.json_value import JSONRecord
 from agon_env.stats import least_discordant, smoothed
 from agon_env.study.analysis import (
     CHANGED,
-    LEGACY_NOT_SHOWN,
     NOT_SHOWN,
     compared,
     coverage,
@@ -40,7 +39,7 @@ from agon_env.study.registration import describe
 from agon_env.study.results_file import PairedDifference, ResultsDocument, UnitOutcome
 from agon_env.study.transfer import markdown as transfer_markdown
 from agon_env.study.verify import late, unbound
-from agon_env.upgrade import LEGACY_CHANGED
+from agon_env.upgrade import OLD_METRICS, pre_study, shown_metric
 from agon_env.vocabulary import CHALLENGER, DRAFTER, SEATS
 
 FIGURE = "img/replication_cpu_accuracy_vs_length.png"
@@ -84,7 +83,7 @@ def changed_key(runs: list[UnitOutcome]) -> str:
     def has(key: str) -> bool:
         return any((r["training"].get(key) or {}).get("all") is not None for r in runs)
 
-    return LEGACY_CHANGED if runs and not has(CHANGED) and has(LEGACY_CHANGED) else CHANGED
+    return shown_metric(CHANGED, has)
 
 
 def task_label(task: JSONRecord) -> str:
@@ -123,8 +122,9 @@ def verdict_cell(doc: ResultsDocument, name: str, diff: PairedDifference) -> str
     first, _, rest = name.partition(" − ")
     pair = [first, rest.rpartition(", ")[0]]
     plan = doc["plan"]
-    if "comparisons" not in plan and pair not in doc.get("added_comparisons", []):
-        return verdict(diff, first, not_shown=LEGACY_NOT_SHOWN)
+    old = pre_study(plan)
+    if old is not None and pair not in doc.get("added_comparisons", []):
+        return verdict(diff, first, not_shown=old.not_shown)
     registration = doc.get("registration")
     # The registered rule decides (analysis.rule); a plan changed after its registration decides nothing.
     decided = rule_of(doc)
@@ -432,7 +432,7 @@ def over_training(doc: ResultsDocument) -> list[str]:
     recorded = _recorded(doc)
     arms = compared(doc["outcomes"]["arms"])
     changed = changed_key([r for seeds in arms.values() for r in seeds.values()])
-    legacy = changed == LEGACY_CHANGED
+    old = OLD_METRICS.get(changed)
     lines = [
         "Over training (mean over the compared seeds; first → last fifth of the steps; step: median "
         + (
@@ -444,18 +444,13 @@ def over_training(doc: ResultsDocument) -> list[str]:
         "answer: of the challenges that read a draft, how often the challenger's final answer "
         "differs from the draft's — not how alike the two adapters are (a step's drafts all come "
         "from one adapter)"
-        + (
-            "; † recorded as `divergence/answer_disagreement`, which also counted a challenge "
-            "or draft without an answer as a change and included drafts with no usable summary"
-            if legacy
-            else ""
-        )
+        + (f"; † recorded as `{changed}`, {old.definition}" if old else "")
         + ". KL(drafter‖challenger): per token on the drafter's samples; the drafter alternates "
         "between the adapters step by step. latent/empty: of the challenges that read the draft's "
         "cache, how many had no span to read (– where the units did not log it):",
         "",
         "| arm | drafter acc (%) | challenger acc (%) | conversion (%) | win a / b (%) | draft_unusable (%) "
-        f"| summary_leak (%) | challenge changed answer (%){' †' if legacy else ''} | KL(drafter‖challenger) "
+        f"| summary_leak (%) | challenge changed answer (%){' †' if old else ''} | KL(drafter‖challenger) "
         "| drafter tokens | latent/empty (%) | step (s) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -551,11 +546,13 @@ def figure(doc: ResultsDocument, path: Path) -> Path:
         smooth = smoothed(mean, 5)[0]
         bx.plot(range(n), [100 * v for v in smooth], color=colors.get(arm, "k"), label=arm)
     bx.set_xlabel("training step")
-    legacy = changed_key([r for seeds in compared(doc["outcomes"]["arms"]).values() for r in seeds.values()])
+    old = OLD_METRICS.get(
+        changed_key([r for seeds in compared(doc["outcomes"]["arms"]).values() for r in seeds.values()])
+    )
     bx.set_ylabel("challenger changed the draft's answer (%)")
     bx.set_title(
         "challenges ending on another answer than the draft's (seed mean, 5-step mean)"
-        + ("\n† old definition: a missing answer counted as a change" if legacy == LEGACY_CHANGED else ""),
+        + (f"\n† {old.short}" if old else ""),
         fontsize=9,
     )
     bx.grid(alpha=0.3)

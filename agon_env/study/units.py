@@ -265,7 +265,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
     try:
         if unit.done():
             return 0
-        started_at = mark_started(study.units, unit.name)
+        started_at = mark_started(study, unit.name)
         on_device = device_flags(device)  # one spelling for train and eval
         if (
             unit.train is not None
