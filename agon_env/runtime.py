@@ -96,15 +96,15 @@ def _sources(folders: dict[str, Path], checkpoint: Path) -> dict[str, Path | dic
 
 @dataclass(frozen=True)
 class RunOnDisk:
-    """A run folder read once: its resolved run, its name, its adapters' folders, its checkpoint."""
+    """A run folder read once: its resolved run, its name, its adapters, where its evaluation goes."""
 
     path: Path
     """The folder, as it was named (``agon eval``'s label for it)."""
     run: ResolvedRun
     name: str
     """The run's name (:attr:`agon_env.run_folder.RunFolder.run_name`: an export keeps its run's)."""
-    folders: dict[str, Path]
-    checkpoint: Path
+    sources: dict[str, Path | dict[str, torch.Tensor]]
+    """Adapter name -> its peft folder, or -> its state dict from the checkpoint (:func:`adapter_sources`)."""
     eval_dir: Path
     """Where ``agon eval RUN`` writes by default."""
 
@@ -112,18 +112,17 @@ class RunOnDisk:
     def read(cls, run_dir: str | Path) -> RunOnDisk:
         folder = RunFolder(Path(run_dir))
         run = load_resolved(folder.path)
-        found = _folders(folder.adapters)
-        return cls(folder.path, run, folder.run_name, found, folder.checkpoint, folder.eval_dir)
+        name, adapters, checkpoint, eval_dir = (
+            folder.run_name,
+            folder.adapters,
+            folder.checkpoint,
+            folder.eval_dir,
+        )
+        return cls(folder.path, run, name, _sources(_folders(adapters), checkpoint), eval_dir)
 
     @property
     def adapter_names(self) -> list[str]:
-        """The run's adapters without loading any: its folders, else (a run stopped early, read
-        from its checkpoint) the resolved run's list."""
-        return list(self.folders) or list(self.run.adapters)
-
-    def sources(self) -> dict[str, Path | dict[str, torch.Tensor]]:
-        """Adapter name -> its peft folder, or -> its state dict from the checkpoint."""
-        return _sources(self.folders, self.checkpoint)
+        return list(self.sources)
 
 
 def read_checkpoint(path: Path, needs: tuple[str, ...] = ("step",)) -> dict[str, Any]:

@@ -61,3 +61,23 @@ def test_same_metrics_ignores_timings_and_finds_a_changed_loss(tmp_path):
     assert same.returncode == 0 and "agon same" in same.stdout
     changed = subprocess.run([*cmd, str(tmp_path / "changed")], capture_output=True, text=True, timeout=60)
     assert changed.returncode == 1 and "(1, 'loss', 0.5, 0.51)" in changed.stdout
+
+
+def test_revisits_follows_the_run_folder_and_counts_returns_to_a_module_it_left(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("revisits", REPO / "scripts" / "revisits.py")
+    revisits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revisits)
+    from agon_env.run_folder import RunFolder
+    from agon_env.runtime import adapter_folders
+
+    def call():
+        RunFolder(tmp_path)
+        RunFolder(tmp_path / "elsewhere")  # not the run: not followed
+        adapter_folders(tmp_path)  # runtime, which hands it to run_folder again
+        return RunFolder(tmp_path).eval_dir
+
+    path = revisits.follow(tmp_path, call)
+    assert path == ["agon_env.run_folder", "agon_env.runtime", "agon_env.run_folder"]
+    assert revisits.revisits(path) == 1 and revisits.revisits(["a", "b", "a", "c", "b"]) == 2

@@ -99,7 +99,7 @@ def _fingerprint(source: Path | dict[str, torch.Tensor]) -> str:
 def weights_hashes(run_dir: str | Path | RunOnDisk) -> dict[str, str]:
     """Each adapter of a run folder -> a hash of its weights, as its sample identity holds it:
     two folders with the same hashes hold the same policies (:mod:`agon_env.evaluation.checks`)."""
-    sources = run_dir.sources() if isinstance(run_dir, RunOnDisk) else adapter_sources(run_dir)
+    sources = run_dir.sources if isinstance(run_dir, RunOnDisk) else adapter_sources(run_dir)
     return {name: _fingerprint(source) for name, source in sources.items()}
 
 
@@ -180,7 +180,7 @@ class PolicyLoader:
         dtype = self.dtype(cfg)
         base = self.shared_base(model, dtype)
         for name, (unique, source) in self.runtime.load_adapters(
-            base, adapter_sources(run_dir), cfg, f"r{index}_"
+            base, disk.sources if disk else adapter_sources(run_dir), cfg, f"r{index}_"
         ).items():
             policies.adapters[name] = self.runtime.agent(name, base, unique, settings.run, settings.prompts)
             policies.identities[name] = self._identity(

@@ -176,7 +176,7 @@ class Cascade:
         prompts = role_prompts(task, run.config.prompts)
         runtime = Runtime(device or "auto", engine, continuous)  # this machine's, by training's rule
         base = runtime.base(run.config.model.name, runtime.dtype(run.config))
-        loaded = runtime.load_adapters(base, disk.sources(), run.config)
+        loaded = runtime.load_adapters(base, disk.sources, run.config)
         _direction(run_dir, list(loaded), pair, None)  # the loaded adapters hold both
         agents = {
             name: runtime.agent(name, base, adapter, run, prompts) for name, (adapter, _) in loaded.items()

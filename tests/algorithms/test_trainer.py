@@ -174,8 +174,8 @@ def test_divergent_rivals(tmp_path):
 
 
 def test_backend_sync_after_updates_and_restore(tmp_path, monkeypatch):
+    from agon_env import runtime
     from agon_env.agents import HFBackend
-    from agon_env.algorithms import builders
 
     synced: list[str] = []
 
@@ -183,7 +183,7 @@ def test_backend_sync_after_updates_and_restore(tmp_path, monkeypatch):
         def sync(self, name: str) -> None:
             synced.append(name)
 
-    monkeypatch.setitem(builders.BACKENDS, "hf", lambda cfg, base: SyncingHF(base))
+    monkeypatch.setitem(runtime.BACKENDS, "hf", lambda run, base, device, continuous: SyncingHF(base))
     cfg = _cfg(tmp_path, algo="grpo", steps=2)
     tr = Trainer.build(resolve(cfg))
     m = tr.train_step()
