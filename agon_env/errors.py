@@ -81,3 +81,7 @@ class UnknownKeywordError(UserError, TypeError):
 
 class DoesNotFit(UserError, MemoryError):
     """The run's step would need more memory than the machine has."""
+
+
+class BackendError(UserError, ValueError):
+    """A backend that does not exist, or cannot serve this run's model."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agon_env.config import TrainConfig
-from agon_env.errors import UserError
+from agon_env.errors import BackendError
 from agon_env.resolved import ResolvedRun, dtype_on
 from agon_env.run_folder import ADAPTERS, CHECKPOINT, RunFolder, RunFolderError, load_resolved
 
@@ -44,10 +44,6 @@ if TYPE_CHECKING:
 
 DTYPES = ("float32", "bfloat16", "float16")
 """The dtypes a base loads in (``model.dtype``, besides ``auto``); torch's by the same name."""
-
-
-class BackendError(UserError, ValueError):
-    """A backend that does not exist, or cannot serve this run's model."""
 
 
 def torch_dtype(name: str) -> torch.dtype:

@@ -1,9 +1,6 @@
 """docs/architecture.md's rules, held to the code: who parses files, who names an old layout, where
 error classes live. The lists are read from the doc's tables, so the doc and this test cannot
 disagree; the package is read with ``ast`` (every call and name, lazy ones included), nothing runs.
-
-Violations another change is removing are marked ``xfail(strict=True)`` one module each: the mark
-fails the moment the module is fixed, so it has to be taken off then.
 """
 
 from __future__ import annotations
@@ -12,8 +9,6 @@ import ast
 import builtins
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "agon_env"
@@ -33,21 +28,6 @@ def doc_table(name: str) -> list[list[str]]:
 
 READERS = {row[0] for row in doc_table("parsers")}
 SIGNALS = {(row[0], row[1]) for row in doc_table("signals")}
-PENDING_PARSERS = [
-    # The study's documents, moving into the typed study folder (issue 60 item 2).
-    "agon_env/study/calibration.py",
-    "agon_env/study/launchers.py",
-    "agon_env/study/records.py",
-    "agon_env/study/registration.py",
-    "agon_env/study/results.py",
-    "agon_env/study/status.py",
-    "agon_env/study/tracking.py",
-    "agon_env/study/units.py",
-    # checkpoint.pt's second reader, going with the runtime that loads a run (issue 60 item 1).
-    "agon_env/evaluation/runs.py",
-]
-PENDING_LEGACY = ["agon_env/study/analysis.py", "agon_env/study/results.py", "agon_env/study/tables.py"]
-"""Modules that branch on LEGACY_* names, which the study folder's upgrade is taking into upgrade.py."""
 
 
 def modules() -> Iterator[tuple[str, ast.Module]]:
@@ -130,27 +110,15 @@ def test_the_doc_lists_only_modules_that_exist():
 
 
 def test_only_the_reader_modules_parse_files():
-    found = {m: parse_calls(t) for m, t in TREES.items() if m not in READERS and m not in PENDING_PARSERS}
+    found = {m: parse_calls(t) for m, t in TREES.items() if m not in READERS}
     assert {m: calls for m, calls in found.items() if calls} == {}, (
         "parse in the module that writes the file, and list it in docs/architecture.md's parsers table"
     )
 
 
-@pytest.mark.parametrize("module", PENDING_PARSERS)
-@pytest.mark.xfail(strict=True, reason="parses a file outside the reader modules; being moved (see the list)")
-def test_a_pending_module_parses_nothing(module):
-    assert parse_calls(TREES[module]) == []
-
-
 def test_only_upgrade_names_an_old_layout():
-    found = {m: legacy_names(t) for m, t in TREES.items() if m != UPGRADE and m not in PENDING_LEGACY}
+    found = {m: legacy_names(t) for m, t in TREES.items() if m != UPGRADE}
     assert {m: names for m, names in found.items() if names} == {}, "read old layouts in upgrade.py alone"
-
-
-@pytest.mark.parametrize("module", PENDING_LEGACY)
-@pytest.mark.xfail(strict=True, reason="branches on an old layout outside upgrade.py; being moved there")
-def test_a_pending_module_names_no_old_layout(module):
-    assert legacy_names(TREES[module]) == []
 
 
 def test_error_classes_are_defined_in_their_layers_errors_module():

@@ -13,14 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agon_env.errors import UserError
+from agon_env.league.errors import LeagueError
 from agon_env.league.games import Player
 from agon_env.resolved import ResolvedRun
 from agon_env.run_folder import RunFolder, load_resolved, read_metrics
-
-
-class LeagueError(UserError, ValueError):
-    """A league that cannot be played as asked: different bases, no players, another league's folder."""
 
 
 @dataclass(frozen=True)

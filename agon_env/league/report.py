@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agon_env.errors import UserError
 from agon_env.evaluation.report import clean, write_text_atomic
+from agon_env.league.errors import LeagueFileError
 from agon_env.league.games import Outcome, Pairing, Player
 from agon_env.league.pictures import MATRIX_PNG, RATINGS_PNG, draw_matrix, draw_ratings
 from agon_env.league.ratings import BOTH, WINS, league_figures
@@ -32,10 +32,6 @@ LEAGUE_JSON = "league.json"
 LEAGUE_MD = "league.md"
 TRAINING_SEATS = "training_seats"
 """The key of ``meta`` that maps ``run:adapter`` to the seat it trained in."""
-
-
-class LeagueFileError(UserError, ValueError):
-    """A file given as a league that :func:`write_league` did not write."""
 
 
 def training_seats(meta: Mapping[str, Any]) -> dict[tuple[str, str], str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from agon_env.errors import NotInstalled
 from agon_env.study.folder import StudyFolder
-from agon_env.study.units import Lock, Unit, child_env, command
+from agon_env.study.units import Lock, child_env, command, read_unit
 
 _SAY = threading.Lock()
 
@@ -35,9 +35,8 @@ def say(msg: str) -> None:
 
 def run_one(spec: Path, log: Path, device: str | None) -> tuple[int, float]:
     """One unit's child, its output appended to ``log``: (exit status, seconds)."""
-    import json
 
-    unit = Unit(**json.loads(spec.read_text()))
+    unit = read_unit(spec)
     env = child_env(unit, device)
     from agon_env.study.tracking import spec_env
 

@@ -23,7 +23,6 @@ ones still have), divided by the units running now.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from pathlib import Path
 from agon_env.run_folder import RunFolder
 from agon_env.study.folder import StudyFolder
 from agon_env.study.plan import StudyPlan, episode_turns, load, unit_name
-from agon_env.study.units import Lock, trained
+from agon_env.study.units import Lock, read_unit, trained
 
 
 @dataclass
@@ -102,11 +101,11 @@ def resume_step(run_dir: Path) -> int | None:
 def resume_note(spec: Path) -> str:
     """What the console adds to a unit's "started": that it only evaluates (its run finished
     training before, as its child will find), or from which step it resumes, if it does."""
-    unit = json.loads(spec.read_text()) if spec.is_file() else {}
-    run_dir = Path(unit["run_dir"]) if unit.get("run_dir") else None
-    if run_dir is None:
+    unit = read_unit(spec) if spec.is_file() else None
+    run_dir = Path(unit.run_dir) if unit is not None and unit.run_dir else None
+    if unit is None or run_dir is None:
         return ""
-    if trained(run_dir, unit.get("steps", 0)):
+    if trained(run_dir, unit.steps):
         return " (trained already: evaluating only)"
     step = resume_step(run_dir)
     return "" if step is None else f" (resuming from step {step}, its last checkpoint)"

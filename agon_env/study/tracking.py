@@ -36,7 +36,7 @@ def unit_env(study_name: str, unit_name: str, report_to: Sequence[str]) -> dict[
 def spec_env(spec: Path, config: JSONRecord | None) -> dict[str, str]:
     """:func:`unit_env` of the unit whose spec is ``spec`` (in ``STUDY/units/``; ``config``: its
     resolved ``TrainConfig``, None for the base, which trains nothing)."""
-    import yaml
+    from agon_env.config import read_yaml
 
     report_to = (config or {}).get("report_to") or []
     if not any(t in TRACKED for t in report_to):
@@ -44,7 +44,7 @@ def spec_env(spec: Path, config: JSONRecord | None) -> dict[str, str]:
     from agon_env.study.folder import StudyFolder
 
     study = StudyFolder(spec.parent.parent)
-    plan = yaml.safe_load(study.plan.read_text()) or {}
+    plan = read_yaml(study.plan, "study plan")
     return unit_env(str(plan.get("name") or study.path.name), spec.stem, report_to)
 
 

@@ -220,6 +220,11 @@ def child_env(unit: Unit, device: str | None = None) -> dict[str, str]:
     return env
 
 
+def read_unit(spec: Path) -> Unit:
+    """A unit's spec, ``units/<name>.json`` as :func:`write_specs` wrote it."""
+    return Unit(**json.loads(spec.read_text()))
+
+
 def device_flags(device: str | None) -> list[str]:
     """The flags that put a unit's ``agon train`` and ``agon eval`` on ``device`` (one spelling)."""
     if not device:
@@ -256,7 +261,7 @@ def run_child(spec_path: Path, device: str | None = None) -> int:
     from agon_env.evaluation.cli import eval_main
 
     agon = {"train": train, "eval": eval_main}
-    unit = Unit(**json.loads(spec_path.read_text()))
+    unit = read_unit(spec_path)
     study = StudyFolder(spec_path.parent.parent)
     lock = Lock(study.lock(unit.name))
     if not lock.acquire(wait=False):

@@ -6,6 +6,7 @@ one not begun."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ import pytest
 from agon_env.study.cli import main
 from agon_env.study.plan import load
 from agon_env.study.status import remaining, resume_note, states
+from agon_env.study.units import Unit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,7 +80,10 @@ def test_a_running_study_names_each_units_state(study: Path, capsys: pytest.Capt
     assert "2 of 5 units done, 1 running, 1 failed" in head
     assert "about 150 s left (from 1 finished units)" in head
     spec = study / "spec.json"
-    spec.write_text(json.dumps({"run_dir": str(study / "runs" / "agon-seed0")}))
+    unit = Unit(
+        name="agon-seed0", train=None, eval=[], eval_dir="", run_dir=str(study / "runs" / "agon-seed0")
+    )
+    spec.write_text(json.dumps(dataclasses.asdict(unit)))
     assert resume_note(spec) == " (resuming from step 2, its last checkpoint)"
 
 
