@@ -1,0 +1,437 @@
+"""One HF generation engine per shared base: requests join at the next decode step and leave when done.
+
+Every HF generation (rollouts, evaluation, the cascade, the server) goes through :class:`Engine`:
+:meth:`~agon_env.agents.hf_backend.HFBackend.generate` submits its rows as :class:`Request` objects
+and waits. The engine keeps **one running batch** (one KV cache, one forward per decode step) and
+between two steps
+
+* drops every row whose request was cancelled (:meth:`Request.cancel`: a time-out, a client gone,
+  the :class:`~agon_env.agents.aborting.Abort` of the call): its KV rows are freed at once, so a
+  given-up request holds its slot for at most one more step;
+* prefills the requests that arrived meanwhile (a group's shared prompt prefix -- a GRPO group's
+  whole prompt, the few-shot turns -- once for all its rows, as before) and merges them into the
+  running batch (:func:`~agon_env.agents.kv_cache.concat_caches`: the two caches right-aligned,
+  padding masked);
+* samples each row with its own parameters and generator, streams the token to its request
+  (``on_token``), and drops rows that finished (EOS, a stop string, their ``max_new_tokens``).
+
+**Adapters.** Rows of different LoRA adapters share a step through peft's mixed-batch forward
+(``adapter_names=``: one base matmul for all rows, each row's LoRA delta on its own rows). While
+every row uses one adapter, the step runs with that adapter merged into the base weights instead
+(:mod:`agon_env.agents.merge`, ~2× faster on CPU), which is what training's single-caller rollouts
+always get. One running set per adapter was the alternative: it needs a forward per adapter per
+step and, on CPU, a re-merge of the weights at every switch, each about as dear as a step.
+
+**Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
+replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until
+it fits), so fixed-seed runs are unchanged. Rows that join a running batch change its shape, and a
+running batch that keeps a shared prefix once (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`)
+copies it into every row first: the same tokens up to the float round-off of batched matmuls. Each
+row with a seed samples from its own generator, so a seeded request answers the same alone or in a
+burst.
+
+**Who runs it.** No thread of its own: a caller whose rows are unfinished runs steps while no other
+caller does (:meth:`Engine.run`), and every caller's rows advance in them. Streaming callbacks run
+in that caller's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from agon_env.agents.aborting import Aborted, current
+from agon_env.agents.kv_cache import BufferCache, concat_caches
+from agon_env.agents.protocol import SamplingParams
+from agon_env.vocabulary import REFERENCE
+
+CANCELLED = "cancelled"
+"""The finish reason of a request that was cancelled before it finished."""
+
+
+@dataclass(eq=False)
+class Request:
+    """One row to generate: its prompt, sampling, adapter and generator, and what it got so far."""
+
+    ids: list[int]
+    params: SamplingParams
+    adapter: str
+    generator: torch.Generator | None = None
+    """Shared by the rows of one call without per-row seeds; a row's own with a seed; None: greedy."""
+    own_generator: bool = False
+    """Whether ``generator`` is this row's alone (per-row seeds): sampled with one uniform per row."""
+    on_token: Callable[[int], None] | None = None
+    out_ids: list[int] = field(default_factory=list)
+    out_lp: list[float] = field(default_factory=list)
+    finish: str = "length"
+    done: bool = False
+    cancelled: bool = False
+    error: BaseException | None = None
+    freed_at: int | None = None
+    """The engine step at whose start the row's slot was freed (cancelled rows: the tests read it)."""
+
+    def cancel(self) -> None:
+        """End this request at the next step (from any thread); its KV memory is freed then."""
+        self.cancelled = True
+
+
+@dataclass
+class _Batch:
+    """The running rows: their cache, attention mask (one column per cached token), last positions
+    and ``head``: the logits their next token is sampled from, and once sampled, that token (what
+    the next forward reads)."""
+
+    rows: list[Request]
+    cache: BufferCache
+    mask: torch.Tensor
+    last_pos: torch.Tensor
+    head: torch.Tensor
+
+    def select(self, keep: list[int]) -> None:
+        idx = torch.tensor(keep, device=self.mask.device)
+        self.cache.batch_select_indices(idx)
+        self.mask, self.last_pos, self.head = self.mask[idx], self.last_pos[idx], self.head[idx]
+        self.rows = [self.rows[b] for b in keep]
+
+
+class Engine:
+    """Iteration-level scheduling over one shared base (:func:`engine_for`)."""
+
+    def __init__(self, backend: Any) -> None:
+        """``backend``: the :class:`~agon_env.agents.hf_backend.HFBackend` whose sampling rules
+        (``_sample``, stop strings, EOS ids, prefix sharing) the engine applies."""
+        self.backend, self.base = backend, backend.base
+        self.waiting: list[list[Request]] = []
+        """Groups submitted and not yet admitted, oldest first (a group is prefilled together)."""
+        self.batch: _Batch | None = None
+        self.steps = 0
+        """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
+        self._cv = threading.Condition()
+        self._driving = False
+        self._ctx: contextlib.ExitStack | None = None
+        self._ctx_key: str | None = None
+        self._was_training = False
+
+    # -- callers ---------------------------------------------------------------------
+
+    @property
+    def running(self) -> list[Request]:
+        return [] if self.batch is None else list(self.batch.rows)
+
+    @property
+    def backlog(self) -> int:
+        """Requests waiting or generating: the engine's real queue depth."""
+        with self._cv:
+            return len(self.running) + sum(len(g) for g in self.waiting)
+
+    def submit(self, group: Sequence[Request]) -> None:
+        """Queue ``group`` (rows prefilled together, admitted at the next step they fit in)."""
+        with self._cv:
+            self.waiting.append(list(group))
+
+    def run(self, groups: Sequence[Sequence[Request]]) -> None:
+        """Submit ``groups`` and run steps (or wait for another caller's) until all their rows end.
+        Under a set :func:`~agon_env.agents.aborting.current` abort the rows are cancelled and
+        :class:`Aborted` raised; a failed step raises its error in every caller it touched."""
+        mine = [r for g in groups for r in g]
+        for g in groups:
+            self.submit(g)
+        abort = current()
+        cancel = (lambda: [r.cancel() for r in mine]) if abort is not None else None
+        with abort.on_set(cancel) if abort is not None and cancel else contextlib.nullcontext():
+            self._drive(mine)
+        failed = next((r.error for r in mine if r.error is not None), None)
+        if failed is not None:
+            raise failed
+        if any(r.cancelled for r in mine):
+            raise Aborted("the request was given up while generating")
+
+    def _drive(self, mine: list[Request]) -> None:
+        while True:
+            with self._cv:
+                while self._driving and not all(r.done for r in mine):
+                    self._cv.wait(0.05)  # a cancel does not notify: look again shortly
+                if all(r.done for r in mine):
+                    return
+                self._driving = True
+            try:
+                self.step()
+            finally:
+                with self._cv:
+                    self._driving = False
+                    self._cv.notify_all()
+
+    # -- one step ----------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        """Free cancelled rows, admit and prefill arrivals, sample a token per row, run one forward."""
+        with self._cv:
+            for g in self.waiting:
+                for r in g:
+                    if r.cancelled and not r.done:
+                        self._end(r, CANCELLED)
+            self.waiting = [[r for r in g if not r.done] for g in self.waiting]
+            self.waiting = [g for g in self.waiting if g]
+            admitted = self._admissible()
+        try:
+            if self.batch is not None:
+                self._drop([b for b, r in enumerate(self.batch.rows) if r.cancelled], CANCELLED)
+            rows = self.running + [r for g in admitted for r in g]
+            if rows:
+                self._context({r.adapter for r in rows})
+                for group in _by_adapter(admitted):
+                    self._merge(self._prefill(group))
+                self._sample()
+                if self.batch is not None:
+                    self._forward()
+            self.steps += 1
+        except BaseException as exc:
+            for r in self.running + [r for g in admitted for r in g]:
+                if not r.done:
+                    r.error = exc
+                    self._end(r, "error")
+            self.batch = None
+            self._close()
+            raise
+        if self.batch is None and not self.waiting:
+            self._close()
+
+    def _admissible(self) -> list[list[Request]]:
+        """Waiting groups, oldest first, while they fit under their ``max_batch_size`` (a group
+        always fits an empty engine); called under the lock."""
+        taken: list[list[Request]] = []
+        count = len(self.running)
+        for g in list(self.waiting):
+            cap = min(r.params.max_batch_size for r in g)
+            # A token budget was met by the caller's chunking: such a group runs on its own.
+            budgeted = any(r.params.max_batch_tokens is not None for r in g)
+            if count and (count + len(g) > cap or budgeted):
+                break
+            taken.append(g)
+            count += len(g)
+            self.waiting.remove(g)
+        return taken
+
+    def _end(self, r: Request, reason: str | None = None) -> None:
+        """``reason``: the finish reason to record (a cancel, an error); None keeps the row's own."""
+        if reason is not None:
+            r.finish = reason
+        r.freed_at = self.steps
+        r.done = True
+
+    def _drop(self, gone: list[int], reason: str | None = None) -> None:
+        """End rows ``gone`` (indices in the batch) with ``reason`` and free their KV rows."""
+        if not gone or self.batch is None:
+            return
+        for b in gone:
+            self._end(self.batch.rows[b], reason)
+        keep = [b for b in range(len(self.batch.rows)) if b not in set(gone)]
+        if not keep:
+            self.batch = None
+        else:
+            self.batch.select(keep)
+
+    # -- adapters ----------------------------------------------------------------------
+
+    def _context(self, adapters: set[str]) -> None:
+        """Merged weights while every row uses one adapter; peft's mixed-batch forward otherwise."""
+        key = next(iter(adapters)) if len(adapters) == 1 else None
+        if self._ctx is not None and key == self._ctx_key:
+            return
+        self._close(restore=False)
+        stack = contextlib.ExitStack()
+        if key is not None:
+            backend = self.backend
+            use = key == REFERENCE or not backend.merge
+            stack.enter_context(self.base.use(key) if use else self.base.sampling(key))
+        self._ctx, self._ctx_key = stack, key
+        model = self.base.model
+        if not getattr(self, "_open", False):
+            self._was_training, self._open = model.training, True
+        model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
+
+    def _close(self, restore: bool = True) -> None:
+        if self._ctx is not None:
+            self._ctx.close()
+        self._ctx, self._ctx_key = None, None
+        if restore and getattr(self, "_open", False):
+            self.base.model.train(self._was_training)
+            self._open = False
+
+    def _extra(self, rows: Sequence[Request], cache: BufferCache) -> dict[str, Any]:
+        shared = {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
+        if self._ctx_key is not None:
+            return shared
+        return {**shared, "adapter_names": [r.adapter for r in rows]}
+
+    # -- prefill, merge, sample, forward -------------------------------------------------
+
+    def _prefill(self, rows: list[Request]) -> _Batch:
+        """The rows' prompts in one forward (their shared prefix once first): a batch of its own."""
+        backend, device = self.backend, self.base.device
+        ids = [r.ids for r in rows]
+        n = len(rows)
+        shared = backend._shared_prefix(ids, [r.adapter for r in rows])
+        tails = [x[shared:] for x in ids]
+        width = max(len(x) for x in tails)
+        input_ids = torch.full((n, width), backend.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, shared + width), dtype=torch.long)
+        mask[:, :shared] = 1
+        for b, x in enumerate(tails):
+            input_ids[b, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[b, shared + width - len(x) :] = 1
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        # Positions follow the real tokens, so the padding between prefix and tail is invisible.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -width:]
+        most = max(r.params.max_new_tokens for r in rows)
+        cache = BufferCache(num_layers(self.base.base_model), shared + width + most)
+        model = self.base.model
+        if shared:
+            model(
+                input_ids=torch.tensor([ids[0][:shared]], device=device),
+                position_ids=torch.arange(shared, device=device)[None],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **self._extra(rows[:1], cache),
+            )
+            if backend._prefix_once():
+                cache.share_prefix(n)
+            else:
+                cache.batch_repeat_interleave(n)
+        out = model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            **self._extra(rows, cache),
+        )
+        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :])
+
+    def _merge(self, new: _Batch) -> None:
+        old = self.batch
+        if old is None:
+            self.batch = new
+            return
+        rows = old.rows + new.rows
+        room = max(r.params.max_new_tokens - len(r.out_ids) for r in rows)
+        cache = concat_caches(old.cache, new.cache, room)
+        width = cache.get_seq_length()
+        mask = torch.zeros((len(rows), width), dtype=old.mask.dtype, device=old.mask.device)
+        mask[: len(old.rows), width - old.mask.shape[1] :] = old.mask
+        mask[len(old.rows) :, width - new.mask.shape[1] :] = new.mask
+        self.batch = _Batch(
+            rows,
+            cache,
+            mask,
+            torch.cat([old.last_pos, new.last_pos]),
+            torch.cat([old.head, new.head.to(old.head.dtype)]),
+        )
+
+    def _sample(self) -> None:
+        """One token per row from its logits, with its parameters and generator; finished rows leave."""
+        batch = self.batch
+        assert batch is not None
+        n = len(batch.rows)
+        tok = torch.empty(n, dtype=torch.long, device=batch.head.device)
+        lp = torch.empty(n, dtype=torch.float32, device=batch.head.device)
+        for idx, params, gen in _sampling_groups(batch.rows):
+            whole = len(idx) == n
+            logits = batch.head if whole else batch.head[torch.tensor(idx, device=tok.device)]
+            t, p = self.backend._sample(logits, params, gen)
+            if whole:
+                tok, lp = t, p.float()
+            else:
+                tok[idx], lp[idx] = t, p.float()
+        eos = torch.isin(tok, torch.tensor(self.backend.eos_ids, device=tok.device)).tolist()
+        finished: list[int] = []
+        for b, (r, t, p) in enumerate(zip(batch.rows, tok.tolist(), lp.tolist(), strict=True)):
+            r.out_ids.append(t)
+            r.out_lp.append(p)
+            if r.on_token is not None:
+                r.on_token(t)
+            stops = r.params.stop
+            window = max((len(s) for s in stops), default=0) + 2
+            if eos[b] or (stops and self.backend._stop_hit(r.out_ids, r.params, window)):
+                r.finish = "stop"
+                finished.append(b)
+            elif len(r.out_ids) >= r.params.max_new_tokens:
+                finished.append(b)
+        batch.mask = torch.cat([batch.mask, batch.mask.new_ones(n, 1)], dim=-1)
+        batch.last_pos = batch.last_pos + 1
+        batch.head = tok
+        self._drop(finished)
+
+    def _forward(self) -> None:
+        batch = self.batch
+        assert batch is not None
+        out = self.base.model(
+            input_ids=batch.head[:, None],
+            attention_mask=batch.mask,
+            position_ids=batch.last_pos,
+            past_key_values=batch.cache,
+            use_cache=True,
+            **self._extra(batch.rows, batch.cache),
+        )
+        batch.head = out.logits[:, -1, :]
+
+
+def _by_adapter(groups: list[list[Request]]) -> list[list[Request]]:
+    """Admitted groups coalesced per adapter (arrival order): one prefill each. A caller alone
+    has one group, prefilled as before."""
+    out: dict[str, list[Request]] = {}
+    for g in groups:
+        for r in g:
+            out.setdefault(r.adapter, []).append(r)
+    return list(out.values())
+
+
+def _sampling_groups(rows: Sequence[Request]) -> list[tuple[list[int], SamplingParams, Any]]:
+    """Rows that sample in one call: the same parameters and either one shared generator, or each
+    their own (a list, one uniform per row). Row order is kept within a group."""
+    groups: list[tuple[list[int], SamplingParams, Any]] = []
+    for b, r in enumerate(rows):
+        for idx, params, gen in groups:
+            same_gen = (isinstance(gen, list) and r.own_generator) or (
+                not r.own_generator and gen is r.generator
+            )
+            if params == r.params and same_gen:
+                idx.append(b)
+                if isinstance(gen, list):
+                    gen.append(r.generator)
+                break
+        else:
+            gen = [r.generator] if r.own_generator else r.generator
+            groups.append(([b], r.params, gen))
+    return groups
+
+
+def num_layers(model: Any) -> int:
+    cfg = (
+        model.config.get_text_config(decoder=True)
+        if hasattr(model.config, "get_text_config")
+        else model.config
+    )
+    return int(cfg.num_hidden_layers)
+
+
+_LOCK = threading.Lock()
+
+
+def engine_for(backend: Any) -> Engine:
+    """The one engine of ``backend``'s base (and merge / prefix-attention settings): the agents of
+    a pair each hold a backend, and their requests must share one running batch."""
+    key = ("_agon_engines", bool(backend.merge), bool(backend.prefix_attention))
+    with _LOCK:
+        engines = backend.base.__dict__.setdefault(key[0], {})
+        if key[1:] not in engines:
+            engines[key[1:]] = Engine(backend)
+        return engines[key[1:]]

@@ -1,0 +1,109 @@
+"""The HF generation engine (agents/engine.py): requests join at the next step, leave when done or
+cancelled (their KV freed within one step), and a seeded request answers the same alone or in a burst."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from agon_env.agents.aborting import Abort, Aborted, aborting
+from agon_env.agents.engine import CANCELLED, Request, engine_for
+from agon_env.agents.hf_backend import HFBackend
+from agon_env.agents.protocol import SamplingParams
+
+PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result.", "hi", "0 1 2"]
+SAMPLED = SamplingParams(max_new_tokens=16, temperature=1.0, stop=())
+
+
+def request(backend: HFBackend, prompt: str, adapter: str, seed: int, params=SAMPLED) -> Request:
+    gen = torch.Generator().manual_seed(seed)
+    return Request(backend._encode(prompt), params, adapter, gen, own_generator=True)
+
+
+def test_a_request_abandoned_mid_batch_frees_its_slot_within_one_step(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=50, temperature=1.0, stop=())
+    keep, drop = (request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:2]))
+    engine.submit([keep, drop])
+    for _ in range(3):
+        engine.step()
+    assert engine.running == [keep, drop] and len(drop.out_ids) == 3
+    drop.cancel()
+    cancelled_at = engine.steps
+    engine.step()
+    # gone at the very next step: out of the running batch, its KV rows freed, no token more
+    assert engine.running == [keep]
+    assert drop.done and drop.finish == CANCELLED and drop.freed_at == cancelled_at
+    assert len(drop.out_ids) == 3 and len(keep.out_ids) == 4
+    assert all(layer.keys.shape[0] == 1 for layer in engine.batch.cache.layers)
+    while not keep.done:
+        engine.step()
+    assert engine.batch is None and engine.backlog == 0
+
+
+def test_a_request_joins_at_the_next_step_and_answers_as_it_would_alone(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    alone = []
+    for i, p in enumerate(PROMPTS):
+        r = request(backend, p, "agent_a" if i % 2 else "agent_b", 100 + i)
+        engine.run([[r]])
+        alone.append(r)
+    # a burst: the first two start together, the others join while they decode, with other adapters
+    burst = [
+        request(backend, p, a.adapter, 100 + i) for i, (p, a) in enumerate(zip(PROMPTS, alone, strict=True))
+    ]
+    engine.submit(burst[:2])
+    engine.step()
+    engine.submit(burst[2:3])
+    engine.step()
+    assert len(burst[2].out_ids) == 1 and len(burst[0].out_ids) == 2  # joined at the next step
+    engine.submit(burst[3:])
+    engine.step()
+    # one batch: rows of both adapters in one forward (rows that met EOS have left it)
+    assert engine.running == [r for r in burst if not r.done] and burst[3] in engine.running
+    while engine.backlog:
+        engine.step()
+    for a, b in zip(alone, burst, strict=True):
+        assert a.out_ids == b.out_ids
+        assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)
+
+
+def test_concurrent_callers_share_steps_and_get_their_own_answers(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    alone = [backend.generate([p], SAMPLED, "agent_a", seeds=[7])[0].completion_ids for p in PROMPTS]
+    engine = engine_for(backend)
+    before = engine.steps
+    got: dict[int, list[int]] = {}
+
+    def call(i: int) -> None:
+        got[i] = backend.generate([PROMPTS[i]], SAMPLED, "agent_a", seeds=[7])[0].completion_ids
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(PROMPTS))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [got[i] for i in range(len(PROMPTS))] == alone
+    # sequential calls would take the sum of the lengths in steps; shared steps take far fewer
+    assert engine.steps - before < sum(len(x) for x in alone)
+
+
+def test_an_abort_set_while_generating_ends_the_call_at_the_next_step(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    abort = Abort()
+    heard: list[int] = []
+
+    def hear(row: int, text: str) -> None:
+        heard.append(row)
+        if len(heard) == 3:
+            abort.set()
+
+    params = SamplingParams(max_new_tokens=40, temperature=1.0, stop=())
+    with aborting(abort), pytest.raises(Aborted):
+        backend.generate(PROMPTS[:1], params, "agent_a", seeds=[3], stream=hear)
+    assert len(heard) <= 4  # the token of the step that saw the abort at most
+    assert engine_for(backend).backlog == 0
