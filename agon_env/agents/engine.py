@@ -111,6 +111,8 @@ class Engine:
         self.batch: _Batch | None = None
         self.steps = 0
         """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
+        self.prefills: list[int] = []
+        """The size of every prefill: the requests admitted at one step for one adapter."""
         self._cv = threading.Condition()
         self._driving = False
         self._ctx: contextlib.ExitStack | None = None
@@ -277,6 +279,7 @@ class Engine:
         backend, device = self.backend, self.base.device
         ids = [r.ids for r in rows]
         n = len(rows)
+        self.prefills.append(n)
         shared = backend._shared_prefix(ids, [r.adapter for r in rows])
         tails = [x[shared:] for x in ids]
         width = max(len(x) for x in tails)

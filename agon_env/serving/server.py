@@ -28,9 +28,9 @@ unknown model or path, 405 for a wrong method, 503 with ``Retry-After`` when the
 504 past the request time-out. A refused request changes nothing for the others, and an unexpected
 failure is a JSON 500, never a plain-text one.
 
-Requests are scheduled by :mod:`~agon_env.serving.scheduling` (micro-batched on HF, sent at once to
-vLLM's async engine). At most ``max_queue`` requests wait or generate at once; more are told to
-retry (503), not held.
+Requests are scheduled by :mod:`~agon_env.serving.scheduling` (each sent at once; the HF engine and
+vLLM's async engine batch them by decode step). At most ``max_queue`` requests wait or generate at
+once; more are told to retry (503), not held.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import contextlib
 import dataclasses
 import hmac
 import json
-import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -112,11 +111,11 @@ def _final(result: Any, stop: Sequence[str]) -> tuple[str, str]:
     return text, reason
 
 
-def _seeds(request: ChatRequest) -> list[int]:
-    """One seed per choice: the request's (choice ``i`` derived from it), else fresh ones."""
-    if request.seed is None:
-        return [secrets.randbits(63) for _ in range(request.n)]
-    return [request.seed if i == 0 else derive_seed(request.seed, "choice", i) for i in range(request.n)]
+def _seeds(request: ChatRequest, root: int) -> list[int]:
+    """One seed per choice: the request's, else ``root`` (``agon serve --seed``), choice ``i``
+    derived from it (a question's answer depends on the seed and the question only)."""
+    seed = root if request.seed is None else request.seed
+    return [seed if i == 0 else derive_seed(seed, "choice", i) for i in range(request.n)]
 
 
 def _chunk(rid: str, created: int, model: str, delta: Mapping[str, Any], finish: str | None = None) -> bytes:
@@ -152,6 +151,7 @@ def build_app(
         else Batcher(cascade, window_s, max_batch, max_queue)
     )
     metrics = Metrics(lambda: batcher.pending)
+    root = getattr(cascade, "seed", 0)  # ``agon serve --seed``: seeds requests that bring none
     adapters = {f"{served_name or cascade.label}/{name}": name for name in cascade.agents}
     models = [CASCADE_MODEL, *adapters]
     created = int(time.time())
@@ -167,7 +167,7 @@ def build_app(
                 "status": "ok",
                 "engine": cascade.engine,
                 "batches": len(sizes),
-                "requests": sum(sizes),
+                "requests": batcher.requests,
                 "largest_batch": max(sizes, default=0),
                 "queue_depth": batcher.pending,
             }
@@ -208,7 +208,7 @@ def build_app(
             model = request.model
             if request.stream:
                 return stream(request, t0)
-            results = await asyncio.gather(*(answer(request, s) for s in _seeds(request)))
+            results = await asyncio.gather(*(answer(request, s) for s in _seeds(request, root)))
             response = JSONResponse(reply(request, results))
         except RequestError as exc:
             response = error(exc.status, str(exc), code=exc.code, param=exc.param)
@@ -263,7 +263,11 @@ def build_app(
             try:
                 yield chunk({"role": "assistant", "content": ""})
                 task = asyncio.ensure_future(
-                    answer(request, _seeds(request)[0], lambda stage, text: pieces.put_nowait((stage, text)))
+                    answer(
+                        request,
+                        _seeds(request, root)[0],
+                        lambda stage, text: pieces.put_nowait((stage, text)),
+                    )
                 )
                 reasoning, content = "", _Held(request.stop)
                 while not task.done() or not pieces.empty():
