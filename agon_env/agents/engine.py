@@ -46,9 +46,13 @@ from typing import Any
 import torch
 
 from agon_env.agents.aborting import Aborted, current
-from agon_env.agents.kv_cache import BufferCache, concat_caches
+from agon_env.agents.kv_cache import BufferCache, concat_caches, shared_prefix_len
+from agon_env.agents.merge import MergedSet
 from agon_env.agents.protocol import SamplingParams
 from agon_env.vocabulary import REFERENCE
+
+MIN_SHARED_PREFIX = 8
+"""Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
 
 CANCELLED = "cancelled"
 """The finish reason of a request that was cancelled before it finished."""
@@ -91,6 +95,9 @@ class _Batch:
     mask: torch.Tensor
     last_pos: torch.Tensor
     head: torch.Tensor
+    adapter: str = REFERENCE
+    prefix: list[int] = field(default_factory=list)
+    """The prompt tokens the cache keeps once for every row (empty: none kept once)."""
 
     def select(self, keep: list[int]) -> None:
         idx = torch.tensor(keep, device=self.mask.device)
@@ -108,22 +115,27 @@ class Engine:
         self.backend, self.base = backend, backend.base
         self.waiting: list[list[Request]] = []
         """Groups submitted and not yet admitted, oldest first (a group is prefilled together)."""
-        self.batch: _Batch | None = None
+        self.batches: dict[str, _Batch] = {}
+        """The running rows, one batch per adapter (each keeps its rows' shared prompt prefix once)."""
+        self._last: dict[str, list[int]] = {}
+        """Each adapter's last prompt: a lone arrival shares its prefix with it (the few-shot turns)."""
         self.steps = 0
         """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
         self.prefills: list[int] = []
         """The size of every prefill: the requests admitted at one step for one adapter."""
         self._cv = threading.Condition()
         self._driving = False
-        self._ctx: contextlib.ExitStack | None = None
-        self._ctx_key: str | None = None
+        self._weights: MergedSet | None = None
+        self._peft_ctx: contextlib.ExitStack | None = None
+        self._peft_key: str | None = None
+        self._open = False
         self._was_training = False
 
     # -- callers ---------------------------------------------------------------------
 
     @property
     def running(self) -> list[Request]:
-        return [] if self.batch is None else list(self.batch.rows)
+        return [r for b in list(self.batches.values()) for r in b.rows]
 
     @property
     def backlog(self) -> int:
@@ -182,26 +194,24 @@ class Engine:
             self.waiting = [g for g in self.waiting if g]
             admitted = self._admissible()
         try:
-            if self.batch is not None:
-                self._drop([b for b, r in enumerate(self.batch.rows) if r.cancelled], CANCELLED)
-            rows = self.running + [r for g in admitted for r in g]
-            if rows:
-                self._context({r.adapter for r in rows})
-                for group in _by_adapter(admitted):
-                    self._merge(self._prefill(group))
-                self._sample()
-                if self.batch is not None:
-                    self._forward()
+            for batch in list(self.batches.values()):
+                self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
+            for group in _by_adapter(admitted):
+                self._admit(group)
+            for batch in list(self.batches.values()):
+                self._sample(batch)
+            for batch in self.batches.values():
+                self._forward(batch)
             self.steps += 1
         except BaseException as exc:
             for r in self.running + [r for g in admitted for r in g]:
                 if not r.done:
                     r.error = exc
                     self._end(r, "error")
-            self.batch = None
+            self.batches = {}
             self._close()
             raise
-        if self.batch is None and not self.waiting:
+        if not self.batches and not self.waiting:
             self._close()
 
     def _admissible(self) -> list[list[Request]]:
@@ -227,60 +237,102 @@ class Engine:
         r.freed_at = self.steps
         r.done = True
 
-    def _drop(self, gone: list[int], reason: str | None = None) -> None:
-        """End rows ``gone`` (indices in the batch) with ``reason`` and free their KV rows."""
-        if not gone or self.batch is None:
+    def _drop(self, batch: _Batch, gone: list[int], reason: str | None = None) -> None:
+        """End rows ``gone`` (indices in ``batch``) with ``reason`` and free their KV rows."""
+        if not gone:
             return
         for b in gone:
-            self._end(self.batch.rows[b], reason)
-        keep = [b for b in range(len(self.batch.rows)) if b not in set(gone)]
+            self._end(batch.rows[b], reason)
+        keep = [b for b in range(len(batch.rows)) if b not in set(gone)]
         if not keep:
-            self.batch = None
+            del self.batches[batch.adapter]
         else:
-            self.batch.select(keep)
+            batch.select(keep)
 
     # -- adapters ----------------------------------------------------------------------
 
-    def _context(self, adapters: set[str]) -> None:
-        """Merged weights while every row uses one adapter; peft's mixed-batch forward otherwise."""
-        key = next(iter(adapters)) if len(adapters) == 1 else None
-        if self._ctx is not None and key == self._ctx_key:
-            return
-        self._close(restore=False)
-        stack = contextlib.ExitStack()
-        if key is not None:
-            backend = self.backend
-            use = key == REFERENCE or not backend.merge
-            stack.enter_context(self.base.use(key) if use else self.base.sampling(key))
-        self._ctx, self._ctx_key = stack, key
-        model = self.base.model
-        if not getattr(self, "_open", False):
+    def _use(self, adapter: str) -> dict[str, Any]:
+        """Make the model run ``adapter``: its merged weights (:class:`MergedSet`, one pointer move
+        per layer), else peft's forward told the adapter per row; returns the forward's keywords."""
+        model, peft = self.base.model, getattr(self.base, "_peft", None)
+        if not self._open:
             self._was_training, self._open = model.training, True
-        model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
+            model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
+        if peft is None:
+            return {}
+        if self.backend.merge and (adapter == REFERENCE or self._mergeable(peft, adapter)):
+            if self._weights is None:
+                self._weights = MergedSet(peft)
+            self._close_peft()
+            self._weights.use(None if adapter == REFERENCE else adapter)
+            return {}
+        if self._weights is not None:  # peft's own forward needs its adapters on
+            self._weights.close()
+            self._weights = None
+        if self._peft_key != adapter:  # DoRA, a quantised base, or ``merge=False``
+            self._close_peft()
+            self._peft_ctx = contextlib.ExitStack()
+            use = self.base.sampling if self.backend.merge else self.base.use  # sampling: warns why
+            self._peft_ctx.enter_context(use(adapter))
+            self._peft_key = adapter
+        return {}
 
-    def _close(self, restore: bool = True) -> None:
-        if self._ctx is not None:
-            self._ctx.close()
-        self._ctx, self._ctx_key = None, None
-        if restore and getattr(self, "_open", False):
+    def _mergeable(self, peft: Any, adapter: str) -> bool:
+        if self._weights is None:
+            return MergedSet(peft).mergeable(adapter)
+        return self._weights.mergeable(adapter)
+
+    def _close_peft(self) -> None:
+        if self._peft_ctx is not None:
+            self._peft_ctx.close()
+        self._peft_ctx, self._peft_key = None, None
+
+    def _close(self) -> None:
+        self._close_peft()
+        if self._weights is not None:
+            self._weights.close()
+            self._weights = None
+        if self._open:
             self.base.model.train(self._was_training)
             self._open = False
 
-    def _extra(self, rows: Sequence[Request], cache: BufferCache) -> dict[str, Any]:
-        shared = {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
-        if self._ctx_key is not None:
-            return shared
-        return {**shared, "adapter_names": [r.adapter for r in rows]}
+    def _extra(self, cache: BufferCache, adapter: str) -> dict[str, Any]:
+        how = self._use(adapter)
+        if cache.shared_prefix(0) is not None:
+            how["shared_prefix"] = cache
+        return how
 
     # -- prefill, merge, sample, forward -------------------------------------------------
 
-    def _prefill(self, rows: list[Request]) -> _Batch:
-        """The rows' prompts in one forward (their shared prefix once first): a batch of its own."""
+    def _admit(self, rows: list[Request]) -> None:
+        """Prefill ``rows`` (one adapter) and add them to that adapter's running batch: on top of
+        the prefix it keeps once where their prompts start with it, else as rows of their own."""
+        adapter = rows[0].adapter
+        batch = self.batches.get(adapter)
+        p = [] if batch is None else batch.prefix
+        if batch is not None and p and all(len(r.ids) > len(p) and r.ids[: len(p)] == p for r in rows):
+            self.batches[adapter] = _join(batch, self._prefill(rows, on=batch))
+        elif batch is not None:
+            self.batches[adapter] = _join(batch, self._prefill(rows))
+        else:
+            self.batches[adapter] = self._prefill(rows)
+        self._last[adapter] = rows[-1].ids
+
+    def _prefill(self, rows: list[Request], on: _Batch | None = None) -> _Batch:
+        """The rows' prompts in one forward: a batch of their own. ``on``: a running batch whose
+        kept-once prefix they start with (only their tails are computed); else their own shared
+        prefix first, once (a lone row shares the one it has with its adapter's last prompt)."""
         backend, device = self.backend, self.base.device
         ids = [r.ids for r in rows]
-        n = len(rows)
+        n, adapter = len(rows), rows[0].adapter
         self.prefills.append(n)
-        shared = backend._shared_prefix(ids, [r.adapter for r in rows])
+        if on is not None:
+            shared = len(on.prefix)
+        else:
+            shared = backend._shared_prefix(ids, [r.adapter for r in rows])
+            last = self._last.get(adapter)
+            if not shared and n == 1 and last is not None and backend._prefix_once():
+                shared = shared_prefix_len([ids[0], last], MIN_SHARED_PREFIX)
         tails = [x[shared:] for x in ids]
         width = max(len(x) for x in tails)
         input_ids = torch.full((n, width), backend.pad_id, dtype=torch.long)
@@ -295,14 +347,17 @@ class Engine:
         most = max(r.params.max_new_tokens for r in rows)
         cache = BufferCache(num_layers(self.base.base_model), shared + width + most)
         model = self.base.model
-        if shared:
+        if on is not None:
+            for layer, running in zip(cache.layers, on.cache.layers, strict=True):
+                layer.prefix = running.prefix  # the same tensors: kept once for both
+        elif shared:
             model(
                 input_ids=torch.tensor([ids[0][:shared]], device=device),
                 position_ids=torch.arange(shared, device=device)[None],
                 past_key_values=cache,
                 use_cache=True,
                 logits_to_keep=1,
-                **self._extra(rows[:1], cache),
+                **self._extra(cache, adapter),
             )
             if backend._prefix_once():
                 cache.share_prefix(n)
@@ -315,34 +370,13 @@ class Engine:
             past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
-            **self._extra(rows, cache),
+            **self._extra(cache, adapter),
         )
-        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :])
+        kept = list(ids[0][:shared]) if cache.shared_prefix(0) is not None else []
+        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :], adapter, kept)
 
-    def _merge(self, new: _Batch) -> None:
-        old = self.batch
-        if old is None:
-            self.batch = new
-            return
-        rows = old.rows + new.rows
-        room = max(r.params.max_new_tokens - len(r.out_ids) for r in rows)
-        cache = concat_caches(old.cache, new.cache, room)
-        width = cache.get_seq_length()
-        mask = torch.zeros((len(rows), width), dtype=old.mask.dtype, device=old.mask.device)
-        mask[: len(old.rows), width - old.mask.shape[1] :] = old.mask
-        mask[len(old.rows) :, width - new.mask.shape[1] :] = new.mask
-        self.batch = _Batch(
-            rows,
-            cache,
-            mask,
-            torch.cat([old.last_pos, new.last_pos]),
-            torch.cat([old.head, new.head.to(old.head.dtype)]),
-        )
-
-    def _sample(self) -> None:
+    def _sample(self, batch: _Batch) -> None:
         """One token per row from its logits, with its parameters and generator; finished rows leave."""
-        batch = self.batch
-        assert batch is not None
         n = len(batch.rows)
         tok = torch.empty(n, dtype=torch.long, device=batch.head.device)
         lp = torch.empty(n, dtype=torch.float32, device=batch.head.device)
@@ -371,20 +405,37 @@ class Engine:
         batch.mask = torch.cat([batch.mask, batch.mask.new_ones(n, 1)], dim=-1)
         batch.last_pos = batch.last_pos + 1
         batch.head = tok
-        self._drop(finished)
+        self._drop(batch, finished)
 
-    def _forward(self) -> None:
-        batch = self.batch
-        assert batch is not None
+    def _forward(self, batch: _Batch) -> None:
         out = self.base.model(
             input_ids=batch.head[:, None],
             attention_mask=batch.mask,
             position_ids=batch.last_pos,
             past_key_values=batch.cache,
             use_cache=True,
-            **self._extra(batch.rows, batch.cache),
+            **self._extra(batch.cache, batch.adapter),
         )
         batch.head = out.logits[:, -1, :]
+
+
+def _join(old: _Batch, new: _Batch) -> _Batch:
+    """``old``'s rows then ``new``'s in one batch of ``old``'s adapter: their own tokens
+    right-aligned (padding masked), the prefix kept once where both read the same one, else copied
+    into every row."""
+    rows = old.rows + new.rows
+    room = max(r.params.max_new_tokens - len(r.out_ids) for r in rows)
+    cache = concat_caches(old.cache, new.cache, room)
+    kept = old.prefix if cache.shared_prefix(0) is not None else []
+    p = len(kept)
+    width = cache.get_seq_length()
+    mask = torch.zeros((len(rows), width), dtype=old.mask.dtype, device=old.mask.device)
+    mask[:, :p] = 1
+    mask[: len(old.rows), width - old.mask.shape[1] + p :] = old.mask[:, p:]
+    mask[len(old.rows) :, width - new.mask.shape[1] + p :] = new.mask[:, p:]
+    last_pos = torch.cat([old.last_pos, new.last_pos])
+    head = torch.cat([old.head, new.head.to(old.head.dtype)])
+    return _Batch(rows, cache, mask, last_pos, head, old.adapter, kept)
 
 
 def _by_adapter(groups: list[list[Request]]) -> list[list[Request]]:

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from agon_env.agents.engine import Request, engine_for
+from agon_env.agents.engine import MIN_SHARED_PREFIX, Request, engine_for
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion, SamplingParams, completion_text, stop_end
 from agon_env.agents.streaming import Emit, TextDeltas
@@ -68,10 +68,6 @@ def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
     # u * total can round up to total: never step past the last token with mass.
     last = (probs > 0).cumsum(-1).argmax(-1, keepdim=True)
     return torch.minimum(idx, last)
-
-
-MIN_SHARED_PREFIX = 8
-"""Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
 
 
 class HFBackend:

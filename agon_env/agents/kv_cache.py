@@ -90,10 +90,11 @@ class _BufferLayer(DynamicLayer):
         self.length = 0
         self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
 
-    def own(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each row's cached keys and values ``[rows, heads, tokens, dim]``, a shared prefix copied in."""
+    def own(self, with_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row's cached keys and values ``[rows, heads, tokens, dim]``, a prefix kept once
+        copied in front (``with_prefix``) or left out."""
         k, v = self._k[:, :, : self.length], self._v[:, :, : self.length]
-        if self.prefix is None:
+        if self.prefix is None or not with_prefix:
             return k, v
         pk, pv = (t.expand(k.shape[0], -1, -1, -1) for t in self.prefix)
         return torch.cat([pk, k], dim=-2), torch.cat([pv, v], dim=-2)
@@ -144,12 +145,20 @@ class BufferCache(DynamicCache):
 
 
 def concat_caches(a: BufferCache, b: BufferCache, room: int) -> BufferCache:
-    """``a``'s rows then ``b``'s in one cache, right-aligned at the longer (the caller pads the
-    attention mask to the left to match), shared prefixes copied into every row; ``room`` free
-    slots follow. The running batch of :mod:`agon_env.agents.engine` takes new rows this way."""
+    """``a``'s rows then ``b``'s in one cache, their own tokens right-aligned at the longer (the
+    caller pads the attention mask to the left to match) and ``room`` free slots after. A prefix
+    both keep once, the same tensors, stays kept once; any other is copied into every row first.
+    The running batches of :mod:`agon_env.agents.engine` take new rows this way."""
     out = BufferCache(len(a.layers), 0)
+    same = all(
+        la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)
+    )
     for layer, la, lb in zip(out.layers, a.layers, b.layers, strict=True):
-        layer.fill([la.own(), lb.own()], room)
+        if same:
+            layer.fill([la.own(with_prefix=False), lb.own(with_prefix=False)], room)
+            layer.prefix = la.prefix
+        else:
+            layer.fill([la.own(), lb.own()], room)
     return out
 
 

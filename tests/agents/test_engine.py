@@ -38,10 +38,10 @@ def test_a_request_abandoned_mid_batch_frees_its_slot_within_one_step(tiny_pair)
     assert engine.running == [keep]
     assert drop.done and drop.finish == CANCELLED and drop.freed_at == cancelled_at
     assert len(drop.out_ids) == 3 and len(keep.out_ids) == 4
-    assert all(layer.keys.shape[0] == 1 for layer in engine.batch.cache.layers)
+    assert all(layer.keys.shape[0] == 1 for layer in engine.batches["agent_a"].cache.layers)
     while not keep.done:
         engine.step()
-    assert engine.batch is None and engine.backlog == 0
+    assert engine.batches == {} and engine.backlog == 0
 
 
 def test_a_request_joins_at_the_next_step_and_answers_as_it_would_alone(tiny_pair):
@@ -63,8 +63,8 @@ def test_a_request_joins_at_the_next_step_and_answers_as_it_would_alone(tiny_pai
     assert len(burst[2].out_ids) == 1 and len(burst[0].out_ids) == 2  # joined at the next step
     engine.submit(burst[3:])
     engine.step()
-    # one batch: rows of both adapters in one forward (rows that met EOS have left it)
-    assert engine.running == [r for r in burst if not r.done] and burst[3] in engine.running
+    # running together (rows that met EOS have left): a batch per adapter, each stepped every step
+    assert set(engine.running) == {r for r in burst if not r.done} and burst[3] in engine.running
     while engine.backlog:
         engine.step()
     for a, b in zip(alone, burst, strict=True):
@@ -107,3 +107,32 @@ def test_an_abort_set_while_generating_ends_the_call_at_the_next_step(tiny_pair)
         backend.generate(PROMPTS[:1], params, "agent_a", seeds=[3], stream=hear)
     assert len(heard) <= 4  # the token of the step that saw the abort at most
     assert engine_for(backend).backlog == 0
+
+
+def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
+    """Rows of one adapter whose prompts start alike keep that prefix once; a later row starting
+    with it joins on top of it (only its tail is prefilled) and answers as it would alone."""
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    few = "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: "
+    questions = [few + q for q in ("3 + 4?", "5 + 6?", "7 + 8?")]
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
+    alone = []
+    for i, q in enumerate(questions):
+        r = request(backend, q, "agent_a", 50 + i, params)
+        engine.run([[r]])
+        alone.append(r.out_ids)
+    together = [request(backend, q, "agent_a", 50 + i, params) for i, q in enumerate(questions)]
+    engine.submit(together[:2])
+    engine.step()
+    kept = engine.batches["agent_a"].prefix
+    assert len(kept) >= 8 and engine.batches["agent_a"].cache.shared_prefix(0) is not None
+    prefills = len(engine.prefills)
+    engine.submit(together[2:])
+    engine.step()
+    batch = engine.batches["agent_a"]
+    assert together[2] in batch.rows and batch.prefix == kept  # still kept once, not copied per row
+    assert batch.cache.shared_prefix(0) is not None and len(engine.prefills) == prefills + 1
+    while engine.backlog:
+        engine.step()
+    assert [r.out_ids for r in together] == alone
