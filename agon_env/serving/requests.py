@@ -7,10 +7,11 @@ vLLM's servers name it). Every sampling field is either honoured or refused by n
 =============================  =====================================================================
 field                          what it does
 =============================  =====================================================================
-``max_completion_tokens``      the answering stage's budget (``max_tokens``, its older name, too);
-                               for ``cascade`` the challenger's, the draft keeps the run's budget
-``temperature``, ``top_p``     the answering stage's sampling (0 = greedy; the run's when absent)
-``seed``                       seeds both stages; absent, each request draws a fresh one
+``max_completion_tokens``      the completion's budget (``max_tokens``, its older name, too); for
+                               ``cascade`` the draft's and the answer's together (the draft first)
+``temperature``, ``top_p``     the answering stage's sampling (0 = greedy, the draft too; the run's
+                               when absent)
+``seed``                       seeds both stages; absent, ``agon serve --seed`` does
 ``stop``                       a string or up to 4 strings that end the answer (not returned in it)
 ``n``                          that many answers, each its own seed (not with ``stream``)
 ``stream``, ``stream_options`` server-sent chunks; ``include_usage`` adds a last usage chunk
