@@ -2,33 +2,36 @@
 
 Every HF generation (rollouts, evaluation, the cascade, the server) goes through :class:`Engine`:
 :meth:`~agon_env.agents.hf_backend.HFBackend.generate` submits its rows as :class:`Request` objects
-and waits. The engine keeps **one running batch** (one KV cache, one forward per decode step) and
-between two steps
+and waits. The engine keeps **one running batch per adapter** (a KV cache each; every decode step
+runs one forward per batch) and at every step
 
 * drops every row whose request was cancelled (:meth:`Request.cancel`: a time-out, a client gone,
   the :class:`~agon_env.agents.aborting.Abort` of the call): its KV rows are freed at once, so a
   given-up request holds its slot for at most one more step;
-* prefills the requests that arrived meanwhile (a group's shared prompt prefix -- a GRPO group's
-  whole prompt, the few-shot turns -- once for all its rows, as before) and merges them into the
-  running batch (:func:`~agon_env.agents.kv_cache.concat_caches`: the two caches right-aligned,
-  padding masked);
+* prefills the requests that arrived meanwhile and adds them to their adapter's batch. A batch
+  keeps the prompt prefix its rows share (the few-shot turns; a GRPO group's whole prompt) once
+  (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`, read by ``agon_sdpa``'s prefix
+  attention); an arrival whose prompt starts with it prefills only its own tail on top of it, and
+  a lone arrival shares the prefix it has with its adapter's previous prompt. Rows are joined by
+  :func:`~agon_env.agents.kv_cache.concat_caches` (own tokens right-aligned, padding masked; a
+  prefix not shared is copied into every row first);
 * samples each row with its own parameters and generator, streams the token to its request
   (``on_token``), and drops rows that finished (EOS, a stop string, their ``max_new_tokens``).
 
-**Adapters.** Rows of different LoRA adapters share a step through peft's mixed-batch forward
-(``adapter_names=``: one base matmul for all rows, each row's LoRA delta on its own rows). While
-every row uses one adapter, the step runs with that adapter merged into the base weights instead
-(:mod:`agon_env.agents.merge`, ~2× faster on CPU), which is what training's single-caller rollouts
-always get. One running set per adapter was the alternative: it needs a forward per adapter per
-step and, on CPU, a re-merge of the weights at every switch, each about as dear as a step.
+**Adapters.** Each batch's forward runs its adapter merged into the base weights
+(:class:`~agon_env.agents.merge.MergedSet`: every adapter in use merged once into buffers of its
+own, switched by pointer), as training's sampling always ran (~2× faster than peft's LoRA layers on
+CPU). One batch for all adapters through peft's mixed-batch forward (``adapter_names=``) was the
+first version: it ran unmerged and, to join rows of other prompts, copied the shared prefix into
+every row and padded each to the longest prompt, so every step read each row's whole prompt:
+``benchmarks/serve_bench.py`` took 2.3× the raw cascade with it (docs/serving.md).
 
 **Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
 replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until
-it fits), so fixed-seed runs are unchanged. Rows that join a running batch change its shape, and a
-running batch that keeps a shared prefix once (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`)
-copies it into every row first: the same tokens up to the float round-off of batched matmuls. Each
-row with a seed samples from its own generator, so a seeded request answers the same alone or in a
-burst.
+it fits), prefilled and kept the same way, under the same merged weights, so fixed-seed runs are
+unchanged. Rows that join a running batch change its shape: the same tokens up to the float
+round-off of batched matmuls. Each row with a seed samples from its own generator, so a seeded
+request answers the same alone or in a burst.
 
 **Who runs it.** No thread of its own: a caller whose rows are unfinished runs steps while no other
 caller does (:meth:`Engine.run`), and every caller's rows advance in them. Streaming callbacks run

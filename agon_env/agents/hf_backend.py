@@ -33,6 +33,11 @@ Conventions (what the trainer can rely on):
   rounding of batched matmuls.
 * ``stream`` (:mod:`agon_env.agents.streaming`) hears each row's text as the loop samples it,
   a token at a time; the pieces join to the row's ``text``.
+
+The loop itself is :mod:`agon_env.agents.engine`: :meth:`HFBackend.generate` hands it its rows
+(chunk by chunk) and waits, so calls made from several threads at once (a server's requests, the
+cascade's stages of different requests) share its decode steps; this module keeps the sampling
+rules the engine applies (``_sample``, stop strings, EOS, when a prefix is shared).
 """
 
 from __future__ import annotations
