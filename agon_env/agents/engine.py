@@ -57,6 +57,9 @@ from agon_env.vocabulary import REFERENCE
 MIN_SHARED_PREFIX = 8
 """Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
 
+MAX_WAIT = 3
+"""With several adapters running, a batch left out of this many steps in a row runs at the next."""
+
 CANCELLED = "cancelled"
 """The finish reason of a request that was cancelled before it finished."""
 
@@ -87,7 +90,7 @@ class Request:
         self.cancelled = True
 
 
-@dataclass
+@dataclass(eq=False)
 class _Batch:
     """The running rows: their cache, attention mask (one column per cached token), last positions
     and ``head``: the logits their next token is sampled from, and once sampled, that token (what
@@ -101,6 +104,8 @@ class _Batch:
     adapter: str = REFERENCE
     prefix: list[int] = field(default_factory=list)
     """The prompt tokens the cache keeps once for every row (empty: none kept once)."""
+    waited: int = 0
+    """Steps in a row this batch was left out (:data:`MAX_WAIT`)."""
 
     def select(self, keep: list[int]) -> None:
         idx = torch.tensor(keep, device=self.mask.device)
@@ -199,12 +204,11 @@ class Engine:
         try:
             for batch in list(self.batches.values()):
                 self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
-            for group in _by_adapter(admitted):
-                self._admit(group)
-            for batch in list(self.batches.values()):
+            joined = {self._admit(group) for group in _by_adapter(admitted)}
+            for batch in self._chosen(joined):
                 self._sample(batch)
-            for batch in self.batches.values():
-                self._forward(batch)
+                if batch.adapter in self.batches:
+                    self._forward(batch)
             self.steps += 1
         except BaseException as exc:
             for r in self.running + [r for g in admitted for r in g]:
@@ -307,7 +311,22 @@ class Engine:
 
     # -- prefill, merge, sample, forward -------------------------------------------------
 
-    def _admit(self, rows: list[Request]) -> None:
+    def _chosen(self, joined: set[str]) -> list[_Batch]:
+        """The batches this step runs: with one adapter running, its batch; with several, the one
+        with the most rows, those that just took new rows (their first token is due) and those left
+        out :data:`MAX_WAIT` steps. On CPU a forward costs one read of the weights whatever its rows,
+        so stepping every adapter's batch at every step (a draft batch and an answer batch while a
+        cascade's requests overlap) paid that read twice per step."""
+        batches = list(self.batches.values())
+        if len(batches) <= 1:
+            return batches
+        largest = max(batches, key=lambda b: len(b.rows))
+        chosen = [b for b in batches if b is largest or b.adapter in joined or b.waited >= MAX_WAIT]
+        for b in batches:
+            b.waited = 0 if b in chosen else b.waited + 1
+        return chosen
+
+    def _admit(self, rows: list[Request]) -> str:
         """Prefill ``rows`` (one adapter) and add them to that adapter's running batch: on top of
         the prefix it keeps once where their prompts start with it, else as rows of their own."""
         adapter = rows[0].adapter
@@ -320,6 +339,7 @@ class Engine:
         else:
             self.batches[adapter] = self._prefill(rows)
         self._last[adapter] = rows[-1].ids
+        return adapter
 
     def _prefill(self, rows: list[Request], on: _Batch | None = None) -> _Batch:
         """The rows' prompts in one forward: a batch of their own. ``on``: a running batch whose

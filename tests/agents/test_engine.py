@@ -136,3 +136,27 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     while engine.backlog:
         engine.step()
     assert [r.out_ids for r in together] == alone
+
+
+def test_with_two_adapters_running_the_fuller_batch_steps_and_the_other_waits_at_most_max_wait(tiny_pair):
+    """A forward reads the weights once whatever its rows: the fuller batch runs every step, the
+    other joins it every MAX_WAIT + 1 steps (and at the step it takes new rows)."""
+    from agon_env.agents.engine import MAX_WAIT
+
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=40, temperature=0, stop=())
+    many = [request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:3])]
+    one = request(backend, PROMPTS[3], "agent_b", 9, params)
+    engine.submit(many)
+    engine.submit([one])
+    steps = 2 * (MAX_WAIT + 1)
+    for _ in range(steps):
+        engine.step()
+    assert all(len(r.out_ids) == steps for r in many if not r.done)
+    assert one.done or len(one.out_ids) == 1 + (steps - 1) // (MAX_WAIT + 1)
+    while engine.backlog:
+        engine.step()
+    alone = request(backend, PROMPTS[3], "agent_b", 9, params)
+    engine.run([[alone]])
+    assert alone.out_ids == one.out_ids  # waiting changes when its tokens come, not which
