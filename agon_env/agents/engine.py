@@ -24,7 +24,10 @@ own, switched by pointer), as training's sampling always ran (~2× faster than p
 CPU). One batch for all adapters through peft's mixed-batch forward (``adapter_names=``) was the
 first version: it ran unmerged and, to join rows of other prompts, copied the shared prefix into
 every row and padded each to the longest prompt, so every step read each row's whole prompt:
-``benchmarks/serve_bench.py`` took 2.3× the raw cascade with it (docs/serving.md).
+``benchmarks/serve_bench.py`` took 2.3× the raw cascade with it (docs/serving.md). With several
+adapters running, a step runs only the fullest batch, those that just took rows and those left out
+:data:`MAX_WAIT` steps (:meth:`Engine._chosen`): on CPU a forward costs a read of the weights
+however few its rows, and a cascade's drafts and answers overlap for most of a burst.
 
 **Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
 replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until
