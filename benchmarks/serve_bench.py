@@ -11,8 +11,9 @@ Per request of ``served``: latency (send to last chunk) and time to first token 
 chunk that carries text: the draft, streamed as ``reasoning_content``). Reported: throughput
 (requests/s and completion tokens/s), p50 / p95 latency and time to first token, and
 ``served_over_raw`` = served wall ÷ raw wall (the goal: within 1.10), and the same per completion
-token (``served_over_raw_per_token``: the served requests draw their own seeds, so the two runs
-sample other completions of other lengths); ``batches`` and ``largest_batch``: how the server
+token (``served_over_raw_per_token``: both runs seed each question alike, but other batch shapes can
+round a sampled token the other way); ``--spread-s S`` sends the requests evenly over S seconds
+instead of all at once; ``batches`` and ``largest_batch``: how the server
 grouped the burst (its ``/health``). The raw run comes first, in
 a child process of its own that exits before the server starts (a vLLM engine is only freed with its
 process), so the two never share the cores or the memory.
@@ -81,7 +82,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _stream(client: httpx.Client, url: str, key: str, question: str, out: dict[str, Any]) -> None:
+def _stream(
+    client: httpx.Client, url: str, key: str, question: str, out: dict[str, Any], after: float = 0.0
+) -> None:
+    time.sleep(after)  # its arrival time (``--spread-s``); the clock starts when it is sent
     body = {
         "model": "cascade",
         "messages": [{"role": "user", "content": question}],
@@ -107,7 +111,12 @@ def _stream(client: httpx.Client, url: str, key: str, question: str, out: dict[s
 
 
 def served(
-    run: Path, asked: list[str], engine: str, threads: int, window_ms: float | None = None
+    run: Path,
+    asked: list[str],
+    engine: str,
+    threads: int,
+    window_ms: float | None = None,
+    spread_s: float = 0.0,
 ) -> dict[str, Any]:
     import httpx
 
@@ -157,9 +166,10 @@ def served(
         client = httpx.Client(timeout=900, limits=limits)
         _stream(client, url, key, asked[0], {})  # warm-up, as raw's
         results: list[dict[str, Any]] = [{} for _ in asked]
+        gap = spread_s / max(len(asked) - 1, 1)
         workers = [
-            threading.Thread(target=_stream, args=(client, url, key, q, r))
-            for q, r in zip(asked, results, strict=True)
+            threading.Thread(target=_stream, args=(client, url, key, q, r, i * gap))
+            for i, (q, r) in enumerate(zip(asked, results, strict=True))
         ]
         auth = {"Authorization": f"Bearer {key}"}
         before = httpx.get(f"{url}/health", headers=auth).json()
@@ -205,6 +215,9 @@ def main() -> None:
     ap.add_argument("--engine", default="hf", choices=("hf", "vllm"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch-window-ms", type=float, default=None, help="agon serve's (default: its own)")
+    ap.add_argument(
+        "--spread-s", type=float, default=0.0, help="send the requests evenly over this many seconds"
+    )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -233,7 +246,7 @@ def main() -> None:
         if done.returncode:
             raise RuntimeError(f"the raw run failed: {done.stderr[-2000:]}")
         r = json.loads((Path(tmp) / "raw.json").read_text())
-        s = served(run, asked, args.engine, args.threads, args.batch_window_ms)
+        s = served(run, asked, args.engine, args.threads, args.batch_window_ms, args.spread_s)
     print(
         json.dumps(
             {
@@ -243,11 +256,12 @@ def main() -> None:
                 "requests": args.requests,
                 "threads": args.threads,
                 "batch_window_ms": args.batch_window_ms,
+                "spread_s": args.spread_s,
                 "max_new_tokens": args.max_new_tokens,
                 "raw": r,
                 "served": s,
                 "served_over_raw": s["seconds"] / r["seconds"],
-                # the requests draw their own seeds, so the two sample other completions: per token too
+                # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too
                 "served_over_raw_per_token": (s["seconds"] / max(s["completion_tokens"], 1))
                 / (r["seconds"] / max(r["completion_tokens"], 1)),
             }

@@ -33,6 +33,11 @@ Conventions (what the trainer can rely on):
   rounding of batched matmuls.
 * ``stream`` (:mod:`agon_env.agents.streaming`) hears each row's text as the loop samples it,
   a token at a time; the pieces join to the row's ``text``.
+
+The loop itself is :mod:`agon_env.agents.engine`: :meth:`HFBackend.generate` hands it its rows
+(chunk by chunk) and waits, so calls made from several threads at once (a server's requests, the
+cascade's stages of different requests) share its decode steps; this module keeps the sampling
+rules the engine applies (``_sample``, stop strings, EOS, when a prefix is shared).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from typing import Any
 import torch
 
 from agon_env.agents import logit_rules
+from agon_env.agents.engine import MIN_SHARED_PREFIX, Request, engine_for
 from agon_env.agents.kv_cache import BufferCache, shared_prefix_len
 from agon_env.agents.protocol import Completion, SamplingParams, completion_text, stop_end
 from agon_env.agents.streaming import Emit, TextDeltas
@@ -68,19 +74,6 @@ def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
     # u * total can round up to total: never step past the last token with mass.
     last = (probs > 0).cumsum(-1).argmax(-1, keepdim=True)
     return torch.minimum(idx, last)
-
-
-MIN_SHARED_PREFIX = 8
-"""Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
-
-
-def _num_layers(model: Any) -> int:
-    cfg = (
-        model.config.get_text_config(decoder=True)
-        if hasattr(model.config, "get_text_config")
-        else model.config
-    )
-    return int(cfg.num_hidden_layers)
 
 
 class HFBackend:
@@ -132,22 +125,39 @@ class HFBackend:
             raise ValueError(f"got {len(seeds)} seeds for {len(ids)} prompts")
         seed = params.seed if params.seed is not None else int(torch.randint(0, 2**62, (1,)).item())
         gen = torch.Generator(device=self.base.device).manual_seed(seed)
-        out: list[Completion | None] = [None] * len(ids)
         deltas = None if stream is None else TextDeltas(self.tokenizer, stream)
-        for chunk in self._chunks(ids, params):
-            g: Generators = (
-                gen
+        rows = [
+            Request(
+                ids[i],
+                params,
+                names[i] if names[i] is not None else self.base.active,
+                None
+                if params.temperature == 0
+                else gen
                 if seeds is None
-                else [torch.Generator(device=self.base.device).manual_seed(int(seeds[i])) for i in chunk]
+                else torch.Generator(device=self.base.device).manual_seed(int(seeds[i])),
+                own_generator=seeds is not None,
+                on_token=None if deltas is None else _row(deltas, i),
             )
-            on_token = None if deltas is None else _rows(deltas, chunk)
-            results = self._run([ids[i] for i in chunk], [names[i] for i in chunk], params, g, on_token)
-            for i, c in zip(chunk, results, strict=True):
-                c.meta["adapter"] = names[i] if names[i] is not None else self.base.active
-                out[i] = c
-                if deltas is not None:
-                    deltas.finish(i, c.text)
-        return [c for c in out if c is not None]
+            for i in range(len(ids))
+        ]
+        # Each chunk is admitted when it fits: a caller alone gets the chunks of the static loop.
+        engine_for(self).run([[rows[i] for i in chunk] for chunk in self._chunks(ids, params)])
+        out = []
+        for i, r in enumerate(rows):
+            c = Completion(
+                text=completion_text(self.tokenizer, r.out_ids),
+                prompt_ids=list(r.ids),
+                completion_ids=r.out_ids,
+                logprobs=r.out_lp,
+                finish_reason=r.finish,
+                temperature=params.temperature,
+            )
+            c.meta["adapter"] = r.adapter
+            if deltas is not None:
+                deltas.finish(i, c.text)
+            out.append(c)
+        return out
 
     # -- internals -------------------------------------------------------------------
 
@@ -254,55 +264,6 @@ class HFBackend:
         impl = getattr(self.base.base_model.config, "_attn_implementation", None)
         return self.prefix_attention and impl == NAME and torch.device(self.base.device).type == "cpu"
 
-    @torch.inference_mode()
-    def _run(
-        self,
-        ids: list[list[int]],
-        names: list[str | None],
-        params: SamplingParams,
-        gen: Generators,
-        on_token: Callable[[int, int], None] | None = None,
-    ) -> list[Completion]:
-        device = self.base.device
-        n = len(ids)
-        shared = self._shared_prefix(ids, names)
-        tails = [x[shared:] for x in ids]
-        width = max(len(x) for x in tails)
-        input_ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, shared + width), dtype=torch.long)
-        mask[:, :shared] = 1
-        for r, x in enumerate(tails):
-            input_ids[r, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            mask[r, shared + width - len(x) :] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        # Positions follow the real tokens, so the padding between prefix and tail is invisible.
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -width:]
-        cache = BufferCache(_num_layers(self.base.base_model), shared + width + params.max_new_tokens)
-        ctx, live_names = self._adapter_context(names)
-        model = self.base.model
-        was_training = model.training
-        model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
-        try:
-            with ctx:
-                if shared:
-                    # Prefill the common prefix (few-shot turns, or a GRPO group's identical
-                    # prompt) once, then copy its keys/values to every row.
-                    prefix = torch.tensor([ids[0][:shared]], device=device)
-                    model(
-                        input_ids=prefix,
-                        position_ids=torch.arange(shared, device=device)[None],
-                        past_key_values=cache,
-                        use_cache=True,
-                        logits_to_keep=1,
-                    )
-                    if self._prefix_once():
-                        cache.share_prefix(n)
-                    else:
-                        cache.batch_repeat_interleave(n)
-                return self._decode(ids, input_ids, mask, positions, live_names, params, gen, cache, on_token)
-        finally:
-            model.train(was_training)
-
     def _decode(
         self,
         ids: list[list[int]],
@@ -394,6 +355,6 @@ class HFBackend:
         ]
 
 
-def _rows(deltas: TextDeltas, chunk: Sequence[int]) -> Callable[[int, int], None]:
-    """A chunk's ``(row in the chunk, token)`` as ``(prompt index, [token])`` for ``deltas``."""
-    return lambda r, token: deltas.add(chunk[r], [token])
+def _row(deltas: TextDeltas, index: int) -> Callable[[int], None]:
+    """A row's sampled token as ``(prompt index, [token])`` for ``deltas``."""
+    return lambda token: deltas.add(index, [token])

@@ -7,7 +7,8 @@ writes each step into a buffer sized for prompt + ``max_new_tokens`` and hands o
 growing views; it can drop finished rows, and give every row a prefix they all share --
 either as copies (:meth:`BufferCache.batch_repeat_interleave`) or stored once
 (:meth:`BufferCache.share_prefix`, which :func:`agon_env.agents.attention.prefix_attention`
-reads: a decode step then reads the prefix's keys and values once, not once per row).
+reads: a decode step then reads the prefix's keys and values once, not once per row); and two
+caches can be joined into one (:func:`concat_caches`: rows that join a running batch).
 """
 
 from __future__ import annotations
@@ -89,6 +90,32 @@ class _BufferLayer(DynamicLayer):
         self.length = 0
         self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
 
+    def own(self, with_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row's cached keys and values ``[rows, heads, tokens, dim]``, a prefix kept once
+        copied in front (``with_prefix``) or left out."""
+        k, v = self._k[:, :, : self.length], self._v[:, :, : self.length]
+        if self.prefix is None or not with_prefix:
+            return k, v
+        pk, pv = (t.expand(k.shape[0], -1, -1, -1) for t in self.prefix)
+        return torch.cat([pk, k], dim=-2), torch.cat([pv, v], dim=-2)
+
+    def fill(self, parts: Sequence[tuple[torch.Tensor, torch.Tensor]], room: int) -> None:
+        """Hold ``parts`` (each rows' keys and values) stacked, right-aligned at the longest, with
+        zeros (masked by the caller) to their left and ``room`` free slots after."""
+        width = max(k.shape[-2] for k, _ in parts)
+        k0, v0 = parts[0]
+        rows = sum(k.shape[0] for k, _ in parts)
+        self._k = k0.new_zeros(rows, k0.shape[1], width + room, k0.shape[-1])
+        self._v = v0.new_zeros(rows, v0.shape[1], width + room, v0.shape[-1])
+        r = 0
+        for k, v in parts:
+            self._k[r : r + k.shape[0], :, width - k.shape[-2] : width] = k
+            self._v[r : r + v.shape[0], :, width - v.shape[-2] : width] = v
+            r += k.shape[0]
+        self.dtype, self.device, self.is_initialized = k0.dtype, k0.device, True
+        self.length, self.prefix, self.capacity = width, None, width + room
+        self.keys, self.values = self._k[:, :, :width], self._v[:, :, :width]
+
     def reset(self) -> None:
         self.length = 0
         self.prefix = None
@@ -115,6 +142,24 @@ class BufferCache(DynamicCache):
     def shared_prefix(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Layer ``layer_idx``'s shared prefix keys and values, or None."""
         return self.layers[layer_idx].prefix
+
+
+def concat_caches(a: BufferCache, b: BufferCache, room: int) -> BufferCache:
+    """``a``'s rows then ``b``'s in one cache, their own tokens right-aligned at the longer (the
+    caller pads the attention mask to the left to match) and ``room`` free slots after. A prefix
+    both keep once, the same tensors, stays kept once; any other is copied into every row first.
+    The running batches of :mod:`agon_env.agents.engine` take new rows this way."""
+    out = BufferCache(len(a.layers), 0)
+    same = all(
+        la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)
+    )
+    for layer, la, lb in zip(out.layers, a.layers, b.layers, strict=True):
+        if same:
+            layer.fill([la.own(with_prefix=False), lb.own(with_prefix=False)], room)
+            layer.prefix = la.prefix
+        else:
+            layer.fill([la.own(), lb.own()], room)
+    return out
 
 
 def shared_prefix_len(seqs: Sequence[Sequence[int]], minimum: int) -> int:

@@ -45,7 +45,8 @@ import torch
 from torch import Tensor
 from transformers import DynamicCache
 
-from agon_env.agents.hf_backend import Generators, HFBackend, _num_layers
+from agon_env.agents.engine import num_layers as _num_layers
+from agon_env.agents.hf_backend import Generators, HFBackend
 from agon_env.agents.kv_cache import BufferCache
 from agon_env.agents.latent_spans import span_of, span_tokens
 from agon_env.agents.protocol import Completion, SamplingParams

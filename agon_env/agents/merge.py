@@ -89,3 +89,53 @@ class MergedWeights:
                 lin.weight.data = w
             if not self.keep_buffers:
                 self._buffers.clear()
+
+
+class MergedSet:
+    """Several adapters merged at once, each into buffers of its own; :meth:`use` points every
+    wrapped layer at one adapter's (or the base's) weights: switching costs pointer moves, not a
+    re-merge. The generation engine (:mod:`agon_env.agents.engine`) steps rows of one adapter and
+    then another's within a decode step this way. The merged weights are those of
+    :meth:`MergedWeights.merged` (the same sum), so a batch samples the same tokens under either.
+    Adapters must not change while it is open (the engine opens it while busy, and updates run
+    between generation calls); :meth:`close` restores the base weights, bitwise."""
+
+    def __init__(self, peft: Any) -> None:
+        from peft.tuners.lora import LoraLayer
+
+        self.peft = peft
+        self.layers = [m for m in peft.modules() if isinstance(m, LoraLayer)]
+        self.originals = [m.base_layer.weight.data for m in self.layers]
+        self.buffers: dict[str, list[torch.Tensor | None]] = {}
+        self._disabled: Any = None
+
+    def mergeable(self, name: str) -> bool:
+        """Whether ``name`` merges exactly (else the caller samples it through peft)."""
+        layers = [m for m in self.layers if name in getattr(m, "lora_A", {})]
+        return bool(layers) and unmergeable(layers, name) is None
+
+    def use(self, name: str | None) -> None:
+        """Point the layers at ``name`` merged (``None``: the base weights), peft's adapters off."""
+        if self._disabled is None:
+            self._disabled = self.peft.disable_adapter()
+            self._disabled.__enter__()
+        if name is not None and name not in self.buffers:
+            with torch.no_grad():
+                self.buffers[name] = [
+                    torch.add(w, m.get_delta_weight(name).to(w.dtype))
+                    if name in getattr(m, "lora_A", {})
+                    else None
+                    for m, w in zip(self.layers, self.originals, strict=True)
+                ]
+        bufs = self.buffers.get(name) if name is not None else None
+        for i, m in enumerate(self.layers):
+            b = None if bufs is None else bufs[i]
+            m.base_layer.weight.data = self.originals[i] if b is None else b
+
+    def close(self) -> None:
+        for m, w in zip(self.layers, self.originals, strict=True):
+            m.base_layer.weight.data = w
+        self.buffers.clear()
+        if self._disabled is not None:
+            self._disabled.__exit__(None, None, None)
+            self._disabled = None

@@ -244,6 +244,11 @@ class Cascade:
             raise QuestionError(str(exc)) from None
         agent = self.agents[adapter or self.direction[0]]
         self._fits(agent, observation, "the prompt", max_new_tokens if adapter else None)
+        if adapter is None and max_new_tokens is not None and max_new_tokens < 2:
+            raise QuestionError(
+                f"max_tokens={max_new_tokens} bounds the draft and the answer together: "
+                "the cascade needs at least 2 (a token for each)"
+            )
         if adapter is None:
             budget = agent.sampling.max_new_tokens
             env.step(f"<summary>{' word' * budget}</summary>")  # about one token a word: the whole budget
@@ -319,7 +324,9 @@ class Cascade:
         """Each question drafted and then challenged; each stage is one batched call for all.
 
         ``sampling``: overrides of the challenger's sampling (:func:`tuned`; the draft keeps the
-        run's, the format the challenger was trained to read); ``seeds``: one root seed per question
+        run's, the format the challenger was trained to read), except two that bind both stages:
+        ``temperature`` 0 makes the draft greedy too, and ``max_new_tokens`` bounds the draft and
+        the answer together (:func:`budgeted`); ``seeds``: one root seed per question
         (default: ``self.seed`` for all); ``stream``: told ``(question index, DRAFT or ANSWER, text)``
         as each stage's tokens are generated (the server streams them; the agents' backend must
         stream, as :mod:`~agon_env.agents.hf_backend` does)."""
@@ -329,6 +336,11 @@ class Cascade:
         refs = list(references) if references is not None else [None] * len(questions)
         drafter, challenger = self.direction
         seats = {AGENT_A: self._drafter(), AGENT_B: tuned(self.agents[challenger], sampling)}
+        if sampling and sampling.get("temperature") == 0:  # greedy is greedy in both stages
+            seats[AGENT_A] = tuned(seats[AGENT_A], {"temperature": 0.0})
+        total = (sampling or {}).get("max_new_tokens")
+        if total is not None:  # max_tokens bounds the whole completion: the draft spends first
+            seats = budgeted(seats, int(total))
         episodes, seconds = self._play(questions, "challenge", seats, ids, refs, seeds, stream)
         out = []
         for e, q, ref in zip(episodes, questions, refs, strict=True):
@@ -403,6 +415,58 @@ def tuned(agent: Any, sampling: Mapping[str, Any] | None) -> Any:
     copied = copy.copy(agent)
     copied.sampling = dataclasses.replace(agent.sampling, **changes)
     return copied
+
+
+def budgeted(seats: Mapping[str, Any], total: int) -> dict[str, Any]:
+    """The drafter and the challenger seats of ``seats`` sharing ``total`` completion tokens: the
+    draft gets at most ``total - 1`` (and no more than its own budget), each answer what its
+    question's draft left (``Stage.completion_tokens`` of both add up to at most ``total``)."""
+    drafter, challenger = (seats[AGENT_A], seats[AGENT_B])
+    own = getattr(getattr(drafter, "sampling", None), "max_new_tokens", total)
+    spent = _Spent(tuned(drafter, {"max_new_tokens": max(1, min(own, total - 1))}))
+    return {AGENT_A: spent, AGENT_B: _Left(challenger, total, spent)}
+
+
+class _Spent:
+    """The drafter, counting each row's draft tokens (row ``i`` is question ``i``)."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent, self.name, self.sampling = agent, agent.name, getattr(agent, "sampling", None)
+        self.tokens: list[int] = []
+
+    def act(self, observations: Sequence[Mapping[str, Any]], **how: Any) -> list[Any]:
+        out = self.agent.act(observations, **how)
+        self.tokens = [len(getattr(c, "completion_ids", []) or []) for c in out]
+        return out
+
+
+class _Left:
+    """The challenger, each row with the budget its draft left: one call per distinct budget (one
+    call in all for a server's request, which asks one question)."""
+
+    def __init__(self, agent: Any, total: int, spent: _Spent) -> None:
+        self.agent, self.name, self.total, self.spent = agent, agent.name, total, spent
+        self.sampling = getattr(agent, "sampling", None)
+
+    def act(
+        self,
+        observations: Sequence[Mapping[str, Any]],
+        *,
+        seeds: Sequence[int] | None = None,
+        stream: Callable[[int, str], None] | None = None,
+    ) -> list[Any]:
+        rows: dict[int, list[int]] = {}
+        for i in range(len(observations)):
+            rows.setdefault(max(1, self.total - self.spent.tokens[i]), []).append(i)
+        out: list[Any] = [None] * len(observations)
+        for left, idx in rows.items():
+            how: dict[str, Any] = {} if seeds is None else {"seeds": [seeds[i] for i in idx]}
+            if stream is not None:
+                how["stream"] = lambda row, text, idx=idx: stream(idx[row], text)
+            agent = tuned(self.agent, {"max_new_tokens": left})
+            for i, c in zip(idx, agent.act([observations[i] for i in idx], **how), strict=True):
+                out[i] = c
+        return out
 
 
 class _Timed:

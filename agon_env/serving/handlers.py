@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -61,6 +60,7 @@ class Handlers:
         self.adapters = {f"{served_name or cascade.label}/{name}": name for name in cascade.agents}
         self.models = [CASCADE_MODEL, *self.adapters]
         self.created = int(time.time())
+        self.root = getattr(cascade, "seed", 0)  # ``agon serve --seed``: seeds requests that bring none
 
     async def models_route(self, http: Request) -> JSONResponse:
         data = [
@@ -75,7 +75,7 @@ class Handlers:
                 "status": "ok",
                 "engine": self.cascade.engine,
                 "batches": len(sizes),
-                "requests": sum(sizes),
+                "requests": self.batcher.requests,
                 "largest_batch": max(sizes, default=0),
                 "queue_depth": self.batcher.pending,
             }
@@ -105,7 +105,7 @@ class Handlers:
             request = self.parse(await self.read_body(http), http)
             if request.stream:
                 return await self.stream(request, http, t0)
-            results = await asyncio.gather(*(self.answer(request, s) for s in seeds(request)))
+            results = await asyncio.gather(*(self.answer(request, s) for s in seeds(request, self.root)))
             rid = f"chatcmpl-{uuid.uuid4().hex}"
             body = wire.reply(request, rid, int(time.time()), results, self.decode)
             counts = body["usage"]
@@ -195,7 +195,7 @@ class Handlers:
         def heard(stage: str, text: str) -> None:
             pieces.put_nowait((stage, text, time.perf_counter()))
 
-        task = asyncio.ensure_future(self.answer(request, seeds(request)[0], heard))
+        task = asyncio.ensure_future(self.answer(request, seeds(request, self.root)[0], heard))
         first = asyncio.ensure_future(pieces.get())
         # Until the response starts nobody else listens for the client: a client that leaves while
         # its request waits is seen here, and its request given up (as a stream's is once started).
@@ -306,11 +306,11 @@ def failure(exc: BaseException, timeout_s: float) -> tuple[int, str]:
     return 500, f"generation failed: {type(exc).__name__}: {exc}"
 
 
-def seeds(request: ChatRequest) -> list[int]:
-    """One seed per choice: the request's (choice ``i`` derived from it), else fresh ones."""
-    if request.seed is None:
-        return [secrets.randbits(63) for _ in range(request.n)]
-    return [request.seed if i == 0 else derive_seed(request.seed, "choice", i) for i in range(request.n)]
+def seeds(request: ChatRequest, root: int) -> list[int]:
+    """One seed per choice: the request's, else ``root`` (``agon serve --seed``), choice ``i``
+    derived from it (a question's answer depends on the seed and the question only)."""
+    seed = root if request.seed is None else request.seed
+    return [seed if i == 0 else derive_seed(seed, "choice", i) for i in range(request.n)]
 
 
 class Held:

@@ -13,11 +13,12 @@ field                             what it does
 ``messages``                      one user message: the question. The pair was trained on single
                                   questions under the run's own prompts, so a ``system`` (or
                                   ``developer``) message or earlier turns are a 400, not dropped
-``max_completion_tokens``         the answering stage's budget (``max_tokens``, its older name, too);
-                                  for ``cascade`` the challenger's, the draft keeps the run's budget
-``temperature``, ``top_p``,       the answering stage's sampling (temperature 0 = greedy; ``top_k``
-``top_k``                         -1 or 0 = all tokens, as vLLM's; the run's when absent)
-``seed``                          seeds both stages; absent, each request draws a fresh one
+``max_completion_tokens``         the completion's budget (``max_tokens``, its older name, too); for
+                                  ``cascade`` the draft's and the answer's together (the draft first)
+``temperature``, ``top_p``,       the answering stage's sampling (temperature 0 = greedy, the draft
+``top_k``                         too; ``top_k`` -1 or 0 = all tokens, as vLLM's; the run's when
+                                  absent)
+``seed``                          seeds both stages; absent, ``agon serve --seed`` does
 ``stop``                          a string or up to 4 strings that end the answer (not returned in it)
 ``include_stop_str_in_output``    vLLM's: the reply keeps the stop string that ended it
 ``min_p``, ``min_tokens``,        vLLM's sampling fields, for the answering stage as vLLM reads them

@@ -30,9 +30,10 @@ class ServeArgs(PairArgs):
     api_key: str | None = None
     """Requests must send ``Authorization: Bearer KEY`` (None: ``$AGON_API_KEY``; unset: no check)."""
     batch_window_ms: float = 10.0
-    """How long the first request of a batch waits for others to join it."""
+    """How long a request waits before it reaches the engine, so a burst's requests are prefilled
+    together (the engine admits requests at every decode step either way)."""
     max_batch: int = 32
-    """Most requests answered by one batched call."""
+    """Most requests generating at once (the rest wait in the queue, counted in its depth)."""
     max_queue: int = 256
     """Most requests waiting or generating at once; more are answered 503 with ``Retry-After``."""
     request_timeout_s: float = 600.0

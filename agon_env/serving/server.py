@@ -29,9 +29,9 @@ or not JSON, 503 with ``Retry-After`` when the queue is full, 504 past the reque
 streamed request too, when it is refused before its first byte. A refused request changes nothing
 for the others, and an unexpected failure is a JSON 500, never a plain-text one.
 
-Requests are scheduled by :mod:`~agon_env.serving.scheduling` (micro-batched on HF, sent at once to
-vLLM's async engine). At most ``max_queue`` requests wait or generate at once; more are told to
-retry (503), not held.
+Requests are scheduled by :mod:`~agon_env.serving.scheduling` (each sent at once; the HF engine and
+vLLM's async engine batch them by decode step). At most ``max_queue`` requests wait or generate at
+once; more are told to retry (503), not held.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from agon_env.agents.engine import engine_for
 from agon_env.agents.hf_backend import BufferCache, HFBackend
 from agon_env.agents.protocol import SamplingParams
 from agon_env.vocabulary import REFERENCE
@@ -151,13 +152,14 @@ def test_batches_that_do_not_fit_are_split_with_the_same_results(tiny_pair):
     backend = HFBackend(tiny_pair)
     whole = backend.generate(PROMPTS * 3, GREEDY, adapter="agent_a")
     calls = []
-    original = backend._run
+    engine = engine_for(backend)
+    original = engine._prefill
 
-    def spy(ids, *a, **k):
-        calls.append((len(ids), max(len(x) for x in ids)))
-        return original(ids, *a, **k)
+    def spy(rows):  # each prefill is a chunk admitted on its own (a caller alone)
+        calls.append((len(rows), max(len(r.ids) for r in rows)))
+        return original(rows)
 
-    backend._run = spy
+    engine._prefill = spy
     split = backend.generate(
         PROMPTS * 3, SamplingParams(**{**GREEDY.__dict__, "max_batch_size": 5}), "agent_a"
     )

@@ -96,3 +96,30 @@ def test_grouped_kv_attention_gives_the_same_gradients(tiny_pair):
         assert torch.allclose(grad(A.NAME), grad("sdpa"), atol=1e-6)
     finally:
         tiny_pair.base_model.set_attn_implementation(A.NAME)
+
+
+def test_a_merged_set_switches_adapters_by_pointer_and_restores_the_base_bitwise(tiny_pair):
+    """The engine's MergedSet: each adapter's forward equals MergedWeights' merged one, switching
+    back and forth re-merges nothing, and closing leaves the base weights bitwise untouched."""
+    from agon_env.agents.merge import MergedSet
+
+    model = tiny_pair.model
+    ids = torch.tensor([[5, 6, 7, 8]])
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    expected = {}
+    with torch.inference_mode():
+        for name in ("agent_a", "agent_b"):
+            with tiny_pair.sampling(name):
+                expected[name] = model(input_ids=ids).logits
+        merged = MergedSet(tiny_pair._peft)
+        for name in ("agent_a", "agent_b", "agent_a"):
+            merged.use(name)
+            assert torch.equal(model(input_ids=ids).logits, expected[name])
+        merged.use(None)  # the base: every layer on its own weights, adapters off
+        with tiny_pair.use(REFERENCE):
+            base_logits = model(input_ids=ids).logits
+        assert torch.equal(model(input_ids=ids).logits, base_logits)
+        assert set(merged.buffers) == {"agent_a", "agent_b"}  # merged once each
+        merged.close()
+    for n, p in model.named_parameters():
+        assert torch.equal(p, before[n]), n

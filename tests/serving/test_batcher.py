@@ -1,18 +1,22 @@
-"""`server.Batcher` without a model: concurrent requests share a call; one bad one fails alone."""
+"""`scheduling.Batcher`: each request is its own call at once (the engine batches them); one bad one
+fails alone; the queue depth counts a given-up request until its call has ended."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 
 import pytest
 
 pytest.importorskip("starlette")
 
+from agon_env.agents.aborting import Aborted, current
 from agon_env.serving.scheduling import CASCADE_MODEL, Batcher
 
 
 class Pair:
-    """Stands in for a Cascade: answers every question in upper case; "boom" breaks a whole call."""
+    """Stands in for a Cascade: answers every question in upper case; "boom" breaks its call."""
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
@@ -20,20 +24,19 @@ class Pair:
     def answer_many(self, questions: list[str], **how: object) -> list[str]:
         self.calls.append(list(questions))
         if "boom" in questions:
-            raise RuntimeError("the engine refused the batch")
+            raise RuntimeError("the engine refused the request")
         return [q.upper() for q in questions]
 
 
-def test_a_failing_request_fails_alone_and_the_rest_of_its_batch_is_answered() -> None:
+def test_each_request_is_its_own_call_and_a_failing_one_fails_alone() -> None:
     async def main() -> tuple[list[object], Pair]:
         pair = Pair()
-        batcher = Batcher(pair, window_s=0.2, max_batch=8)  # type: ignore[arg-type]
+        batcher = Batcher(pair, window_s=0.01, max_batch=8)  # type: ignore[arg-type]
         await batcher.start()
         try:
-            asked = ["a", "b", "boom", "c"]
-            asks = (batcher.submit(CASCADE_MODEL, q) for q in asked)
+            asks = (batcher.submit(CASCADE_MODEL, q) for q in ["a", "b", "boom", "c"])
             got = await asyncio.gather(*asks, return_exceptions=True)
-            after = await batcher.submit(CASCADE_MODEL, "d")  # the loop still serves
+            after = await batcher.submit(CASCADE_MODEL, "d")  # the scheduler still serves
         finally:
             await batcher.stop()
         return [*got, after], pair
@@ -41,72 +44,47 @@ def test_a_failing_request_fails_alone_and_the_rest_of_its_batch_is_answered() -
     got, pair = asyncio.run(main())
     assert got[:2] == ["A", "B"] and got[3:] == ["C", "D"]
     assert isinstance(got[2], RuntimeError) and "refused" in str(got[2])
-    # one batched call for the four, then each alone to find the one that broke it, then "d"
-    assert pair.calls == [["a", "b", "boom", "c"], ["a"], ["b"], ["boom"], ["c"], ["d"]]
+    assert sorted(pair.calls) == [["a"], ["b"], ["boom"], ["c"], ["d"]]  # no batch, no retries
 
 
-def test_a_burst_of_clients_arriving_one_after_another_is_one_batch() -> None:
-    """Clients of a burst connect one after another (the benchmark's 16 threads came 1 + 15 in two
-    batches, the 15 waiting for the one's whole generation); each arrives within a window of the
-    last, so all join the first batch, and a lone request still waits one window only."""
+class Endless(Pair):
+    """A call that generates until its request's abort is set, then takes a moment to end (the
+    engine's step in progress)."""
 
-    async def main() -> tuple[Pair, float]:
-        pair = Pair()
-        batcher = Batcher(pair, window_s=0.02, max_batch=32)  # type: ignore[arg-type]
-        await batcher.start()
-        try:
-
-            async def ask(i: int) -> object:
-                await asyncio.sleep(0.008 * i)  # 16 clients over 120 ms: six windows
-                return await batcher.submit(CASCADE_MODEL, f"q{i}")
-
-            await asyncio.gather(*(ask(i) for i in range(16)))
-            t0 = asyncio.get_running_loop().time()
-            await batcher.submit(CASCADE_MODEL, "alone")
-            alone = asyncio.get_running_loop().time() - t0
-        finally:
-            await batcher.stop()
-        return pair, alone
-
-    pair, alone = asyncio.run(main())
-    assert pair.calls == [[f"q{i}" for i in range(16)], ["alone"]]
-    assert alone < 0.5
-
-
-class Streaming(Pair):
-    """A Pair whose calls stream each answer (as the draft stage) before "boom" breaks the call."""
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended = threading.Event()
 
     def answer_many(self, questions: list[str], **how: object) -> list[str]:
-        stream = how.get("stream")
-        for i, q in enumerate(questions):
-            if callable(stream):
-                stream(i, "draft", q.upper())
-        return super().answer_many(questions, **how)
+        self.calls.append(list(questions))
+        abort = current()
+        assert abort is not None
+        seen = threading.Event()
+        with abort.on_set(seen.set):
+            seen.wait(10)
+        time.sleep(0.2)
+        self.ended.set()
+        raise Aborted("given up")
 
 
-def test_a_streamed_request_of_a_failed_batch_is_not_streamed_again() -> None:
-    """A batch that fails is asked again row by row; a streaming request whose pieces are already
-    sent fails (its stream ends with an error event) instead of hearing its text a second time, and a
-    request that heard nothing is answered by its retry."""
+def test_a_timed_out_request_stays_in_the_queue_depth_until_its_call_has_ended() -> None:
+    """The old micro-batcher forgot a given-up request at once while its batch generated on."""
 
-    async def main() -> tuple[list[object], list[str], Streaming]:
-        pair = Streaming()
-        batcher = Batcher(pair, window_s=0.2, max_batch=8)  # type: ignore[arg-type]
+    async def main() -> tuple[int, int, bool, int]:
+        pair = Endless()
+        batcher = Batcher(pair, window_s=0.0, max_batch=4)  # type: ignore[arg-type]
         await batcher.start()
-        heard: list[str] = []
         try:
-            asks = (
-                batcher.submit(CASCADE_MODEL, "a", listen=lambda stage, text: heard.append(text)),
-                batcher.submit(CASCADE_MODEL, "b"),
-                batcher.submit(CASCADE_MODEL, "boom"),
-            )
-            got = await asyncio.gather(*asks, return_exceptions=True)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(batcher.submit(CASCADE_MODEL, "long"), 0.2)
+            given_up = batcher.pending  # its call still runs: still the engine's backlog
+            for _ in range(100):  # the call sees its abort and ends
+                if batcher.pending == 0:
+                    break
+                await asyncio.sleep(0.01)
+            return given_up, batcher.pending, pair.ended.is_set(), len(pair.calls)
         finally:
             await batcher.stop()
-        return got, heard, pair
 
-    got, heard, pair = asyncio.run(main())
-    assert heard == ["A"]  # once, not again from a retry
-    assert isinstance(got[0], RuntimeError) and "refused" in str(got[0])
-    assert got[1] == "B" and isinstance(got[2], RuntimeError)
-    assert pair.calls == [["a", "b", "boom"], ["b"], ["boom"]]
+    given_up, pending, ended, calls = asyncio.run(main())
+    assert given_up == 1 and ended and pending == 0 and calls == 1

@@ -1,0 +1,533 @@
+"""One HF generation engine per shared base: requests join at the next decode step and leave when done.
+
+Every HF generation (rollouts, evaluation, the cascade, the server) goes through :class:`Engine`:
+:meth:`~agon_env.agents.hf_backend.HFBackend.generate` submits its rows as :class:`Request` objects
+and waits. The engine keeps **one running batch per adapter** (a KV cache each; every decode step
+runs one forward per batch) and at every step
+
+* drops every row whose request was cancelled (:meth:`Request.cancel`: a time-out, a client gone,
+  the :class:`~agon_env.agents.aborting.Abort` of the call): its KV rows are freed at once, so a
+  given-up request holds its slot for at most one more step;
+* prefills the requests that arrived meanwhile and adds them to their adapter's batch. A batch
+  keeps the prompt prefix its rows share (the few-shot turns; a GRPO group's whole prompt) once
+  (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`, read by ``agon_sdpa``'s prefix
+  attention); an arrival whose prompt starts with it prefills only its own tail on top of it, and
+  a lone arrival shares the prefix it has with its adapter's previous prompt. Rows are joined by
+  :func:`~agon_env.agents.kv_cache.concat_caches` (own tokens right-aligned, padding masked; a
+  prefix not shared is copied into every row first);
+* samples each row with its own parameters and generator, streams the token to its request
+  (``on_token``), and drops rows that finished (EOS, a stop string, their ``max_new_tokens``).
+
+**Adapters.** Each batch's forward runs its adapter merged into the base weights
+(:class:`~agon_env.agents.merge.MergedSet`: every adapter in use merged once into buffers of its
+own, switched by pointer), as training's sampling always ran (~2× faster than peft's LoRA layers on
+CPU). One batch for all adapters through peft's mixed-batch forward (``adapter_names=``) was the
+first version: it ran unmerged and, to join rows of other prompts, copied the shared prefix into
+every row and padded each to the longest prompt, so every step read each row's whole prompt:
+``benchmarks/serve_bench.py`` took 2.3× the raw cascade with it (docs/serving.md). With several
+adapters running, a step runs only the fullest batch, those that just took rows and those left out
+:data:`MAX_WAIT` steps (:meth:`Engine._chosen`): on CPU a forward costs a read of the weights
+however few its rows, and a cascade's drafts and answers overlap for most of a burst.
+
+**Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
+replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until
+it fits), prefilled and kept the same way, under the same merged weights, so fixed-seed runs are
+unchanged. Rows that join a running batch change its shape: the same tokens up to the float
+round-off of batched matmuls. Each row with a seed samples from its own generator, so a seeded
+request answers the same alone or in a burst.
+
+**Who runs it.** No thread of its own: a caller whose rows are unfinished runs steps while no other
+caller does (:meth:`Engine.run`), and every caller's rows advance in them. Streaming callbacks run
+in that caller's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from agon_env.agents import logit_rules
+from agon_env.agents.aborting import Aborted, current
+from agon_env.agents.kv_cache import BufferCache, concat_caches, shared_prefix_len
+from agon_env.agents.merge import MergedSet
+from agon_env.agents.protocol import SamplingParams
+from agon_env.vocabulary import REFERENCE
+
+MIN_SHARED_PREFIX = 8
+"""Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
+
+MAX_WAIT = 3
+"""With several adapters running, a batch left out of this many steps in a row runs at the next."""
+
+CANCELLED = "cancelled"
+"""The finish reason of a request that was cancelled before it finished."""
+
+
+@dataclass(eq=False)
+class Request:
+    """One row to generate: its prompt, sampling, adapter and generator, and what it got so far."""
+
+    ids: list[int]
+    params: SamplingParams
+    adapter: str
+    generator: torch.Generator | None = None
+    """Shared by the rows of one call without per-row seeds; a row's own with a seed; None: greedy."""
+    own_generator: bool = False
+    """Whether ``generator`` is this row's alone (per-row seeds): sampled with one uniform per row."""
+    on_token: Callable[[int], None] | None = None
+    out_ids: list[int] = field(default_factory=list)
+    out_lp: list[float] = field(default_factory=list)
+    finish: str = "length"
+    done: bool = False
+    cancelled: bool = False
+    error: BaseException | None = None
+    freed_at: int | None = None
+    """The engine step at whose start the row's slot was freed (cancelled rows: the tests read it)."""
+
+    def cancel(self) -> None:
+        """End this request at the next step (from any thread); its KV memory is freed then."""
+        self.cancelled = True
+
+
+@dataclass(eq=False)
+class _Batch:
+    """The running rows: their cache, attention mask (one column per cached token), last positions
+    and ``head``: the logits their next token is sampled from, and once sampled, that token (what
+    the next forward reads)."""
+
+    rows: list[Request]
+    cache: BufferCache
+    mask: torch.Tensor
+    last_pos: torch.Tensor
+    head: torch.Tensor
+    adapter: str = REFERENCE
+    prefix: list[int] = field(default_factory=list)
+    """The prompt tokens the cache keeps once for every row (empty: none kept once)."""
+    waited: int = 0
+    """Steps in a row this batch was left out (:data:`MAX_WAIT`)."""
+
+    def select(self, keep: list[int]) -> None:
+        idx = torch.tensor(keep, device=self.mask.device)
+        self.cache.batch_select_indices(idx)
+        self.mask, self.last_pos, self.head = self.mask[idx], self.last_pos[idx], self.head[idx]
+        self.rows = [self.rows[b] for b in keep]
+
+
+class Engine:
+    """Iteration-level scheduling over one shared base (:func:`engine_for`)."""
+
+    def __init__(self, backend: Any) -> None:
+        """``backend``: the :class:`~agon_env.agents.hf_backend.HFBackend` whose sampling rules
+        (``_sample``, stop strings, EOS ids, prefix sharing) the engine applies."""
+        self.backend, self.base = backend, backend.base
+        self.waiting: list[list[Request]] = []
+        """Groups submitted and not yet admitted, oldest first (a group is prefilled together)."""
+        self.batches: dict[str, _Batch] = {}
+        """The running rows, one batch per adapter (each keeps its rows' shared prompt prefix once)."""
+        self._last: dict[str, list[int]] = {}
+        """Each adapter's last prompt: a lone arrival shares its prefix with it (the few-shot turns)."""
+        self.steps = 0
+        """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
+        self.prefills: list[int] = []
+        """The size of every prefill: the requests admitted at one step for one adapter."""
+        self._cv = threading.Condition()
+        self._driving = False
+        self._weights: MergedSet | None = None
+        self._peft_ctx: contextlib.ExitStack | None = None
+        self._peft_key: str | None = None
+        self._open = False
+        self._was_training = False
+
+    # -- callers ---------------------------------------------------------------------
+
+    @property
+    def running(self) -> list[Request]:
+        return [r for b in list(self.batches.values()) for r in b.rows]
+
+    @property
+    def backlog(self) -> int:
+        """Requests waiting or generating: the engine's real queue depth."""
+        with self._cv:
+            return len(self.running) + sum(len(g) for g in self.waiting)
+
+    def submit(self, group: Sequence[Request]) -> None:
+        """Queue ``group`` (rows prefilled together, admitted at the next step they fit in)."""
+        with self._cv:
+            self.waiting.append(list(group))
+
+    def run(self, groups: Sequence[Sequence[Request]]) -> None:
+        """Submit ``groups`` and run steps (or wait for another caller's) until all their rows end.
+        Under a set :func:`~agon_env.agents.aborting.current` abort the rows are cancelled and
+        :class:`Aborted` raised; a failed step raises its error in every caller it touched."""
+        mine = [r for g in groups for r in g]
+        for g in groups:
+            self.submit(g)
+        abort = current()
+        cancel = (lambda: [r.cancel() for r in mine]) if abort is not None else None
+        with abort.on_set(cancel) if abort is not None and cancel else contextlib.nullcontext():
+            self._drive(mine)
+        failed = next((r.error for r in mine if r.error is not None), None)
+        if failed is not None:
+            raise failed
+        if any(r.cancelled for r in mine):
+            raise Aborted("the request was given up while generating")
+
+    def _drive(self, mine: list[Request]) -> None:
+        while True:
+            with self._cv:
+                while self._driving and not all(r.done for r in mine):
+                    self._cv.wait(0.05)  # a cancel does not notify: look again shortly
+                if all(r.done for r in mine):
+                    return
+                self._driving = True
+            try:
+                self.step()
+            finally:
+                with self._cv:
+                    self._driving = False
+                    self._cv.notify_all()
+
+    # -- one step ----------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def step(self) -> None:
+        """Free cancelled rows, admit and prefill arrivals, sample a token per row, run one forward."""
+        with self._cv:
+            for g in self.waiting:
+                for r in g:
+                    if r.cancelled and not r.done:
+                        self._end(r, CANCELLED)
+            self.waiting = [[r for r in g if not r.done] for g in self.waiting]
+            self.waiting = [g for g in self.waiting if g]
+            admitted = self._admissible()
+        try:
+            for batch in list(self.batches.values()):
+                self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
+            joined = {self._admit(group) for group in _by_adapter(admitted)}
+            for batch in self._chosen(joined):
+                self._sample(batch)
+                if batch.adapter in self.batches:
+                    self._forward(batch)
+            self.steps += 1
+        except BaseException as exc:
+            for r in self.running + [r for g in admitted for r in g]:
+                if not r.done:
+                    r.error = exc
+                    self._end(r, "error")
+            self.batches = {}
+            self._close()
+            raise
+        if not self.batches and not self.waiting:
+            self._close()
+
+    def _admissible(self) -> list[list[Request]]:
+        """Waiting groups, oldest first, while they fit under their ``max_batch_size`` (a group
+        always fits an empty engine); called under the lock."""
+        taken: list[list[Request]] = []
+        count = len(self.running)
+        for g in list(self.waiting):
+            cap = min(r.params.max_batch_size for r in g)
+            # A token budget was met by the caller's chunking: such a group runs on its own.
+            budgeted = any(r.params.max_batch_tokens is not None for r in g)
+            if count and (count + len(g) > cap or budgeted):
+                break
+            taken.append(g)
+            count += len(g)
+            self.waiting.remove(g)
+        return taken
+
+    def _end(self, r: Request, reason: str | None = None) -> None:
+        """``reason``: the finish reason to record (a cancel, an error); None keeps the row's own."""
+        if reason is not None:
+            r.finish = reason
+        r.freed_at = self.steps
+        r.done = True
+
+    def _drop(self, batch: _Batch, gone: list[int], reason: str | None = None) -> None:
+        """End rows ``gone`` (indices in ``batch``) with ``reason`` and free their KV rows."""
+        if not gone:
+            return
+        for b in gone:
+            self._end(batch.rows[b], reason)
+        keep = [b for b in range(len(batch.rows)) if b not in set(gone)]
+        if not keep:
+            del self.batches[batch.adapter]
+        else:
+            batch.select(keep)
+
+    # -- adapters ----------------------------------------------------------------------
+
+    def _use(self, adapter: str) -> dict[str, Any]:
+        """Make the model run ``adapter``: its merged weights (:class:`MergedSet`, one pointer move
+        per layer), else peft's forward told the adapter per row; returns the forward's keywords."""
+        model, peft = self.base.model, getattr(self.base, "_peft", None)
+        if not self._open:
+            self._was_training, self._open = model.training, True
+            model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
+        if peft is None:
+            return {}
+        if self.backend.merge and (adapter == REFERENCE or self._mergeable(peft, adapter)):
+            if self._weights is None:
+                self._weights = MergedSet(peft)
+            self._close_peft()
+            self._weights.use(None if adapter == REFERENCE else adapter)
+            return {}
+        if self._weights is not None:  # peft's own forward needs its adapters on
+            self._weights.close()
+            self._weights = None
+        if self._peft_key != adapter:  # DoRA, a quantised base, or ``merge=False``
+            self._close_peft()
+            self._peft_ctx = contextlib.ExitStack()
+            use = self.base.sampling if self.backend.merge else self.base.use  # sampling: warns why
+            self._peft_ctx.enter_context(use(adapter))
+            self._peft_key = adapter
+        return {}
+
+    def _mergeable(self, peft: Any, adapter: str) -> bool:
+        if self._weights is None:
+            return MergedSet(peft).mergeable(adapter)
+        return self._weights.mergeable(adapter)
+
+    def _close_peft(self) -> None:
+        if self._peft_ctx is not None:
+            self._peft_ctx.close()
+        self._peft_ctx, self._peft_key = None, None
+
+    def _close(self) -> None:
+        self._close_peft()
+        if self._weights is not None:
+            self._weights.close()
+            self._weights = None
+        if self._open:
+            self.base.model.train(self._was_training)
+            self._open = False
+
+    def _extra(self, cache: BufferCache, adapter: str) -> dict[str, Any]:
+        how = self._use(adapter)
+        if cache.shared_prefix(0) is not None:
+            how["shared_prefix"] = cache
+        return how
+
+    # -- prefill, merge, sample, forward -------------------------------------------------
+
+    def _chosen(self, joined: set[str]) -> list[_Batch]:
+        """The batches this step runs: with one adapter running, its batch; with several, the one
+        with the most rows, those that just took new rows (their first token is due) and those left
+        out :data:`MAX_WAIT` steps. On CPU a forward costs one read of the weights whatever its rows,
+        so stepping every adapter's batch at every step (a draft batch and an answer batch while a
+        cascade's requests overlap) paid that read twice per step."""
+        batches = list(self.batches.values())
+        if len(batches) <= 1:
+            return batches
+        largest = max(batches, key=lambda b: len(b.rows))
+        chosen = [b for b in batches if b is largest or b.adapter in joined or b.waited >= MAX_WAIT]
+        for b in batches:
+            b.waited = 0 if b in chosen else b.waited + 1
+        return chosen
+
+    def _admit(self, rows: list[Request]) -> str:
+        """Prefill ``rows`` (one adapter) and add them to that adapter's running batch: on top of
+        the prefix it keeps once where their prompts start with it, else as rows of their own."""
+        adapter = rows[0].adapter
+        batch = self.batches.get(adapter)
+        p = [] if batch is None else batch.prefix
+        if batch is not None and p and all(len(r.ids) > len(p) and r.ids[: len(p)] == p for r in rows):
+            self.batches[adapter] = _join(batch, self._prefill(rows, on=batch))
+        elif batch is not None:
+            self.batches[adapter] = _join(batch, self._prefill(rows))
+        else:
+            self.batches[adapter] = self._prefill(rows)
+        self._last[adapter] = rows[-1].ids
+        return adapter
+
+    def _prefill(self, rows: list[Request], on: _Batch | None = None) -> _Batch:
+        """The rows' prompts in one forward: a batch of their own. ``on``: a running batch whose
+        kept-once prefix they start with (only their tails are computed); else their own shared
+        prefix first, once (a lone row shares the one it has with its adapter's last prompt)."""
+        backend, device = self.backend, self.base.device
+        ids = [r.ids for r in rows]
+        n, adapter = len(rows), rows[0].adapter
+        self.prefills.append(n)
+        if on is not None:
+            shared = len(on.prefix)
+        else:
+            shared = backend._shared_prefix(ids, [r.adapter for r in rows])
+            last = self._last.get(adapter)
+            if not shared and n == 1 and last is not None and backend._prefix_once():
+                shared = shared_prefix_len([ids[0], last], MIN_SHARED_PREFIX)
+        tails = [x[shared:] for x in ids]
+        width = max(len(x) for x in tails)
+        input_ids = torch.full((n, width), backend.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, shared + width), dtype=torch.long)
+        mask[:, :shared] = 1
+        for b, x in enumerate(tails):
+            input_ids[b, width - len(x) :] = torch.tensor(x, dtype=torch.long)
+            mask[b, shared + width - len(x) :] = 1
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        # Positions follow the real tokens, so the padding between prefix and tail is invisible.
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -width:]
+        most = max(r.params.max_new_tokens for r in rows)
+        cache = BufferCache(num_layers(self.base.base_model), shared + width + most)
+        model = self.base.model
+        if on is not None:
+            for layer, running in zip(cache.layers, on.cache.layers, strict=True):
+                layer.prefix = running.prefix  # the same tensors: kept once for both
+        elif shared:
+            model(
+                input_ids=torch.tensor([ids[0][:shared]], device=device),
+                position_ids=torch.arange(shared, device=device)[None],
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **self._extra(cache, adapter),
+            )
+            if backend._prefix_once():
+                cache.share_prefix(n)
+            else:
+                cache.batch_repeat_interleave(n)
+        out = model(
+            input_ids=input_ids,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+            **self._extra(cache, adapter),
+        )
+        kept = list(ids[0][:shared]) if cache.shared_prefix(0) is not None else []
+        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :], adapter, kept)
+
+    def _sample(self, batch: _Batch) -> None:
+        """One token per row from its logits, with its parameters and generator; finished rows leave."""
+        n = len(batch.rows)
+        tok = torch.empty(n, dtype=torch.long, device=batch.head.device)
+        lp = torch.empty(n, dtype=torch.float32, device=batch.head.device)
+        for idx, params, gen in _sampling_groups(batch.rows):
+            whole = len(idx) == n
+            logits = batch.head if whole else batch.head[torch.tensor(idx, device=tok.device)]
+            if params.repetition_penalty != 1.0 or params.min_tokens > 0:
+                logits = self._shaped(logits, params, [batch.rows[b] for b in idx])
+            t, p = self.backend._sample(logits, params, gen)
+            if whole:
+                tok, lp = t, p.float()
+            else:
+                tok[idx], lp[idx] = t, p.float()
+        finished: list[int] = []
+        for b, (r, t, p) in enumerate(zip(batch.rows, tok.tolist(), lp.tolist(), strict=True)):
+            r.out_ids.append(t)
+            r.out_lp.append(p)
+            if r.on_token is not None:
+                r.on_token(t)
+            stops = r.params.stop
+            window = max((len(s) for s in stops), default=0) + 2
+            # EOS unless ignore_eos, and stop_token_ids, end a row; stop strings count from min_tokens on.
+            ends = t in logit_rules.enders(self.backend.eos_ids, r.params)
+            counts = len(r.out_ids) >= r.params.min_tokens
+            if ends or (stops and counts and self.backend._stop_hit(r.out_ids, r.params, window)):
+                r.finish = "stop"
+                finished.append(b)
+            elif len(r.out_ids) >= r.params.max_new_tokens:
+                finished.append(b)
+        batch.mask = torch.cat([batch.mask, batch.mask.new_ones(n, 1)], dim=-1)
+        batch.last_pos = batch.last_pos + 1
+        batch.head = tok
+        self._drop(batch, finished)
+
+    def _shaped(self, logits: torch.Tensor, params: SamplingParams, rows: list[Request]) -> torch.Tensor:
+        """``logits`` with vLLM's repetition penalty and ``min_tokens`` mask, row by row: rows that
+        joined at different steps have produced different numbers of tokens."""
+        ending = logit_rules.enders(self.backend.eos_ids, params)
+        return torch.cat(
+            [
+                logit_rules.shape(logits[i : i + 1], params, [[*r.ids, *r.out_ids]], len(r.out_ids), ending)
+                for i, r in enumerate(rows)
+            ]
+        )
+
+    def _forward(self, batch: _Batch) -> None:
+        out = self.base.model(
+            input_ids=batch.head[:, None],
+            attention_mask=batch.mask,
+            position_ids=batch.last_pos,
+            past_key_values=batch.cache,
+            use_cache=True,
+            **self._extra(batch.cache, batch.adapter),
+        )
+        batch.head = out.logits[:, -1, :]
+
+
+def _join(old: _Batch, new: _Batch) -> _Batch:
+    """``old``'s rows then ``new``'s in one batch of ``old``'s adapter: their own tokens
+    right-aligned (padding masked), the prefix kept once where both read the same one, else copied
+    into every row."""
+    rows = old.rows + new.rows
+    room = max(r.params.max_new_tokens - len(r.out_ids) for r in rows)
+    cache = concat_caches(old.cache, new.cache, room)
+    kept = old.prefix if cache.shared_prefix(0) is not None else []
+    p = len(kept)
+    width = cache.get_seq_length()
+    mask = torch.zeros((len(rows), width), dtype=old.mask.dtype, device=old.mask.device)
+    mask[:, :p] = 1
+    mask[: len(old.rows), width - old.mask.shape[1] + p :] = old.mask[:, p:]
+    mask[len(old.rows) :, width - new.mask.shape[1] + p :] = new.mask[:, p:]
+    last_pos = torch.cat([old.last_pos, new.last_pos])
+    head = torch.cat([old.head, new.head.to(old.head.dtype)])
+    return _Batch(rows, cache, mask, last_pos, head, old.adapter, kept)
+
+
+def _by_adapter(groups: list[list[Request]]) -> list[list[Request]]:
+    """Admitted groups coalesced per adapter (arrival order): one prefill each. A caller alone
+    has one group, prefilled as before."""
+    out: dict[str, list[Request]] = {}
+    for g in groups:
+        for r in g:
+            out.setdefault(r.adapter, []).append(r)
+    return list(out.values())
+
+
+def _sampling_groups(rows: Sequence[Request]) -> list[tuple[list[int], SamplingParams, Any]]:
+    """Rows that sample in one call: the same parameters and either one shared generator, or each
+    their own (a list, one uniform per row). Row order is kept within a group."""
+    groups: list[tuple[list[int], SamplingParams, Any]] = []
+    for b, r in enumerate(rows):
+        for idx, params, gen in groups:
+            same_gen = (isinstance(gen, list) and r.own_generator) or (
+                not r.own_generator and gen is r.generator
+            )
+            if params == r.params and same_gen:
+                idx.append(b)
+                if isinstance(gen, list):
+                    gen.append(r.generator)
+                break
+        else:
+            gen = [r.generator] if r.own_generator else r.generator
+            groups.append(([b], r.params, gen))
+    return groups
+
+
+def num_layers(model: Any) -> int:
+    cfg = (
+        model.config.get_text_config(decoder=True)
+        if hasattr(model.config, "get_text_config")
+        else model.config
+    )
+    return int(cfg.num_hidden_layers)
+
+
+_LOCK = threading.Lock()
+
+
+def engine_for(backend: Any) -> Engine:
+    """The one engine of ``backend``'s base (and merge / prefix-attention settings): the agents of
+    a pair each hold a backend, and their requests must share one running batch."""
+    key = ("_agon_engines", bool(backend.merge), bool(backend.prefix_attention))
+    with _LOCK:
+        engines = backend.base.__dict__.setdefault(key[0], {})
+        if key[1:] not in engines:
+            engines[key[1:]] = Engine(backend)
+        return engines[key[1:]]

@@ -1,0 +1,162 @@
+"""The HF generation engine (agents/engine.py): requests join at the next step, leave when done or
+cancelled (their KV freed within one step), and a seeded request answers the same alone or in a burst."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from agon_env.agents.aborting import Abort, Aborted, aborting
+from agon_env.agents.engine import CANCELLED, Request, engine_for
+from agon_env.agents.hf_backend import HFBackend
+from agon_env.agents.protocol import SamplingParams
+
+PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result.", "hi", "0 1 2"]
+SAMPLED = SamplingParams(max_new_tokens=16, temperature=1.0, stop=())
+
+
+def request(backend: HFBackend, prompt: str, adapter: str, seed: int, params=SAMPLED) -> Request:
+    gen = torch.Generator().manual_seed(seed)
+    return Request(backend._encode(prompt), params, adapter, gen, own_generator=True)
+
+
+def test_a_request_abandoned_mid_batch_frees_its_slot_within_one_step(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=50, temperature=1.0, stop=())
+    keep, drop = (request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:2]))
+    engine.submit([keep, drop])
+    for _ in range(3):
+        engine.step()
+    assert engine.running == [keep, drop] and len(drop.out_ids) == 3
+    drop.cancel()
+    cancelled_at = engine.steps
+    engine.step()
+    # gone at the very next step: out of the running batch, its KV rows freed, no token more
+    assert engine.running == [keep]
+    assert drop.done and drop.finish == CANCELLED and drop.freed_at == cancelled_at
+    assert len(drop.out_ids) == 3 and len(keep.out_ids) == 4
+    assert all(layer.keys.shape[0] == 1 for layer in engine.batches["agent_a"].cache.layers)
+    while not keep.done:
+        engine.step()
+    assert engine.batches == {} and engine.backlog == 0
+
+
+def test_a_request_joins_at_the_next_step_and_answers_as_it_would_alone(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    alone = []
+    for i, p in enumerate(PROMPTS):
+        r = request(backend, p, "agent_a" if i % 2 else "agent_b", 100 + i)
+        engine.run([[r]])
+        alone.append(r)
+    # a burst: the first two start together, the others join while they decode, with other adapters
+    burst = [
+        request(backend, p, a.adapter, 100 + i) for i, (p, a) in enumerate(zip(PROMPTS, alone, strict=True))
+    ]
+    engine.submit(burst[:2])
+    engine.step()
+    engine.submit(burst[2:3])
+    engine.step()
+    assert len(burst[2].out_ids) == 1 and len(burst[0].out_ids) == 2  # joined at the next step
+    engine.submit(burst[3:])
+    engine.step()
+    # running together (rows that met EOS have left): a batch per adapter, each stepped every step
+    assert set(engine.running) == {r for r in burst if not r.done} and burst[3] in engine.running
+    while engine.backlog:
+        engine.step()
+    for a, b in zip(alone, burst, strict=True):
+        assert a.out_ids == b.out_ids
+        assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)
+
+
+def test_concurrent_callers_share_steps_and_get_their_own_answers(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    alone = [backend.generate([p], SAMPLED, "agent_a", seeds=[7])[0].completion_ids for p in PROMPTS]
+    engine = engine_for(backend)
+    before = engine.steps
+    got: dict[int, list[int]] = {}
+
+    def call(i: int) -> None:
+        got[i] = backend.generate([PROMPTS[i]], SAMPLED, "agent_a", seeds=[7])[0].completion_ids
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(PROMPTS))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [got[i] for i in range(len(PROMPTS))] == alone
+    # sequential calls would take the sum of the lengths in steps; shared steps take far fewer
+    assert engine.steps - before < sum(len(x) for x in alone)
+
+
+def test_an_abort_set_while_generating_ends_the_call_at_the_next_step(tiny_pair):
+    backend = HFBackend(tiny_pair)
+    abort = Abort()
+    heard: list[int] = []
+
+    def hear(row: int, text: str) -> None:
+        heard.append(row)
+        if len(heard) == 3:
+            abort.set()
+
+    params = SamplingParams(max_new_tokens=40, temperature=1.0, stop=())
+    with aborting(abort), pytest.raises(Aborted):
+        backend.generate(PROMPTS[:1], params, "agent_a", seeds=[3], stream=hear)
+    assert len(heard) <= 4  # the token of the step that saw the abort at most
+    assert engine_for(backend).backlog == 0
+
+
+def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
+    """Rows of one adapter whose prompts start alike keep that prefix once; a later row starting
+    with it joins on top of it (only its tail is prefilled) and answers as it would alone."""
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    few = "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: "
+    questions = [few + q for q in ("3 + 4?", "5 + 6?", "7 + 8?")]
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
+    alone = []
+    for i, q in enumerate(questions):
+        r = request(backend, q, "agent_a", 50 + i, params)
+        engine.run([[r]])
+        alone.append(r.out_ids)
+    together = [request(backend, q, "agent_a", 50 + i, params) for i, q in enumerate(questions)]
+    engine.submit(together[:2])
+    engine.step()
+    kept = engine.batches["agent_a"].prefix
+    assert len(kept) >= 8 and engine.batches["agent_a"].cache.shared_prefix(0) is not None
+    prefills = len(engine.prefills)
+    engine.submit(together[2:])
+    engine.step()
+    batch = engine.batches["agent_a"]
+    assert together[2] in batch.rows and batch.prefix == kept  # still kept once, not copied per row
+    assert batch.cache.shared_prefix(0) is not None and len(engine.prefills) == prefills + 1
+    while engine.backlog:
+        engine.step()
+    assert [r.out_ids for r in together] == alone
+
+
+def test_with_two_adapters_running_the_fuller_batch_steps_and_the_other_waits_at_most_max_wait(tiny_pair):
+    """A forward reads the weights once whatever its rows: the fuller batch runs every step, the
+    other joins it every MAX_WAIT + 1 steps (and at the step it takes new rows)."""
+    from agon_env.agents.engine import MAX_WAIT
+
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=40, temperature=0, stop=())
+    many = [request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:3])]
+    one = request(backend, PROMPTS[3], "agent_b", 9, params)
+    engine.submit(many)
+    engine.submit([one])
+    steps = 2 * (MAX_WAIT + 1)
+    for _ in range(steps):
+        engine.step()
+    assert all(len(r.out_ids) == steps for r in many if not r.done)
+    assert one.done or len(one.out_ids) == 1 + (steps - 1) // (MAX_WAIT + 1)
+    while engine.backlog:
+        engine.step()
+    alone = request(backend, PROMPTS[3], "agent_b", 9, params)
+    engine.run([[alone]])
+    assert alone.out_ids == one.out_ids  # waiting changes when its tokens come, not which
