@@ -17,36 +17,39 @@ from collections.abc import Sequence
 from agon_env.command import dispatch, table_usage
 
 COMMANDS = {
-    "envs": ("agon_env.cli_envs:envs_main", "list the registered env ids"),
+    "envs": ("agon_env.commands.envs:envs_main", "list the registered env ids"),
     "episode": (
-        "agon_env.cli_envs:episode_main",
+        "agon_env.commands.envs:episode_main",
         "play one scripted episode: a wrong draft, a right challenge",
     ),
     "train": (
-        "agon_env.algorithms.cli_train:main",
+        "agon_env.algorithms.commands.train:main",
         "train adapters with an algorithm plugin (GRPO, agon, ...)",
     ),
     "eval": (
-        "agon_env.evaluation.cli:eval_main",
+        "agon_env.evaluation.commands.eval:eval_main",
         "evaluate run folders or the untrained base: pass@1 with intervals, baselines, blind spots",
     ),
-    "plot": ("agon_env.evaluation.cli:plot_main", "figures from run folders and eval reports (PNG)"),
+    "plot": (
+        "agon_env.evaluation.commands.eval:plot_main",
+        "figures from run folders and eval reports (PNG)",
+    ),
     "probe": (
-        "agon_env.evaluation.probe_cli:run_probe_cli",
+        "agon_env.evaluation.commands.probe:run_probe_cli",
         "will a rival help here? solve vs verify rates and the cascade gap, before training",
     ),
     "study": (
-        "agon_env.study.cli:main",
+        "agon_env.study.commands.study:main",
         "an ablation across arms and seeds: register, run, report, ... (agon study --help lists them)",
     ),
     "league": (
-        "agon_env.league.cli:main",
+        "agon_env.league.commands.league:main",
         "cross-play between snapshots: every adapter at every step in both seats, rated (verify: recompute)",
     ),
-    "answer": ("agon_env.serving.answer_cli:main", "the trained pair answers: draft, then challenge"),
-    "serve": ("agon_env.serving.serve_cli:main", "serve a run's pair behind an OpenAI-compatible API"),
+    "answer": ("agon_env.serving.commands.answer:main", "the trained pair answers: draft, then challenge"),
+    "serve": ("agon_env.serving.commands.serve:main", "serve a run's pair behind an OpenAI-compatible API"),
     "export": (
-        "agon_env.serving.export:main",
+        "agon_env.serving.commands.export:main",
         "write a run's adapters for plain peft / vLLM, with a model card",
     ),
 }

@@ -1,8 +1,8 @@
 """What every ``agon`` subcommand shares: its common options, parsing, one-line errors, exit codes.
 
-The command modules (``agon_env.cli_envs``, ``agon_env.algorithms.cli_train``,
-``agon_env.evaluation.cli``, ``agon_env.evaluation.probe_cli``, ``agon_env.serving.*``,
-``agon_env.study.cli``) import this module, never :mod:`agon_env.cli`: the command table names
+The command modules (``agon_env.commands.envs``, ``agon_env.algorithms.commands.train``,
+``agon_env.evaluation.commands.eval``, ``agon_env.evaluation.commands.probe``, ``agon_env.serving.*``,
+``agon_env.study.commands.study``) import this module, never :mod:`agon_env.cli`: the command table names
 them by import path, so an import back would be a cycle the import graph cannot see.
 
 The contract: a :class:`~agon_env.errors.UserError` (what the user asked for cannot be done) is

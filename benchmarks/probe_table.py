@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
+from agon_env.evaluation.commands.probe import env_of
 from agon_env.evaluation.probe import ProbeOutcome, analyse
-from agon_env.evaluation.probe_cli import env_of
 
 SOLVE_BAND = (0.20, 0.60)
 """Base solve rates the issue sizes the tasks to: a cascade has right drafts to keep and wrong ones to fix."""

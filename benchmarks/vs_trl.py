@@ -311,12 +311,12 @@ def run_child(cmd: list[str], log: Path) -> tuple[float, float, str]:
 def agon_cmd(w: dict[str, Any], algo: str, run_dir: Path, extra: dict[str, Any] | None = None) -> list[str]:
     """``agon train`` with every knob of the workload ``w`` (a :func:`workload` record) spelled out;
     ``extra`` adds ``TrainConfig`` overrides no record names (a lever under test)."""
-    from agon_env.algorithms.cli_train import train_flags
+    from agon_env.algorithms.commands.train import train_flags
 
     # Checkpoint once at the end only: TRL is told save_strategy="no".
     run = {"algo": algo, "save_every": w["steps"], "time_budget_min": 0, "out_dir": str(run_dir)}
     args = train_flags({**told(w), "model.device": "cpu", **run, "progress": False, **(extra or {})})
-    return [sys.executable, "-m", "agon_env.algorithms.cli_train", *args]
+    return [sys.executable, "-m", "agon_env.algorithms.commands.train", *args]
 
 
 def summarize(times: list[float], warmup: int) -> dict[str, float]:

@@ -72,7 +72,7 @@ def main() -> int:
 
     import torch
 
-    from agon_env.algorithms.cli_train import main as train_main
+    from agon_env.algorithms.commands.train import main as train_main
     from agon_env.cli import main as agon_main
     from agon_env.envs.tasks.fixtures import write_deepmath_fixture
     from agon_env.run_folder import read_metrics

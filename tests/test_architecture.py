@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +151,27 @@ def test_a_signal_is_no_user_error():
     while new := {name for name, of in bases.items() if name not in user and of & user}:
         user |= new
     assert sorted(name for name, _ in SIGNALS if name in user) == []
+
+
+COMMAND_MODULE = re.compile(r"agon_env(\.\w+)?\.commands\.\w+")
+"""``<layer>/commands/<command>.py`` (``agon_env/commands/`` for the package's own commands)."""
+
+
+def test_every_command_module_is_named_one_way():
+    from agon_env.cli import COMMANDS
+
+    named = {target.partition(":")[0] for target, _ in COMMANDS.values()}
+    assert sorted(m for m in named if not COMMAND_MODULE.fullmatch(m)) == []
+
+
+def test_only_command_modules_run_a_command():
+    """Whoever parses a command line under the contract is a command module, named as one."""
+    callers = {
+        module
+        for module, tree in TREES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("run_command", "guarded")
+    }
+    assert sorted(m for m in callers if not COMMAND_MODULE.fullmatch(m[:-3].replace("/", "."))) == [
+        "agon_env/command.py"
+    ]

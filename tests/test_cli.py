@@ -124,7 +124,7 @@ def test_help_envs_and_the_help_of_every_command_import_no_heavy_library():
 
 def test_eval_help_shows_the_defaults_of_its_dataclass(capsys):
     from agon_env.config import ModelConfig
-    from agon_env.evaluation.cli import EvalArgs
+    from agon_env.evaluation.commands.eval import EvalArgs
 
     assert main(["eval", "--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())

@@ -15,7 +15,7 @@ import agon_env.registry
 from agon_env.cli import COMMANDS, main
 from agon_env.command import BUG_HINT, DEFECT, USER_ERROR
 from agon_env.errors import UnknownName, UserError
-from agon_env.study.cli import SUBCOMMANDS
+from agon_env.study.commands.study import SUBCOMMANDS
 
 EVERY_COMMAND = [[name] for name in COMMANDS if name != "study"] + [["study", sub] for sub in SUBCOMMANDS]
 

@@ -15,10 +15,10 @@ from agon_env.envs.tasks.base import ListTask, Problem
 @pytest.mark.parametrize(
     ("module", "function"),
     [
-        ("agon_env.algorithms.cli_train", "main"),
-        ("agon_env.evaluation.cli", "eval_main"),
-        ("agon_env.evaluation.probe_cli", "run_probe_cli"),
-        ("agon_env.cli_envs", "envs_main"),
+        ("agon_env.algorithms.commands.train", "main"),
+        ("agon_env.evaluation.commands.eval", "eval_main"),
+        ("agon_env.evaluation.commands.probe", "run_probe_cli"),
+        ("agon_env.commands.envs", "envs_main"),
     ],
 )
 def test_every_imports_help_says_where_modules_are_found(module: str, function: str, capsys) -> None:

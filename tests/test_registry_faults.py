@@ -21,7 +21,7 @@ def broken_id():
 
 
 def test_an_entry_point_whose_module_is_missing_is_one_line_and_listed_as_such(broken_id, capsys) -> None:
-    from agon_env.cli_envs import envs_main
+    from agon_env.commands.envs import envs_main
 
     with pytest.raises(registry.EntryPointError) as refused:
         agon_env.make(broken_id)

@@ -4,7 +4,7 @@
 module              what it holds
 ==================  ==========================================================================
 ``cascade``         :class:`Cascade`: a run's pair as draft -> challenge, through the run's env
-``answer_cli``      ``agon answer``: one question, or a JSONL file (resumable by id)
+``commands``        ``agon answer`` (a question or a JSONL file), ``agon serve``, ``agon export``
 ``server``          ``agon serve``: an OpenAI-compatible ASGI app, requests micro-batched
 ``export``          ``agon export``: the adapters for plain peft / vLLM, with a model card
 ==================  ==========================================================================

@@ -18,7 +18,7 @@ module                        concept
 :mod:`.health`                the report's notes: arms that never updated, samples cut at the
                               token cap, a base that solves nothing
 :mod:`.verify`                recomputing a results file's summary
-:mod:`.cli`                   ``agon study SUB``: the subcommand table (``agon study --help``)
+:mod:`.commands.study`        ``agon study SUB``: the subcommand table (``agon study --help``)
 ============================  ==============================================================
 
 Units train and evaluate in child processes; importing these modules loads neither torch nor

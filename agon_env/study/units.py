@@ -257,8 +257,8 @@ def train_command(argv: list[str], processes: int) -> list[str] | None:
 
 def run_child(spec_path: Path, device: str | None = None) -> int:
     """What the child does: lock the unit, skip it when done, train (resuming), evaluate, stamp."""
-    from agon_env.algorithms.cli_train import main as train
-    from agon_env.evaluation.cli import eval_main
+    from agon_env.algorithms.commands.train import main as train
+    from agon_env.evaluation.commands.eval import eval_main
 
     agon = {"train": train, "eval": eval_main}
     unit = read_unit(spec_path)

@@ -17,7 +17,7 @@ from agon_env.algorithms.blowup import (
     update_ratio,
 )
 from agon_env.algorithms.checkpoint import read_checkpoint
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import resolve

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from agon_env.agents.protocol import SamplingParams
-from agon_env.algorithms.cli_train import main, parse_train_args
+from agon_env.algorithms.commands.train import main, parse_train_args
 from agon_env.algorithms.validation import load_config, resolve
 from agon_env.config import (
     ConfigError,

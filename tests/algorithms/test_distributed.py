@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 
 from agon_env.algorithms import distributed as dist
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.algorithms.grpo import token_weights
 from agon_env.algorithms.metrics import merge_samples, summarize
 from agon_env.algorithms.validation import resolve
@@ -142,7 +142,7 @@ def test_two_gloo_processes_match_one_process(tmp_path):
         "--nproc-per-node",
         "2",
         "-m",
-        "agon_env.algorithms.cli_train",
+        "agon_env.algorithms.commands.train",
         *TINY,
         *steps,
         "--out-dir",

@@ -74,7 +74,7 @@ def test_a_stage_of_hanging_scorers_costs_about_one_limit() -> None:
 
 
 def _train(*args: str) -> int:
-    from agon_env.algorithms.cli_train import main
+    from agon_env.algorithms.commands.train import main
 
     return main([*TINY, *args])
 
@@ -92,7 +92,7 @@ def test_an_unwritable_out_dir_is_refused_before_any_model_loads(tmp_path: Path,
 
 
 def test_agon_eval_refuses_an_unwritable_out_before_sampling(capsys) -> None:
-    from agon_env.evaluation.cli import eval_main
+    from agon_env.evaluation.commands.eval import eval_main
 
     assert eval_main(["--model", "no/such-model", "--out", "/proc/agon-eval", "--problems", "2"]) == 2
     err = capsys.readouterr().err

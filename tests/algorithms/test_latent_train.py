@@ -6,7 +6,7 @@ import pytest
 import torch
 import yaml
 
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.run_folder import read_metrics
 
 TINY = [

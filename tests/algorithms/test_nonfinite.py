@@ -8,7 +8,7 @@ import pytest
 import torch
 from algo_helpers import TINY_CLI, tiny_config, with_rewards
 
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
 from agon_env.algorithms.validation import resolve

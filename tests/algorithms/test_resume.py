@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.config import TrainConfig, leaf_keys
 
 TINY = ["--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0", "--batch-problems", "2"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.run_folder import RunFolder
 
 TINY = ["--model", "tiny", "--imports", "parity_env", "--env", "test/parity-v0", "--batch-problems", "2"]
@@ -51,7 +51,7 @@ def test_snapshots_every_k_are_peft_folders_counted_in_the_summary(tmp_path, cap
 KILLER = """
 import os, signal, sys
 from agon_env.algorithms.trainer import Trainer
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 real, calls = Trainer.train_step, []
 def killed_at_the_fourth(self):
     calls.append(1)

@@ -15,7 +15,7 @@ import torch
 from algo_helpers import tiny_config, with_rewards
 
 from agon_env import metric_names as M
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.algorithms.registry import algorithm_names, get_algorithm
 from agon_env.algorithms.rollout import rollout
 from agon_env.algorithms.trainer import Trainer
@@ -201,7 +201,7 @@ def _strip(records):
 
 def _run(args, **kw):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "agon_env.algorithms.cli_train", *TINY, *args]
+    cmd = [sys.executable, "-m", "agon_env.algorithms.commands.train", *TINY, *args]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import agon_env
 from agon_env.algorithms.builders import SetupError, build_env
-from agon_env.algorithms.cli_train import main
+from agon_env.algorithms.commands.train import main
 from agon_env.algorithms.validation import load_config, resolve
 from agon_env.envs.tasks.base import ListTask, Problem, content_split
 from agon_env.envs.tasks.data import local_file

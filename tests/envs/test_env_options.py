@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _CHECK = """
 import agon_env
 from agon_env.algorithms.builders import build_env
-from agon_env.algorithms.cli_train import parse_train_args
+from agon_env.algorithms.commands.train import parse_train_args
 from agon_env.algorithms.validation import load_config, resolve
 from agon_env.config import ConfigError
 from agon_env.options import ENV_KWARGS
@@ -67,7 +67,7 @@ def test_a_field_added_to_env_options_reaches_env_config_and_cli(tmp_path: Path)
     )
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
     help_run = subprocess.run(
-        [sys.executable, "-m", "agon_env.algorithms.cli_train", "--help"],
+        [sys.executable, "-m", "agon_env.algorithms.commands.train", "--help"],
         cwd=tmp_path,
         env={"PYTHONPATH": str(tmp_path), "COLUMNS": "200", "PATH": "/usr/bin:/bin"},
         capture_output=True,

@@ -13,8 +13,8 @@ from agon_env.evaluation.checks import (
     check_distinct_folders,
     check_seeds,
 )
-from agon_env.evaluation.cli import eval_main
-from agon_env.evaluation.probe_cli import run_probe_cli
+from agon_env.evaluation.commands.eval import eval_main
+from agon_env.evaluation.commands.probe import run_probe_cli
 
 pytest.importorskip("peft")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agon_env.evaluation.cli import eval_main
-from agon_env.evaluation.probe_cli import run_probe_cli
+from agon_env.evaluation.commands.eval import eval_main
+from agon_env.evaluation.commands.probe import run_probe_cli
 
 
 @pytest.mark.parametrize("flags", [["--problems", "0"], ["--problems", "-2"], ["--samples", "0"]])

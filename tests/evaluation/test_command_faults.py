@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agon_env.evaluation.probe_cli import run_probe_cli
+from agon_env.evaluation.commands.probe import run_probe_cli
 
 
 @pytest.mark.parametrize("out", ["/proc/agon-probe.json", "FOLDER"])
@@ -43,7 +43,7 @@ def test_a_misspelt_task_keyword_gets_a_did_you_mean(capsys) -> None:
 
 
 def test_agon_plot_refuses_an_unwritable_out_before_reading_runs(tmp_path: Path, capsys) -> None:
-    from agon_env.evaluation.cli import plot_main
+    from agon_env.evaluation.commands.eval import plot_main
 
     # The run does not exist either: the output is checked first.
     assert plot_main([str(tmp_path / "no-run"), "--out", "/proc/agon-plots"]) == 2

@@ -121,7 +121,7 @@ def _run_folder(tmp_path, **env) -> str:
 
 
 def test_a_run_is_probed_through_its_own_task_and_channel(tmp_path) -> None:
-    from agon_env.evaluation.probe_cli import ProbeConfig, probe_env
+    from agon_env.evaluation.commands.probe import ProbeConfig, probe_env
 
     run = _run_folder(tmp_path, kwargs={"difficulty": 3}, exchange="redacted", lam=0.25, max_text_length=300)
     env_id, kwargs = probe_env(ProbeConfig(run=run))
@@ -137,7 +137,7 @@ def test_a_run_is_probed_through_its_own_task_and_channel(tmp_path) -> None:
 
 
 def test_a_latent_run_is_refused_in_one_line_naming_the_way_out(tmp_path) -> None:
-    from agon_env.evaluation.probe_cli import ProbeConfig, probe
+    from agon_env.evaluation.commands.probe import ProbeConfig, probe
 
     run = _run_folder(tmp_path, exchange="latent")
     with pytest.raises(ValueError, match="exchange=summary"):

@@ -146,7 +146,7 @@ TINY += ["--heldout-problems", "0", "--time-budget-min", "0", "--divergence-kl-r
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from agon_env.algorithms.cli_train import main
+    from agon_env.algorithms.commands.train import main
 
     run = tmp_path_factory.mktemp("league") / "agon-tiny"
     assert main([*TINY, "--steps", "2", "--snapshot-every", "1", "--out-dir", str(run)]) == 0
@@ -156,7 +156,7 @@ def tiny_run(tmp_path_factory):
 def test_a_real_league_drafts_once_per_drafter_and_resumes_to_the_same_pairings(
     tiny_run, tmp_path, monkeypatch
 ):
-    from agon_env.league.cli import LeagueArgs, play
+    from agon_env.league.commands.league import LeagueArgs, play
     from agon_env.league.play import Arena
 
     args = LeagueArgs(runs=[str(tiny_run)], problems=3, quiet=True)
@@ -184,7 +184,7 @@ def test_a_real_league_drafts_once_per_drafter_and_resumes_to_the_same_pairings(
 
 def test_each_drafter_drafts_each_problem_once_whoever_challenges(tiny_run, tmp_path, monkeypatch):
     from agon_env.agents import LLMAgent
-    from agon_env.league.cli import LeagueArgs, play
+    from agon_env.league.commands.league import LeagueArgs, play
 
     real, drafted = LLMAgent.act, []
 

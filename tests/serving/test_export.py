@@ -160,10 +160,10 @@ def test_an_export_stands_alone_with_its_prompts_and_answers_as_the_run(tiny_run
 # -- issue 59 item 6: the card runs as written, the weights are readable, the names survive ---------
 
 CARD_COMMANDS = {
-    "answer": "agon_env.serving.answer_cli:AnswerArgs",
-    "serve": "agon_env.serving.serve_cli:ServeArgs",
+    "answer": "agon_env.serving.commands.answer:AnswerArgs",
+    "serve": "agon_env.serving.commands.serve:ServeArgs",
     "export": "agon_env.serving.export:ExportArgs",
-    "eval": "agon_env.evaluation.cli:EvalArgs",
+    "eval": "agon_env.evaluation.commands.eval:EvalArgs",
 }
 
 

@@ -127,7 +127,7 @@ def test_on_a_continuous_engine_a_short_request_sent_during_a_long_one_finishes_
 
 def test_the_body_limits_are_flags_whose_defaults_are_the_apps(tiny_run, capsys):
     from agon_env.serving import server
-    from agon_env.serving.serve_cli import ServeArgs
+    from agon_env.serving.commands.serve import ServeArgs
 
     assert (ServeArgs.max_body_bytes, ServeArgs.body_timeout_s) == (
         server.MAX_BODY_BYTES,

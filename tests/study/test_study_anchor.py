@@ -11,7 +11,7 @@ import pytest
 
 from agon_env.config import ConfigError
 from agon_env.study.anchor import anchor, fingerprint
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import StudyPlan, from_dict, load
 from agon_env.study.registration import check, prompts_fingerprint, register
 

@@ -22,7 +22,7 @@ import pytest
 from agon_env.study import tables
 from agon_env.study.analysis import summary_from_outcomes
 from agon_env.study.binding import bind, seal
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.diff import units
 from agon_env.study.plan import from_dict
 from agon_env.study.registration import record

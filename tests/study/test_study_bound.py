@@ -16,7 +16,7 @@ import yaml
 
 from agon_env.study import tables
 from agon_env.study.analysis import summary_from_outcomes
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import from_dict
 from agon_env.study.verify import VerifyError, verify
 

@@ -10,7 +10,7 @@ import yaml
 
 from agon_env.config import ConfigError
 from agon_env.study import registration
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import check, from_dict, load, unit_name
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import yaml
 
 from agon_env.config import ConfigError
 from agon_env.study import launchers, registration
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import from_dict
 
 ROOT = Path(__file__).resolve().parents[2]

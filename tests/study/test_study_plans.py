@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from agon_env.config import ConfigError
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import StudyPlan, check, load, split
 from agon_env.study.results import plan_record
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agon_env.study import tables
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.results import sha
 from agon_env.study.verify import VerifyError, verify
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import load
 from agon_env.study.status import remaining, resume_note, states
 from agon_env.study.units import Unit

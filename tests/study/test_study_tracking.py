@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.tracking import log_summary, scalars, spec_env, unit_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import yaml
 from agon_env.config import ConfigError
 from agon_env.evaluation.report_file import EvalReport
 from agon_env.study import registration
-from agon_env.study.cli import main
+from agon_env.study.commands.study import main
 from agon_env.study.plan import from_dict, load
 from agon_env.study.results import check_eval
 from agon_env.study.units import Lock, arm_unit, base_unit, trained

@@ -9,7 +9,7 @@
 
 Every field is a dotted flag (``--optim.lr``) whose help is its docstring and default;
 :data:`SHORT_NAMES` adds a few short ones. ``--config`` picks a preset, which becomes
-the defaults the flags override. Also runnable as ``python -m agon_env.algorithms.cli_train``.
+the defaults the flags override. Also runnable as ``python -m agon_env.algorithms.commands.train``.
 """
 
 from __future__ import annotations

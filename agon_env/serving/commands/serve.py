@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agon_env.command import run_command
-from agon_env.serving.answer_cli import PairArgs
+from agon_env.serving.commands.answer import PairArgs
 from agon_env.serving.errors import ServeError
 
 API_KEY_ENV = "AGON_API_KEY"

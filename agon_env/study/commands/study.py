@@ -22,7 +22,7 @@ import tyro
 
 from agon_env.command import CommandArgs, dispatch, run_command, table_usage
 from agon_env.config import ConfigError
-from agon_env.league.cli import StudyLeagueArgs, run_study_league
+from agon_env.league.commands.league import StudyLeagueArgs, run_study_league
 from agon_env.run_folder import check_file_writable, check_writable
 from agon_env.study.folder import StudyFolder
 from agon_env.study.results_file import ResultsDocument, read_results, write_results

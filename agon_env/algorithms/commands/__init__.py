@@ -1,0 +1,1 @@
+"""Training's command, ``agon train`` (``agon_env.cli`` names it)."""
