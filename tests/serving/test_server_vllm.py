@@ -79,7 +79,7 @@ def test_a_short_request_sent_while_a_long_one_generates_finishes_first(vllm_ser
     generating = threading.Event()
 
     def long() -> None:
-        how = {"temperature": 0, "max_tokens": 3000, "stream": True}
+        how = {"temperature": 0, "max_tokens": 1500, "stream": True}
         for chunk in c.chat.completions.create(**ask("qwen-pair/agent_a"), **how):
             if chunk.choices and chunk.choices[0].delta.content:
                 arrivals.append(time.perf_counter())
@@ -118,7 +118,7 @@ def test_a_stream_whose_client_goes_away_is_aborted_in_the_engine(vllm_server):
     aborts it in the engine, which goes idle instead of generating the rest for nobody."""
     c = client(vllm_server)
     stream = c.chat.completions.create(
-        **ask("qwen-pair/agent_a"), temperature=0, max_tokens=3000, stream=True
+        **ask("qwen-pair/agent_a"), temperature=0, max_tokens=1500, stream=True
     )
     pieces = 0
     for chunk in stream:
