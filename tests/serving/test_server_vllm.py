@@ -114,7 +114,7 @@ def busy_s(url: str, seconds: float) -> float:
 
 
 def test_a_stream_whose_client_goes_away_is_aborted_in_the_engine(vllm_server):
-    """The client closes a 3000-token stream after a few pieces: the server gives the request up and
+    """The client closes a 1500-token stream after a few pieces: the server gives the request up and
     aborts it in the engine, which goes idle instead of generating the rest for nobody."""
     c = client(vllm_server)
     stream = c.chat.completions.create(
