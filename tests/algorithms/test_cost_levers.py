@@ -16,7 +16,6 @@ from algo_helpers import tiny_config
 
 from agon_env.agents import attention
 from agon_env.agents.hf_backend import HFBackend
-from agon_env.agents.merge import MergedWeights
 from agon_env.algorithms import stream_prefix as SP
 from agon_env.algorithms import update as U
 from agon_env.algorithms.registry import algorithm_names
@@ -26,7 +25,6 @@ from agon_env.run_folder import read_metrics
 
 LEVERS = {
     "stream_prefix": {U: ("stream_prefix", SP.stream_prefix, lambda *_a, **_k: None)},
-    "free_merge_buffers": {MergedWeights: ("keep_buffers", False, True)},
     "token_micro_batches": {"grpo.micro_batch_tokens": (24, None)},
     "prefix_attention": {HFBackend: ("_prefix_once", HFBackend._prefix_once, lambda _self: False)},
 }
@@ -40,7 +38,6 @@ def _split_by_tokens(args: tuple, result: list) -> bool:
 
 RAN = {
     "stream_prefix": (SP.StreamPrefix, "backward", None),
-    "free_merge_buffers": (MergedWeights, "merged", None),
     "token_micro_batches": (U, "micro_batches", _split_by_tokens),
     "prefix_attention": (attention, "prefix_attention", None),
 }
