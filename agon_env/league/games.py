@@ -11,6 +11,8 @@ the answer (unjudged answers are neither right nor wrong, as everywhere in agon-
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 Outcome = bool | None
 """One answer's verdict: right, wrong, or unjudged (``None``)."""
@@ -32,6 +34,14 @@ class Player:
         """``run:adapter@step``, the player's name in league.json and in the pictures."""
         return f"{self.run}:{self.adapter}@{self.step}"
 
+    def to_record(self) -> dict[str, str | int]:
+        """The player as JSON (pairings.jsonl, league.json)."""
+        return {"run": self.run, "adapter": self.adapter, "step": self.step}
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> Player:
+        return cls(str(r["run"]), str(r["adapter"]), int(r["step"]))
+
 
 @dataclasses.dataclass(frozen=True)
 class Pairing:
@@ -50,3 +60,23 @@ class Pairing:
         sizes = {len(self.problems), len(self.draft_correct), len(self.final_correct)}
         if len(sizes) != 1:
             raise ValueError(f"a pairing's problems and outcomes differ in length: {sorted(sizes)}")
+
+    def to_record(self) -> dict[str, Any]:
+        """The pairing as one line of pairings.jsonl."""
+        return {
+            "drafter": self.drafter.to_record(),
+            "challenger": self.challenger.to_record(),
+            "problems": list(self.problems),
+            "draft_correct": list(self.draft_correct),
+            "final_correct": list(self.final_correct),
+        }
+
+    @classmethod
+    def from_record(cls, r: Mapping[str, Any]) -> Pairing:
+        return cls(
+            Player.from_record(r["drafter"]),
+            Player.from_record(r["challenger"]),
+            tuple(r["problems"]),
+            tuple(r["draft_correct"]),
+            tuple(r["final_correct"]),
+        )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,30 +48,6 @@ def schedule(players: Sequence[Player], seed: int, pairs: int = 0) -> list[tuple
     return ordered[:pairs] if pairs > 0 else ordered
 
 
-def player_record(p: Player) -> JSONRecord:
-    return {"run": p.run, "adapter": p.adapter, "step": p.step}
-
-
-def pairing_record(p: Pairing) -> JSONRecord:
-    return {
-        "drafter": player_record(p.drafter),
-        "challenger": player_record(p.challenger),
-        "problems": list(p.problems),
-        "draft_correct": list(p.draft_correct),
-        "final_correct": list(p.final_correct),
-    }
-
-
-def pairing_from_record(r: Mapping[str, Any]) -> Pairing:
-    return Pairing(
-        Player(**r["drafter"]),
-        Player(**r["challenger"]),
-        tuple(r["problems"]),
-        tuple(r["draft_correct"]),
-        tuple(r["final_correct"]),
-    )
-
-
 def _header(players: Sequence[Player], problems: Sequence[str], seed: int) -> JSONRecord:
     return {"league": {"players": [p.id for p in players], "problems": list(problems), "seed": seed}}
 
@@ -98,7 +74,7 @@ def finished_pairings(record: Path, header: JSONRecord) -> dict[tuple[str, str],
             f"{record} holds another league (other players, problems or seed): give this league "
             "another --out, or remove that folder to play it again"
         )
-    done = (pairing_from_record(r) for r in lines[1:])
+    done = (Pairing.from_record(r) for r in lines[1:])
     return {(p.drafter.id, p.challenger.id): p for p in done}
 
 
@@ -134,7 +110,7 @@ def play_league(
         pairing = play(drafter, challenger)
         if pairing.problems != tuple(problems):
             raise ValueError(f"{drafter.id} -> {challenger.id} played other problems than the league's")
-        append_lines(record, [_json(pairing_record(pairing))])
+        append_lines(record, [_json(pairing.to_record())])
         done[drafter.id, challenger.id] = pairing
         seconds.append(time.perf_counter() - t0)
         log(f"{len(done)}/{len(plan)} {drafter.id} drafts, {challenger.id} challenges ({seconds[-1]:.1f} s)")

@@ -71,9 +71,7 @@ class LeagueDocument:
             "version": self.version,
             "seed": self.seed,
             "meta": clean(dict(self.meta)),
-            "players": [
-                {"id": p.id, "run": p.run, "adapter": p.adapter, "step": p.step} for p in self.players
-            ],
+            "players": [{"id": p.id, **p.to_record()} for p in self.players],
             "problems": list(self.problems),
             "pairings": [
                 {
@@ -93,7 +91,7 @@ class LeagueDocument:
         try:
             if not isinstance(doc, Mapping) or doc.get("version") != LEAGUE_VERSION:
                 raise LeagueFileError("no league version")
-            players = tuple(Player(str(p["run"]), str(p["adapter"]), int(p["step"])) for p in doc["players"])
+            players = tuple(Player.from_record(p) for p in doc["players"])
             by_id = {p.id: p for p in players}
             problems = tuple(str(q) for q in doc["problems"])
             pairings = tuple(
