@@ -165,7 +165,10 @@ def test_eval_on_the_training_split_is_refused_unless_allowed(tiny_run, tmp_path
     ("args", "needle"),
     [
         (["--env", "agon/nope-v0"], "agon eval: unknown env id 'agon/nope-v0'. Did you mean"),
-        (["--env-kwarg", "difficulty=9"], "agon eval: difficulty must be one of 1, 2, 2.5, 3, 4, 5; got 9"),
+        (
+            ["--env-kwarg", "difficulty=9"],
+            "agon eval: env agon/arith-v0 with kwargs {'difficulty': 9}: difficulty must be one of 1, 2",
+        ),
         (["--data", "/no/such.jsonl"], "agon eval: dataset file not found: /no/such.jsonl"),
         (["/no/such/run"], "agon eval: /no/such/run: no such run folder"),
     ],

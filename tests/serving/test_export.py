@@ -162,7 +162,7 @@ def test_an_export_stands_alone_with_its_prompts_and_answers_as_the_run(tiny_run
 CARD_COMMANDS = {
     "answer": "agon_env.serving.commands.answer:AnswerArgs",
     "serve": "agon_env.serving.commands.serve:ServeArgs",
-    "export": "agon_env.serving.export:ExportArgs",
+    "export": "agon_env.serving.commands.export:ExportArgs",
     "eval": "agon_env.evaluation.commands.eval:EvalArgs",
 }
 

@@ -18,6 +18,7 @@ pytest.importorskip("openai")
 import httpx
 import openai
 
+from agon_env.agents.aborting import Aborted, current
 from agon_env.serving.cascade import ANSWER, Stage
 from agon_env.serving.server import build_app
 
@@ -41,7 +42,12 @@ class Fake:
         pass
 
     def alone_many(self, adapter, questions, *, sampling=None, seeds=None, stream=None):
-        time.sleep(self.seconds)
+        # Like the engine, a given-up call ends at its next step (here: every 10 ms of its wait).
+        end = time.perf_counter() + self.seconds
+        while time.perf_counter() < end:
+            if (abort := current()) is not None and abort.is_set:
+                raise Aborted("given up")
+            time.sleep(0.01)
         for _ in range(self.pieces if stream is not None else 0):
             for i in range(len(questions)):
                 stream(i, ANSWER, "ab ")
@@ -301,7 +307,13 @@ def test_a_streamed_request_whose_client_leaves_before_its_first_byte_is_given_u
 
             t0 = time.perf_counter()
             await app(scope, receive, send)
-            return time.perf_counter() - t0, app.state.batcher.pending
+            seconds = time.perf_counter() - t0
+            # The queue depth counts the request until its call ends: at the engine's next step.
+            for _ in range(50):
+                if app.state.batcher.pending == 0:
+                    break
+                await asyncio.sleep(0.02)
+            return seconds, app.state.batcher.pending
         finally:
             await app.state.batcher.stop()
 

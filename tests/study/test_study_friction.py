@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 import agon_env
+from agon_env.study.units import Unit
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = Path(agon_env.__file__).resolve().parents[1]
@@ -54,7 +56,8 @@ def test_a_unit_trained_already_says_it_only_evaluates(tmp_path: Path) -> None:
     (run / "metrics.jsonl").write_text("".join(json.dumps({"step": i}) + "\n" for i in range(3)))
     (run / "checkpoint.pt").write_bytes(b"")
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"run_dir": str(run), "steps": 3}))
+    unit = Unit(name="agon-seed0", eval=[], eval_dir="", run_dir=str(run), steps=3)
+    spec.write_text(json.dumps(dataclasses.asdict(unit)))
     assert resume_note(spec) == " (resuming from step 3, its last checkpoint)"  # curves not yet written
     (run / "curves.png").write_bytes(b"")  # written after the last adapter is saved: trained
     assert resume_note(spec) == " (trained already: evaluating only)"
@@ -96,7 +99,7 @@ def test_the_ray_launcher_says_when_each_unit_starts(
     specs = {name: study / "units" / f"{name}.json" for name in ("grpo-seed0", "agon-seed0")}
     for spec in specs.values():
         spec.parent.mkdir(parents=True, exist_ok=True)
-        spec.write_text("{}")
+        spec.write_text(json.dumps(dataclasses.asdict(Unit(name=spec.stem, eval=[], eval_dir=""))))
     old = study / "locks" / "agon-seed0" / ".lock"  # a lock left by an earlier run is no start
     old.parent.mkdir(parents=True)
     old.write_text("1")
