@@ -123,7 +123,17 @@ def test_register_freezes_the_plan_and_run_refuses_a_changed_one(
 
 
 def test_importing_the_study_loads_neither_torch_nor_ray() -> None:
-    names = ("cli", "plan", "units", "launchers", "analysis", "results", "tables", "verify", "registration")
+    names = (
+        "commands.study",
+        "plan",
+        "units",
+        "launchers",
+        "analysis",
+        "results",
+        "tables",
+        "verify",
+        "registration",
+    )
     modules = ", ".join(f"agon_env.study.{m}" for m in names)
     code = f"import sys; import {modules}; assert not {{'torch', 'ray'}} & set(sys.modules), 'loaded'"
     r = subprocess.run(
