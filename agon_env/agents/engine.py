@@ -43,6 +43,7 @@ in that caller's thread.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
@@ -133,8 +134,9 @@ class Engine:
         """Each adapter's last prompt: a lone arrival shares its prefix with it (the few-shot turns)."""
         self.steps = 0
         """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
-        self.prefills: list[int] = []
-        """The size of every prefill: the requests admitted at one step for one adapter."""
+        self.prefills: collections.Counter[int] = collections.Counter()
+        """How many prefills admitted each number of requests (one step, one adapter): a count per
+        size, so a server that runs for weeks keeps at most ``max_batch`` entries, not one per call."""
         self._cv = threading.Condition()
         self._driving = False
         self._weights: MergedSet | None = None
@@ -352,7 +354,7 @@ class Engine:
         backend, device = self.backend, self.base.device
         ids = [r.ids for r in rows]
         n, adapter = len(rows), rows[0].adapter
-        self.prefills.append(n)
+        self.prefills[n] += 1
         if on is not None:
             shared = len(on.prefix)
         else:

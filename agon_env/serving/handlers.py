@@ -74,7 +74,7 @@ class Handlers:
             {
                 "status": "ok",
                 "engine": self.cascade.engine,
-                "batches": len(sizes),
+                "batches": sum(sizes.values()),
                 "requests": self.batcher.requests,
                 "largest_batch": max(sizes, default=0),
                 "queue_depth": self.batcher.pending,

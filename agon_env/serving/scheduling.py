@@ -21,6 +21,7 @@ time-out, or ``task.cancel()`` when the client disconnects): nothing else is nee
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import time
@@ -86,16 +87,19 @@ class Batcher:
         self._running: set[asyncio.Task[None]] = set()
 
     @property
-    def batches(self) -> list[int]:
-        """The batches requests joined (``/health``): on HF, the engine's prefills (the requests
-        admitted at one step together); else one per request sent."""
+    def batches(self) -> collections.Counter[int]:
+        """The batches requests joined (``/health``), as a count per batch size: on HF, the engine's
+        prefills (the requests admitted at one step together; a cascade's request is two stages, so
+        two prefills at least); else one batch of one per request sent."""
         engines = {
             id(e): e
             for agent in getattr(self.cascade, "agents", {}).values()
             if isinstance(getattr(agent, "backend", None), HFBackend)
             for e in [engine_for(agent.backend)]
         }
-        return [n for e in engines.values() for n in e.prefills] if engines else [1] * self.requests
+        if not engines:
+            return collections.Counter({1: self.requests} if self.requests else {})
+        return sum((e.prefills for e in engines.values()), collections.Counter())
 
     async def start(self) -> None:
         self.queue = True  # marks the scheduler started

@@ -127,12 +127,12 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     engine.step()
     kept = engine.batches["agent_a"].prefix
     assert len(kept) >= 8 and engine.batches["agent_a"].cache.shared_prefix(0) is not None
-    prefills = len(engine.prefills)
+    prefills = engine.prefills.total()
     engine.submit(together[2:])
     engine.step()
     batch = engine.batches["agent_a"]
     assert together[2] in batch.rows and batch.prefix == kept  # still kept once, not copied per row
-    assert batch.cache.shared_prefix(0) is not None and len(engine.prefills) == prefills + 1
+    assert batch.cache.shared_prefix(0) is not None and engine.prefills.total() == prefills + 1
     while engine.backlog:
         engine.step()
     assert [r.out_ids for r in together] == alone

@@ -23,5 +23,7 @@ def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine()
     assert 0 < served["completion_tokens"] <= 4 * 2 * 8 and 0 < raw["completion_tokens"] <= 4 * 2 * 8
     assert result["served_over_raw"] == served["seconds"] / raw["seconds"] > 0
     assert result["served_over_raw_per_token"] > 0
-    # the burst's batches as the server's /health counted them: 4 requests in 1 to 4 batches
-    assert 1 <= served["batches"] <= 4 and 1 <= served["largest_batch"] <= 4
+    # the burst's batches as the server's /health counted them: each request is a cascade of two
+    # stages, each stage one prefill that arrivals may share: 2 to 8 prefills, none over 4 requests
+    # (on a loaded machine the four drafts can arrive one step apart, so the count varies from 2 to 8)
+    assert 2 <= served["batches"] <= 4 * 2 and 1 <= served["largest_batch"] <= 4
