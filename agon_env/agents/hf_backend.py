@@ -224,11 +224,11 @@ class HFBackend:
         if params.min_p > 0:
             probs, truncated = logit_rules.min_p_filter(probs, params.min_p), True
         if params.top_p < 1.0:
-            sp, si = probs.sort(dim=-1, descending=True)
-            # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
-            drop = (sp.cumsum(-1) - sp) >= params.top_p
-            sp = sp.masked_fill(drop, 0.0)
-            tok = si.gather(-1, _multinomial(sp, gen)).squeeze(-1)
+            sp, si = logit_rules.nucleus(probs, params.top_p)
+            # The draw runs over the whole (sorted) row: a shared generator's multinomial
+            # draws one number per column, so its stream is the same however few are kept.
+            whole = torch.nn.functional.pad(sp, (0, probs.shape[-1] - sp.shape[-1]))
+            tok = si.gather(-1, _multinomial(whole, gen)).squeeze(-1)
             probs, truncated = torch.zeros_like(probs).scatter(-1, si, sp), True
         else:
             tok = _multinomial(probs, gen).squeeze(-1)

@@ -6,6 +6,10 @@ completion has its positive logit divided by the penalty and its negative one mu
 the raw logits before sampling; ``min_p`` acts on the tempered probabilities with top-k and top-p
 (``HFBackend._sample``). Each is the identity at its default, so training's sampling, which
 leaves them there, is untouched.
+
+:func:`nucleus` is top-p's cut, found without sorting the vocabulary where it can be: sorting
+49,152 probabilities for each of 8 rows took 17 % of a SmolLM2 decode step on this CPU (27.7 ms;
+``torch.topk`` of 64 takes 0.9 ms), and a nucleus at top-p 0.95 is a few dozen tokens.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from collections.abc import Sequence
 import torch
 
 from agon_env.options import SamplingParams
+
+NUCLEUS_TRIES = (64, 1024)
+"""How many of each row's most likely tokens :func:`nucleus` looks at before it sorts them all."""
 
 
 def enders(eos_ids: Sequence[int], params: SamplingParams) -> list[int]:
@@ -52,3 +59,29 @@ def shape(
 def min_p_filter(probs: torch.Tensor, min_p: float) -> torch.Tensor:
     """``probs`` with the tokens under ``min_p`` times each row's most likely one set to 0."""
     return probs.masked_fill(probs < min_p * probs.max(dim=-1, keepdim=True).values, 0.0)
+
+
+def nucleus(probs: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-p's cut: ``(kept, ids)``, each row's probabilities in descending order with those past
+    the smallest prefix whose mass reaches ``top_p`` set to 0 (the top token always stays), and
+    their token ids. ``kept`` holds the first ``k`` of the sorted row (``k``: the first of
+    :data:`NUCLEUS_TRIES` whose top ``k`` hold every row's nucleus, else the whole vocabulary).
+
+    Bit for bit what a full sort gives in its first ``k`` places: the same values in the same
+    order, so the same running sums and the same cut. Where two kept probabilities are equal
+    their order is the sort's own choice, so such rows fall back to the full sort, as does a row
+    whose top ``k`` do not reach ``top_p``."""
+    vocab = probs.shape[-1]
+    for k in NUCLEUS_TRIES:
+        if k >= vocab:
+            break
+        values, ids = probs.topk(k, dim=-1)
+        drop = (values.cumsum(-1) - values) >= top_p
+        # drop[:, -1]: the top k already reach top_p (the rest of the row is dropped: the sums
+        # only grow). Ties: an equal neighbour of a kept value could be ordered either way.
+        tied = (values[:, 1:] == values[:, :-1]) & ~drop[:, :-1]
+        if bool(drop[:, -1].all()) and not bool(tied.any()):
+            return values.masked_fill(drop, 0.0), ids
+    values, ids = probs.sort(dim=-1, descending=True)
+    drop = (values.cumsum(-1) - values) >= top_p
+    return values.masked_fill(drop, 0.0), ids

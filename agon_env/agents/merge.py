@@ -13,6 +13,14 @@ fp32) are allocated for each merged block and freed after it (``keep_buffers`` o
 update's activations reuse that memory instead of adding to it: training's peak is the larger
 of the two, not their sum. Re-filling them is a write of the weights, small next to a decode.
 
+**Layout.** On CPU a merged weight is stored input-major (``[in, out]`` contiguous) and the layer
+sees its transpose, a view (:data:`INPUT_MAJOR`): ``F.linear`` then hands MKL a plain row-major
+right operand instead of a transposed one, which it streams faster at decode shapes (a few rows
+against weights read from memory: ``benchmarks/decode_levers_bench.py``, docs/benchmarks.md). The
+merge writes through the view, more slowly than a contiguous add; that is counted in the same
+figure. At 32 rows and more MKL's result is bitwise the base layout's; below, the round-off differs
+(the same tokens in the bench, log-probs within ~2e-5).
+
 Not merged, with a one-line warning, and sampled through peft as before: a base layer that
 is not a plain floating-point ``nn.Linear`` (a quantised base, whose merge would not be
 exact) or an adapter that is not plain LoRA (DoRA).
@@ -26,6 +34,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+
+INPUT_MAJOR = True
+"""Lay merged CPU weights out input-major (the module docstring's Layout); off, the base layout."""
+
+
+def merged_sum(w: torch.Tensor, delta: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``w + delta`` in the layout a merged layer runs fastest in (the module docstring's Layout):
+    on CPU the transposed view of an input-major buffer, elsewhere a plain tensor. ``out``: an
+    earlier result of this function for the same weight, reused when it still fits."""
+    if out is None or out.shape != w.shape or out.dtype != w.dtype or out.device != w.device:
+        cpu = w.device.type == "cpu" and INPUT_MAJOR
+        out = torch.empty(w.shape[::-1] if cpu else w.shape, dtype=w.dtype, device=w.device)
+        out = out.t() if cpu else out
+    return torch.add(w, delta, out=out)  # elementwise: the same sums whatever the layout
 
 
 def _lora_layers(peft: Any, name: str) -> list[Any]:
@@ -76,10 +98,8 @@ class MergedWeights:
                 for layer in layers:
                     lin = layer.base_layer
                     w = lin.weight.data
-                    buf = self._buffers.get(id(layer))
-                    if buf is None or buf.shape != w.shape or buf.dtype != w.dtype or buf.device != w.device:
-                        buf = self._buffers[id(layer)] = torch.empty_like(w)
-                    torch.add(w, layer.get_delta_weight(name).to(w.dtype), out=buf)
+                    delta = layer.get_delta_weight(name).to(w.dtype)
+                    buf = self._buffers[id(layer)] = merged_sum(w, delta, out=self._buffers.get(id(layer)))
                     originals.append((lin, w))
                     lin.weight.data = buf
             with peft.disable_adapter():
@@ -122,7 +142,7 @@ class MergedSet:
         if name is not None and name not in self.buffers:
             with torch.no_grad():
                 self.buffers[name] = [
-                    torch.add(w, m.get_delta_weight(name).to(w.dtype))
+                    merged_sum(w, m.get_delta_weight(name).to(w.dtype))
                     if name in getattr(m, "lora_A", {})
                     else None
                     for m, w in zip(self.layers, self.originals, strict=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers.generation.logits_process import MinPLogitsWarper, RepetitionPenaltyLogitsProcessor
 
 from agon_env.agents import logit_rules
@@ -107,3 +109,49 @@ def test_ignore_eos_runs_to_the_budget_and_min_tokens_holds_eos_off_until_then(t
     for o in held:
         assert eos_likely not in o.completion_ids[:3] and o.completion_ids[3:] == [eos_likely]
         assert o.finish_reason == "stop"
+
+
+def _full_sort_cut(probs: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-p's cut as the sampler made it before :func:`logit_rules.nucleus`: the whole row sorted."""
+    values, ids = probs.sort(dim=-1, descending=True)
+    return values.masked_fill((values.cumsum(-1) - values) >= top_p, 0.0), ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    rows=st.integers(1, 6),
+    vocab=st.sampled_from([5, 64, 300, 5000]),
+    sharpness=st.floats(0.1, 12.0),
+    top_p=st.floats(0.05, 0.999),
+    ties=st.booleans(),
+)
+def test_the_nucleus_is_bit_for_bit_the_full_sorts_first_places(seed, rows, vocab, sharpness, top_p, ties):
+    """Flat rows (no top k reaches top_p), peaked rows (the fast path) and rows with equal
+    probabilities (the fallback): the kept values, their ids where kept and the cut agree with
+    sorting the whole row, and so does the token a seeded draw picks."""
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(rows, vocab, generator=g) * sharpness
+    if ties:
+        logits[:, 1] = logits[:, 0]  # two equal probabilities, possibly both kept
+    probs = torch.softmax(logits, dim=-1)
+    kept, ids = logit_rules.nucleus(probs, top_p)
+    full, full_ids = _full_sort_cut(probs, top_p)
+    k = kept.shape[-1]
+    assert torch.equal(kept, full[:, :k]) and not full[:, k:].any()
+    assert torch.equal(ids.masked_fill(kept == 0, -1), full_ids[:, :k].masked_fill(full[:, :k] == 0, -1))
+    whole = torch.nn.functional.pad(kept, (0, vocab - k))
+    draw = torch.multinomial(whole, 1, generator=torch.Generator().manual_seed(seed))
+    before = torch.multinomial(full, 1, generator=torch.Generator().manual_seed(seed))
+    assert torch.equal(ids.gather(-1, draw), full_ids.gather(-1, before))
+
+
+def test_a_peaked_row_is_cut_without_sorting_the_vocabulary(monkeypatch):
+    """A SmolLM2-sized vocabulary whose nucleus is a few tokens: the fast path, never the sort."""
+    logits = torch.full((8, 49152), -10.0)
+    logits[:, :5] = torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0])
+    probs = torch.softmax(logits, dim=-1)
+    monkeypatch.setattr(torch.Tensor, "sort", lambda *a, **k: pytest.fail("sorted the whole row"))
+    kept, ids = logit_rules.nucleus(probs, 0.95)
+    assert kept.shape == (8, logit_rules.NUCLEUS_TRIES[0]) and (ids[:, :3] == torch.tensor([0, 1, 2])).all()
+    assert (kept[:, :3] > 0).all() and (kept[:, 5:] == 0).all()

@@ -7,6 +7,7 @@ import torch
 
 from agon_env.agents import HFBackend, LoraSpec, SamplingParams
 from agon_env.agents import attention as A
+from agon_env.agents import merge as M
 from agon_env.vocabulary import REFERENCE
 
 PROMPTS = ["What is 17 + 25?", "Verify the draft.", "0 1 2"]
@@ -123,3 +124,17 @@ def test_a_merged_set_switches_adapters_by_pointer_and_restores_the_base_bitwise
         merged.close()
     for n, p in model.named_parameters():
         assert torch.equal(p, before[n]), n
+
+
+def test_a_merged_weight_is_laid_out_input_major_on_cpu_with_the_same_sums():
+    """``merged_sum``: on CPU the layer sees the transpose of a contiguous ``[in, out]`` buffer
+    (MKL's faster operand at decode shapes); every entry is the plain sum, and a reused buffer
+    is filled in place."""
+    w, delta = torch.randn(48, 16), torch.randn(48, 16)
+    merged = M.merged_sum(w, delta)
+    assert merged.shape == w.shape and merged.t().is_contiguous() and not merged.is_contiguous()
+    assert torch.equal(merged, w + delta)
+    again = M.merged_sum(w, -delta, out=merged)
+    assert again.data_ptr() == merged.data_ptr() and torch.equal(again, w - delta)
+    x = torch.randn(8, 16)
+    assert torch.allclose(torch.nn.functional.linear(x, again), x @ (w - delta).t(), atol=1e-5)

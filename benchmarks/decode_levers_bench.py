@@ -1,0 +1,95 @@
+"""The two decode levers of issue 59's last round, weighed against each other in one process.
+
+``nucleus``: top-p's cut from the top 64 (then 1,024) probabilities instead of a sort of the
+whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TRIES = ()``).
+``layout``: merged CPU weights stored input-major (:data:`agon_env.agents.merge.INPUT_MAJOR`).
+Each rep runs all four combinations on the same prompts and seed, in a rotating order so drift
+in a shared machine's load hits each alike; rep 0 warms up and is not counted. The same rows are
+checked token for token against the run with both levers off (``same_tokens``: the nucleus is
+exact; the layout changes the round-off, so a token could in principle flip).
+
+    python benchmarks/decode_levers_bench.py [--batch 8] [--reps 3] [--max-new-tokens 96] [--threads 1]
+
+Prints one JSON object as its last line: tokens/s of each combination and each lever's ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import torch
+
+from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, logit_rules, merge
+
+COMBINATIONS = {
+    "neither": {"nucleus": False, "layout": False},
+    "nucleus": {"nucleus": True, "layout": False},
+    "layout": {"nucleus": False, "layout": True},
+    "both": {"nucleus": True, "layout": True},
+}
+
+
+def switch(nucleus: bool, layout: bool) -> None:
+    logit_rules.NUCLEUS_TRIES = (64, 1024) if nucleus else ()
+    merge.INPUT_MAJOR = layout
+
+
+def main() -> None:
+    from rollout_bench import make_prompts  # a sibling script, not a package
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=96)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    base = SharedBase.from_source(args.model)
+    base.add_adapter("agent_a", LoraSpec(init_b_std=0.01))
+    backend = HFBackend(base)
+    prompts = make_prompts(base.tokenizer, args.batch, seed=args.batch)
+    totals = {name: [0, 0.0] for name in COMBINATIONS}
+    same = {name: True for name in COMBINATIONS}
+    names = list(COMBINATIONS)
+    for rep in range(args.reps + 1):
+        params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=0.95, seed=rep)
+        outs = {}
+        for name in names[rep % 4 :] + names[: rep % 4]:
+            switch(**COMBINATIONS[name])
+            t0 = time.perf_counter()
+            outs[name] = backend.generate(prompts, params, adapter="agent_a")
+            seconds = time.perf_counter() - t0
+            if rep:
+                totals[name][0] += sum(len(o.completion_ids) for o in outs[name])
+                totals[name][1] += seconds
+        for name in names:
+            ids = [o.completion_ids for o in outs[name]]
+            same[name] &= ids == [o.completion_ids for o in outs["neither"]]
+    switch(nucleus=True, layout=True)
+    tps = {name: n / s for name, (n, s) in totals.items()}
+    print(
+        json.dumps(
+            {
+                "bench": "decode_levers",
+                "model": args.model,
+                "batch": args.batch,
+                "reps": args.reps,
+                "threads": args.threads,
+                "max_new_tokens": args.max_new_tokens,
+                "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
+                "tok_s": {k: round(v, 2) for k, v in tps.items()},
+                "nucleus_over_neither": round(tps["nucleus"] / tps["neither"], 3),
+                "layout_over_neither": round(tps["layout"] / tps["neither"], 3),
+                "both_over_neither": round(tps["both"] / tps["neither"], 3),
+                "same_tokens": same,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
