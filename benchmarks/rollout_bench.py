@@ -15,6 +15,12 @@ GFLOP/s measured now ÷ 2 × the parameters a decode step multiplies by). The pa
 for both pairs at every batch size. ``ratio_adapter_vs_bare_generate`` (ours with an
 adapter ÷ ``generate`` without one) is reported as well.
 
+Seeds: training seeds every turn (``seeds=`` one per row, each row its own generator: one
+uniform per row and step), so ours does too by default; ``model.generate`` has one generator for
+the batch, all its callers get. ``--seeds shared`` gives ours the batch's one seed instead (a
+vocabulary of exponential draws per row and step, torch's multinomial): the figures before
+issue 59's last round were measured that way.
+
 A fifth run is ours with an adapter and the shared prompt prefix copied into every row's
 cache (``HFBackend(prefix_attention=False)``, how it sampled before issue #23's lever):
 ``prefix_once_over_copied`` is ours ÷ that run, the lever weighed in the same invocation.
@@ -133,9 +139,16 @@ def flops_per_token(model) -> float:
     return 2.0 * params
 
 
-def run_ours(backend: HFBackend, prompts: list[str], params: SamplingParams, adapter: str, eos: set[int]):
+def run_ours(
+    backend: HFBackend,
+    prompts: list[str],
+    params: SamplingParams,
+    adapter: str,
+    eos: set[int],
+    seeds: list[int] | None = None,
+):
     t0 = time.perf_counter()
-    outs = backend.generate(prompts, params, adapter=adapter)
+    outs = backend.generate(prompts, params, adapter=adapter, seeds=seeds)
     dt = time.perf_counter() - t0
     return sum(count_generated(o.completion_ids, eos) for o in outs), dt
 
@@ -221,6 +234,12 @@ def main() -> None:
     ap.add_argument("--vllm", action="store_true", help="benchmark the vLLM backend instead")
     ap.add_argument("--role", choices=["drafter", "challenger"], default="drafter", help="whose prompts")
     ap.add_argument(
+        "--seeds",
+        choices=["per-row", "shared"],
+        default="per-row",
+        help="ours: a seed per row, as training's turns (default), or the batch's one",
+    )
+    ap.add_argument(
         "--gpu-memory-utilization", type=float, default=0.4, help="vLLM memory share (CPU: of RAM)"
     )
     args = ap.parse_args()
@@ -266,7 +285,9 @@ def main() -> None:
                 if kind == "generate":
                     n, dt = run_generate(base, prompts, params, adapter, eos)
                 else:
-                    n, dt = run_ours(backend if kind == "ours" else copied, prompts, params, adapter, eos)
+                    seeds = [rep * batch + i for i in range(batch)] if args.seeds == "per-row" else None
+                    chosen = backend if kind == "ours" else copied
+                    n, dt = run_ours(chosen, prompts, params, adapter, eos, seeds)
                 totals[key][0] += n
                 totals[key][1] += dt
         tps = {k: v[0] / v[1] for k, v in totals.items()}
@@ -290,6 +311,7 @@ def main() -> None:
         "bench": "rollout",
         "model": args.model,
         "role": args.role,
+        "seeds": args.seeds,
         "max_new_tokens": args.max_new_tokens,
         "reps": args.reps,
         "threads": torch.get_num_threads(),

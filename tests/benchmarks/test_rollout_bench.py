@@ -18,7 +18,7 @@ def test_rollout_bench_times_both_sides_with_and_without_an_adapter() -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["bench"] == "rollout" and result["model"] == "tiny"
+    assert result["bench"] == "rollout" and result["model"] == "tiny" and result["seeds"] == "per-row"
     row = result["results"]["2"]
     sides = ("generate_base", "ours_base", "generate_adapter", "ours_adapter", "ours_adapter_prefix_copied")
     for side in sides:
