@@ -75,6 +75,10 @@ class SamplingParams:
     """EOS does not end a completion: it runs to ``max_new_tokens``, a stop string or a stop token."""
     stop_token_ids: tuple[int, ...] = ()
     """Tokens that end a completion as EOS does (kept in it)."""
+    top_logprobs: int = 0
+    """At each step, also report this many of the most likely tokens with their log-probs, under
+    the distribution the token was drawn from (``Completion.top_logprobs``; vLLM's ``logprobs``,
+    OpenAI's ``top_logprobs``). 0: only the sampled token's."""
     max_new_tokens: int = 80
     """Hard cap per completion (``finish_reason="length"`` when hit); also the Dr. GRPO normaliser.
 
@@ -109,6 +113,8 @@ class SamplingParams:
         if self.min_tokens < 0:  # above max_new_tokens it masks EOS for the whole completion
             raise ValueError(f"min_tokens must be >= 0, got {self.min_tokens}")
         self.stop_token_ids = tuple(int(t) for t in self.stop_token_ids)
+        if self.top_logprobs < 0:
+            raise ValueError(f"top_logprobs must be >= 0, got {self.top_logprobs}")
         if self.max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {self.max_batch_size}")
         if isinstance(self.stop, str):

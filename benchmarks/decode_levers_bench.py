@@ -6,7 +6,8 @@ whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TR
 Each rep runs all four combinations on the same prompts and seed, in a rotating order so drift
 in a shared machine's load hits each alike; rep 0 warms up and is not counted. The same rows are
 checked token for token against the run with both levers off (``same_tokens``: the nucleus is
-exact; the layout changes the round-off, so a token could in principle flip).
+exact; the layout changes the round-off, so a token could in principle flip), and the largest
+log-prob difference over the rows that agree is reported (``largest_logprob_difference``).
 
     python benchmarks/decode_levers_bench.py [--batch 8] [--reps 3] [--max-new-tokens 96] [--threads 1]
 
@@ -54,6 +55,7 @@ def main() -> None:
     prompts = make_prompts(base.tokenizer, args.batch, seed=args.batch)
     totals = {name: [0, 0.0] for name in COMBINATIONS}
     same = {name: True for name in COMBINATIONS}
+    drift = {name: 0.0 for name in COMBINATIONS}
     names = list(COMBINATIONS)
     for rep in range(args.reps + 1):
         params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=0.95, seed=rep)
@@ -67,8 +69,11 @@ def main() -> None:
                 totals[name][0] += sum(len(o.completion_ids) for o in outs[name])
                 totals[name][1] += seconds
         for name in names:
-            ids = [o.completion_ids for o in outs[name]]
-            same[name] &= ids == [o.completion_ids for o in outs["neither"]]
+            for o, ref in zip(outs[name], outs["neither"], strict=True):
+                same[name] &= o.completion_ids == ref.completion_ids
+                if o.completion_ids == ref.completion_ids:
+                    diffs = [abs(a - b) for a, b in zip(o.logprobs, ref.logprobs, strict=True)]
+                    drift[name] = max(drift[name], *diffs, 0.0)
     switch(nucleus=True, layout=True)
     tps = {name: n / s for name, (n, s) in totals.items()}
     print(
@@ -86,6 +91,8 @@ def main() -> None:
                 "layout_over_neither": round(tps["layout"] / tps["neither"], 3),
                 "both_over_neither": round(tps["both"] / tps["neither"], 3),
                 "same_tokens": same,
+                # over the rows whose tokens agree with "neither": the round-off a lever moves
+                "largest_logprob_difference": {k: float(f"{v:.2e}") for k, v in drift.items()},
             }
         )
     )

@@ -83,6 +83,8 @@ class Request:
     on_token: Callable[[int], None] | None = None
     out_ids: list[int] = field(default_factory=list)
     out_lp: list[float] = field(default_factory=list)
+    out_top: list[list[tuple[int, float]]] = field(default_factory=list)
+    """Each step's most likely tokens and log-probs, with ``params.top_logprobs`` (else empty)."""
     finish: str = "length"
     done: bool = False
     cancelled: bool = False
@@ -409,12 +411,16 @@ class Engine:
         n = len(batch.rows)
         tok = torch.empty(n, dtype=torch.long, device=batch.head.device)
         lp = torch.empty(n, dtype=torch.float32, device=batch.head.device)
+        alts: list[list[tuple[int, float]] | None] = [None] * n
         for idx, params, gen in _sampling_groups(batch.rows):
             whole = len(idx) == n
             logits = batch.head if whole else batch.head[torch.tensor(idx, device=tok.device)]
             if params.repetition_penalty != 1.0 or params.min_tokens > 0:
                 logits = self._shaped(logits, params, [batch.rows[b] for b in idx])
-            t, p = self.backend._sample(logits, params, gen)
+            t, p, top = self.backend._sample(logits, params, gen)
+            if top is not None:
+                for j, b in enumerate(idx):
+                    alts[b] = logit_rules.alternatives_of(top, j)
             if whole:
                 tok, lp = t, p.float()
             else:
@@ -423,6 +429,8 @@ class Engine:
         for b, (r, t, p) in enumerate(zip(batch.rows, tok.tolist(), lp.tolist(), strict=True)):
             r.out_ids.append(t)
             r.out_lp.append(p)
+            if alts[b] is not None:
+                r.out_top.append(alts[b])
             if r.on_token is not None:
                 r.on_token(t)
             stops = r.params.stop

@@ -150,6 +150,7 @@ class HFBackend:
                 prompt_ids=list(r.ids),
                 completion_ids=r.out_ids,
                 logprobs=r.out_lp,
+                top_logprobs=r.out_top,
                 finish_reason=r.finish,
                 temperature=params.temperature,
             )
@@ -207,14 +208,18 @@ class HFBackend:
         # layer while the base matmul stays shared across the whole batch.
         return nullcontext(), [n if n is not None else self.base.active for n in names]
 
-    def _sample(self, logits: torch.Tensor, params: SamplingParams, gen: Generators):
+    def _sample(
+        self, logits: torch.Tensor, params: SamplingParams, gen: Generators
+    ) -> tuple[torch.Tensor, torch.Tensor, logit_rules.Alternatives | None]:
         """Next tokens and their log-probs under the tempered distribution, renormalised over
-        the tokens top-k / top-p keep (what vLLM's ``processed_logprobs`` reports)."""
+        the tokens top-k / top-p keep (what vLLM's ``processed_logprobs`` reports), and with
+        ``params.top_logprobs`` the most likely tokens of that distribution (else ``None``)."""
         logits = logits.float()
         if params.temperature == 0:
             logp = torch.log_softmax(logits, dim=-1)
             tok = logp.argmax(dim=-1)
-            return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+            top = logit_rules.top_alternatives(logp, params.top_logprobs)
+            return tok, logp.gather(-1, tok[:, None]).squeeze(-1), top
         logp = torch.log_softmax(logits / params.temperature, dim=-1)
         probs = logp.exp()
         truncated = False
@@ -234,8 +239,12 @@ class HFBackend:
             tok = _multinomial(probs, gen).squeeze(-1)
         if truncated:
             kept = probs.gather(-1, tok[:, None]).squeeze(-1)
-            return tok, torch.log(kept) - torch.log(probs.sum(-1))
-        return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+            lp = torch.log(kept) - torch.log(probs.sum(-1))
+            if params.top_logprobs:
+                logp = torch.log(probs) - torch.log(probs.sum(-1, keepdim=True))
+            return tok, lp, logit_rules.top_alternatives(logp, params.top_logprobs)
+        top = logit_rules.top_alternatives(logp, params.top_logprobs)
+        return tok, logp.gather(-1, tok[:, None]).squeeze(-1), top
 
     def _stop_hit(self, tokens: list[int], params: SamplingParams, window: int) -> bool:
         # Decoding only the tail is enough: a stop string that appears must end in the
@@ -287,6 +296,7 @@ class HFBackend:
         window = max((len(s) for s in params.stop), default=0) + 2
         out_ids: list[list[int]] = [[] for _ in range(n)]
         out_lp: list[list[float]] = [[] for _ in range(n)]
+        out_top: list[list[list[tuple[int, float]]]] = [[] for _ in range(n)]
         finish = ["length"] * n
         alive = list(range(n))  # original row index of each live batch row
         out = model(
@@ -304,13 +314,15 @@ class HFBackend:
             if params.repetition_penalty != 1.0 or step < params.min_tokens:
                 seen = [[*ids[r], *out_ids[r]] for r in alive]
                 logits = logit_rules.shape(logits, params, seen, step, ending)
-            tok, lp = self._sample(logits, params, gen)
+            tok, lp, top = self._sample(logits, params, gen)
             tok_l, lp_l = tok.tolist(), lp.tolist()
             is_eos = torch.isin(tok, eos).tolist()
             keep: list[int] = []
             for b, r in enumerate(alive):
                 out_ids[r].append(tok_l[b])
                 out_lp[r].append(lp_l[b])
+                if top is not None:
+                    out_top[r].append(logit_rules.alternatives_of(top, b))
                 if on_token is not None:
                     on_token(r, tok_l[b])
                 counts = step + 1 >= params.min_tokens  # stop strings are looked for from min_tokens on
@@ -348,6 +360,7 @@ class HFBackend:
                 prompt_ids=list(ids[r]),
                 completion_ids=out_ids[r],
                 logprobs=out_lp[r],
+                top_logprobs=out_top[r],
                 finish_reason=finish[r],
                 temperature=params.temperature,
             )

@@ -20,6 +20,9 @@ import torch
 
 from agon_env.options import SamplingParams
 
+Alternatives = tuple[torch.Tensor, torch.Tensor]
+"""A step's most likely tokens per row and their log-probs: ``([R, k] ids, [R, k] log-probs)``."""
+
 NUCLEUS_TRIES = (64, 1024)
 """How many of each row's most likely tokens :func:`nucleus` looks at before it sorts them all."""
 
@@ -85,3 +88,18 @@ def nucleus(probs: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tens
     values, ids = probs.sort(dim=-1, descending=True)
     drop = (values.cumsum(-1) - values) >= top_p
     return values.masked_fill(drop, 0.0), ids
+
+
+def top_alternatives(logp: torch.Tensor, k: int) -> Alternatives | None:
+    """The ``k`` most likely tokens of each row of ``logp``, most likely first (``None``: ``k`` 0)."""
+    if not k:
+        return None
+    values, ids = logp.topk(min(k, logp.shape[-1]), dim=-1)
+    return ids, values
+
+
+def alternatives_of(top: Alternatives, row: int) -> list[tuple[int, float]]:
+    """Row ``row`` of ``top`` as ``(token, log-prob)`` pairs, leaving out the tokens truncation
+    removed (log-prob ``-inf``: JSON has no such number, and they could not have been drawn)."""
+    pairs = zip(top[0][row].tolist(), top[1][row].tolist(), strict=True)
+    return [(i, v) for i, v in pairs if v != float("-inf")]

@@ -64,6 +64,10 @@ class Completion:
     completion_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     """Per-token log-probs of ``completion_ids`` under the policy that sampled them."""
+    top_logprobs: list[list[tuple[int, float]]] = field(default_factory=list)
+    """When asked (``SamplingParams.top_logprobs``), each step's most likely tokens and their
+    log-probs, most likely first, under the distribution ``logprobs`` reads (tokens truncation
+    removed are not listed); else empty."""
     finish_reason: str = "stop"
     """``"stop"`` (EOS or a stop string) or ``"length"`` (hit ``max_new_tokens``)."""
     agent: str = ""

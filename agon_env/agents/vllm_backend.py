@@ -156,7 +156,7 @@ class VLLMBackend:
             stop=None if params.stop_after else list(params.stop) or None,
             include_stop_str_in_output=True,
             seed=seed,
-            logprobs=0,  # just the sampled token's log-prob
+            logprobs=params.top_logprobs,  # the sampled token's log-prob, and as many alternatives
             skip_special_tokens=True,  # vLLM's own text is not read: _decode (completion_text) is
         )
 
@@ -235,16 +235,32 @@ class VLLMBackend:
         # logprobs=0 asks for the sampled token's entry at every step.
         steps = o.logprobs or []
         logprobs = [float(step[t].logprob) for t, step in zip(token_ids, steps, strict=bool(steps))]
+        # With logprobs=k each step also holds the k most likely tokens, ranked 1..k (the sampled
+        # token is there besides, with its own rank); -inf ones (truncated away) are left out.
+        top = (
+            [
+                [
+                    (int(t), float(lp.logprob))
+                    for t, lp in sorted(step.items(), key=lambda kv: kv[1].rank)
+                    if lp.rank is not None and lp.rank <= params.top_logprobs and lp.logprob != float("-inf")
+                ]
+                for step in steps
+            ]
+            if params.top_logprobs
+            else []
+        )
         finish = "length" if o.finish_reason == "length" else "stop"
         if params.stop_after and params.stop:
             cut = self._cut(token_ids, params)
             if cut < len(token_ids):
                 token_ids, logprobs, finish = token_ids[:cut], logprobs[:cut], "stop"
+                top = top[:cut]
         return Completion(
             text=self._decode(token_ids),
             prompt_ids=row.ids,
             completion_ids=token_ids,
             logprobs=logprobs,
+            top_logprobs=top,
             finish_reason=finish,
             meta={"adapter": row.adapter if row.adapter is not None else self.base.active, "backend": "vllm"},
             temperature=params.temperature,

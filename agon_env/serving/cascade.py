@@ -77,10 +77,13 @@ class Stage:
     """The completion's tokens, and their log-probs under the sampling that drew them (temperature
     and truncation applied): what the server returns for ``logprobs``."""
     token_logprobs: tuple[float, ...] = ()
+    token_top: tuple[tuple[tuple[int, float], ...], ...] = ()
+    """With ``top_logprobs``: each token's most likely alternatives, ``(token, log-prob)`` pairs."""
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields but the per-token ones (a record, not the tokens)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("token_ids", "token_logprobs")}
+        per_token = ("token_ids", "token_logprobs", "token_top")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in per_token}
 
 
 @dataclass(frozen=True)
@@ -503,6 +506,7 @@ def _stage(turn: Any, adapter: str, seconds: float) -> Stage:
         summary=turn.summary,
         token_ids=tuple(getattr(c, "completion_ids", None) or ()),
         token_logprobs=tuple(getattr(c, "logprobs", None) or ()),
+        token_top=tuple(tuple(step) for step in getattr(c, "top_logprobs", None) or ()),
     )
 
 

@@ -28,7 +28,7 @@ field                             what it does
 ``n``                             that many answers, each its own seed (not with ``stream``)
 ``stream``, ``stream_options``    server-sent chunks; ``include_usage`` adds a last usage chunk
 ``logprobs``                      each token's log-prob under the sampling that drew it, for an adapter
-                                  alone and not streamed (``top_logprobs`` 0 only)
+                                  alone and not streamed; ``top_logprobs`` (0-20) alternatives too
 ``user``                          accepted and not read (OpenAI's end-user id for abuse monitoring)
 ================================  ==================================================================
 
@@ -179,18 +179,16 @@ def _vllm_sampling(body: Mapping[str, Any], budget: int | None) -> dict[str, Any
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _logprobs(body: Mapping[str, Any], model: str) -> bool:
-    """``logprobs``: the sampled tokens' log-probs, for an adapter alone (a cascade's reply is the
-    second of two stages); ``top_logprobs`` only at 0 (no alternatives are kept)."""
+def _logprobs(body: Mapping[str, Any], model: str) -> tuple[bool, int]:
+    """``logprobs``: the sampled tokens' log-probs, and ``top_logprobs`` (0 to 20) alternatives at
+    each step, for an adapter alone (a cascade's reply is the second of two stages)."""
     wanted = bool(_flag(body, "logprobs"))
-    top = _number(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, integer=True)
+    top = _number(body, "top_logprobs", 0, MAX_TOP_LOGPROBS, integer=True) or 0
     if top and not wanted:
         raise RequestError("top_logprobs needs logprobs: true", "top_logprobs")
-    if top:
-        raise RequestError("top_logprobs above 0 is not supported: only the sampled token's", "top_logprobs")
     if wanted and model == "cascade":
         raise RequestError("logprobs is for an adapter alone, not the cascade's two stages", "logprobs")
-    return wanted
+    return wanted, top
 
 
 def question_of(messages: Any) -> str:
@@ -248,7 +246,7 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         if _number(body, name, -(2**31), 2**31) not in (None, neutral):
             raise RequestError(f"{name} other than {neutral} is not supported by this server", name)
     keep = _flag(body, "include_stop_str_in_output")
-    logprobs = _logprobs(body, model)
+    logprobs, top_logprobs = _logprobs(body, model)
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise RequestError("user must be a string", "user")
@@ -263,6 +261,7 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         "temperature": _number(body, "temperature", 0, 2),
         "top_p": _number(body, "top_p", 0, 1),
         "top_k": _number(body, "top_k", -1, 2**31, integer=True),
+        "top_logprobs": top_logprobs or None,
     }
     if sampling["top_k"] == -1:  # vLLM's spelling of "all tokens"; SamplingParams spells it 0
         sampling["top_k"] = 0

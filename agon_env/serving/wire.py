@@ -104,12 +104,18 @@ def final(result: Result, stop: Sequence[str], keep_stop: bool = False) -> tuple
 
 
 def logprobs(stage: Stage, decode: Callable[[int], str]) -> dict[str, Any]:
-    """A choice's ``logprobs`` in OpenAI's shape: each completion token's text, bytes and log-prob
-    (no alternatives: ``top_logprobs`` is empty)."""
-    content = []
-    for token, value in zip(stage.token_ids, stage.token_logprobs, strict=True):
+    """A choice's ``logprobs`` in OpenAI's shape: each completion token's text, bytes and log-prob,
+    and with ``top_logprobs`` its most likely alternatives, most likely first."""
+
+    def entry(token: int, value: float) -> dict[str, Any]:
         text = decode(token)
-        content.append({"token": text, "logprob": value, "bytes": list(text.encode()), "top_logprobs": []})
+        return {"token": text, "logprob": value, "bytes": list(text.encode())}
+
+    tops = stage.token_top or ((),) * len(stage.token_ids)
+    content = [
+        {**entry(token, value), "top_logprobs": [entry(t, v) for t, v in top]}
+        for token, value, top in zip(stage.token_ids, stage.token_logprobs, tops, strict=True)
+    ]
     return {"content": content}
 
 

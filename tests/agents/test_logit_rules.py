@@ -4,6 +4,9 @@ and in the HF decode loop: ``repetition_penalty``, ``min_p``, ``min_tokens``, ``
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -155,3 +158,37 @@ def test_a_peaked_row_is_cut_without_sorting_the_vocabulary(monkeypatch):
     kept, ids = logit_rules.nucleus(probs, 0.95)
     assert kept.shape == (8, logit_rules.NUCLEUS_TRIES[0]) and (ids[:, :3] == torch.tensor([0, 1, 2])).all()
     assert (kept[:, :3] > 0).all() and (kept[:, 5:] == 0).all()
+
+
+def test_top_alternatives_are_the_most_likely_first_without_the_truncated_ones():
+    logp = torch.log(torch.tensor([[0.5, 0.0, 0.2, 0.3], [0.0, 0.0, 1.0, 0.0]]))
+    assert logit_rules.top_alternatives(logp, 0) is None
+    top = logit_rules.top_alternatives(logp, 3)
+    assert top is not None
+    first = logit_rules.alternatives_of(top, 0)
+    assert [t for t, _ in first] == [0, 3, 2] and first[0][1] == pytest.approx(math.log(0.5))
+    assert logit_rules.alternatives_of(top, 1) == [(2, 0.0)]  # the two zeros could not be drawn
+    assert (
+        len(logit_rules.alternatives_of(logit_rules.top_alternatives(logp, 9), 0)) == 3
+    )  # k past the vocabulary
+
+
+def test_asking_for_alternatives_changes_no_sampled_token(tiny_pair):
+    """The engine with ``top_logprobs``: the same tokens and log-probs as without, one list of
+    alternatives per token; greedy, the sampled token leads its list."""
+    backend = HFBackend(tiny_pair)
+    for temperature, top_p in ((0.0, 1.0), (0.9, 0.9)):
+        params = SamplingParams(max_new_tokens=6, temperature=temperature, top_p=top_p, seed=3, stop=())
+        plain = backend.generate(["a b c", "d e"], params, adapter="agent_a")
+        asked = backend.generate(
+            ["a b c", "d e"], dataclasses.replace(params, top_logprobs=4), adapter="agent_a"
+        )
+        for p, a in zip(plain, asked, strict=True):
+            assert a.completion_ids == p.completion_ids and a.logprobs == p.logprobs and not p.top_logprobs
+            assert len(a.top_logprobs) == len(a.completion_ids)
+            for token, lp, alts in zip(a.completion_ids, a.logprobs, a.top_logprobs, strict=True):
+                assert 1 <= len(alts) <= 4 and [v for _, v in alts] == sorted(
+                    (v for _, v in alts), reverse=True
+                )
+                if temperature == 0:
+                    assert alts[0] == (token, lp)

@@ -21,4 +21,6 @@ def test_decode_levers_bench_weighs_the_four_combinations_and_checks_their_token
     assert all(v > 0 for v in result["tok_s"].values())
     # the nucleus is exact: its tokens are the full sort's, always
     assert result["same_tokens"]["nucleus"] is True and result["same_tokens"]["neither"] is True
+    drift = result["largest_logprob_difference"]
+    assert drift["nucleus"] == 0.0 == drift["neither"] and drift["layout"] >= 0
     assert result["both_over_neither"] > 0 and result["nucleus_over_neither"] > 0

@@ -202,6 +202,29 @@ def test_logprobs_are_each_tokens_for_an_adapter_alone_and_refused_for_the_casca
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "logprobs"
 
 
+def test_top_logprobs_lists_each_steps_most_likely_tokens_the_sampled_one_first_when_greedy(api):
+    """OpenAI's ``top_logprobs``: k alternatives per token, most likely first, each with its text
+    and bytes; greedy, the sampled token is the first alternative with the same log-prob; with
+    top_k 2 truncation leaves at most 2 (the others could not have been drawn)."""
+    got = chat(api, model="pair/agent_b", temperature=0, max_tokens=5, logprobs=True, top_logprobs=3).json()
+    content = got["choices"][0]["logprobs"]["content"]
+    assert len(content) == 5
+    for t in content:
+        top = t["top_logprobs"]
+        values = [a["logprob"] for a in top]
+        assert len(top) == 3 and values == sorted(values, reverse=True)
+        assert top[0]["token"] == t["token"] and top[0]["logprob"] == t["logprob"]
+        assert all(a["bytes"] == list(a["token"].encode()) for a in top)
+    sampled = dict(model="pair/agent_b", temperature=1.0, top_k=2, seed=5, max_tokens=5, logprobs=True)
+    content = chat(api, **sampled, top_logprobs=4).json()["choices"][0]["logprobs"]["content"]
+    for t in content:
+        top = t["top_logprobs"]
+        assert 1 <= len(top) <= 2 and t["token"] in [a["token"] for a in top]
+        assert abs(sum(math.exp(a["logprob"]) for a in top) - 1) < 1e-4  # renormalised over the two kept
+    again = chat(api, **sampled).json()["choices"][0]["logprobs"]["content"]
+    assert [t["token"] for t in again] == [t["token"] for t in content]  # asking for them draws nothing
+
+
 def test_include_stop_str_in_output_keeps_the_stop_string_whole_and_streamed(api):
     how = {"temperature": 1.5, "seed": 3, "max_tokens": 12}
     full = chat(api, **how).json()["choices"][0]["message"]["content"]

@@ -61,6 +61,19 @@ def test_the_cascade_is_served_by_one_vllm_engine(vllm_server):
     assert c.chat.completions.create(**ask("qwen-pair/agent_b")).choices[0].message.role == "assistant"
 
 
+def test_vllm_reports_top_logprobs_as_the_hf_engine_does(vllm_server):
+    """vLLM's ``logprobs=k`` ranks, read into OpenAI's ``top_logprobs``: greedy, the sampled token
+    leads its k alternatives, most likely first."""
+    c = client(vllm_server)
+    how = {"temperature": 0, "max_tokens": 4, "logprobs": True, "top_logprobs": 3}
+    content = c.chat.completions.create(**ask("qwen-pair/agent_a"), **how).choices[0].logprobs.content
+    assert len(content) == 4
+    for t in content:
+        values = [a.logprob for a in t.top_logprobs]
+        assert len(values) == 3 and values == sorted(values, reverse=True)
+        assert t.top_logprobs[0].token == t.token and abs(t.top_logprobs[0].logprob - t.logprob) < 1e-5
+
+
 def test_vllm_streams_token_by_token_what_it_answers_whole(vllm_server):
     c = client(vllm_server)
     how = {"temperature": 0, "max_tokens": 28, "seed": 3}

@@ -191,7 +191,7 @@ def test_a_chunked_body_past_the_limit_and_a_half_sent_body_are_refused():
         ({"stop_token_ids": [-1]}, "stop_token_ids", "token ids"),
         ({"min_tokens": 5, "max_tokens": 3}, "min_tokens", "between 0 and 3"),
         ({"frequency_penalty": 0.5}, "frequency_penalty", "other than 0"),
-        ({"logprobs": True, "top_logprobs": 2}, "top_logprobs", "above 0"),
+        ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "between 0 and 20"),
         ({"top_logprobs": 1}, "top_logprobs", "needs logprobs"),
         ({"logprobs": True, "stream": True}, "logprobs", "stream"),
         ({"top_k": -2}, "top_k", "between -1"),
