@@ -23,7 +23,7 @@ from agon_env.algorithms.distributed import DistContext
 from agon_env.algorithms.learning import LearningWatch
 from agon_env.algorithms.resume import check_held, check_resume, schedule_change
 from agon_env.algorithms.run_log import MetricsLogger, plot, print_summary
-from agon_env.algorithms.snapshots import save_snapshots, snapshot_due, snapshot_summary
+from agon_env.algorithms.snapshots import resave_rolled_back, save_snapshots, snapshot_due, snapshot_summary
 from agon_env.algorithms.trainer import Trainer
 from agon_env.config import TrainConfig, to_dict
 from agon_env.memory import check_fits
@@ -82,6 +82,8 @@ def _train(run: ResolvedRun, ctx: DistContext, started: float) -> Path:
     # Built before the folder exists: a wrong model, env id, task keyword or a batch that
     # does not split over the processes leaves nothing behind, so a fixed rerun is not refused.
     trainer = Trainer.build(run, ctx)
+    if ctx.is_main:  # a snapshot of a step whose update a collapse undid is written again
+        trainer.on_rollback = lambda step, names: resave_rolled_back(trainer.base, names, run_dir, step)
     dist.barrier(ctx)
     fresh = resume is None or resume.restart
     if ctx.is_main:

@@ -29,6 +29,15 @@ def save_snapshots(base: SharedBase, adapters: Sequence[str], run_dir: Path, ste
         base.save(name, folder.snapshot(step, name))
 
 
+def resave_rolled_back(base: SharedBase, adapters: Sequence[str], run_dir: Path, step: int) -> None:
+    """Write again the snapshots of ``step`` that hold an update a later collapse rolled back
+    (:attr:`~agon_env.algorithms.trainer.Trainer.on_rollback`), with the weights restored: the
+    ones the run went on from. Adapters with no snapshot of that step are left alone."""
+    folder = RunFolder(run_dir)
+    written = set(folder.snapshot_adapters(step))
+    save_snapshots(base, [name for name in adapters if name in written], run_dir, step)
+
+
 def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 

@@ -108,6 +108,10 @@ class Trainer:
     rolled_back: bool = False
     """This step rolled back the last step's update (a collapse, :mod:`.blowup`) and replayed its
     rollout: a checkpoint saved since holds the blown-up weights and is to be written again."""
+    on_rollback: Callable[[int, list[str]], None] | None = None
+    """Told ``(the step whose update was undone, the adapters rolled back)`` while the live weights
+    are the ones restored: what the run writes again where it saved the blown-up ones (a snapshot
+    of that step)."""
 
     def __post_init__(self) -> None:
         self.scoring = ScoringWatch(self.env.task)
@@ -270,6 +274,8 @@ class Trainer:
                 restore(list(self.base.parameters(name)), self.optimizers[name], watch.saved[name])
             self._sync(list(blown))
             self.rolled_back = True
+            if self.on_rollback is not None:
+                self.on_rollback(self.step, sorted(blown))
             for name, what in blown.items():
                 msg = f"step {self.step}: {name}: {what}; its last update rolled back"
                 warnings.warn(msg, RuntimeWarning, stacklevel=3)

@@ -108,6 +108,10 @@ def test_a_collapse_rolls_the_update_back_replays_the_rollout_and_the_second_sto
     assert not tr.rolled_back
     moved = [p.detach().clone() for p in tr.base.parameters("agent_a")]
     assert not all(torch.equal(a, b) for a, b in zip(start["agent_a"], moved, strict=True))
+    told = []  # on_rollback sees the restored weights live (agon train rewrites a snapshot then)
+    tr.on_rollback = lambda step, names: told.append(
+        (step, names, [p.detach().clone() for p in tr.base.parameters("agent_a")])
+    )
     replayed = []
     real = tr._rollout
     monkeypatch.setattr(tr, "_rollout", lambda seats: (replayed.append(seats), real(seats))[1])
@@ -116,6 +120,8 @@ def test_a_collapse_rolls_the_update_back_replays_the_rollout_and_the_second_sto
     ):
         tr.train_step()
     assert tr.rolled_back and len(replayed) == 2 and tr.counters["blowups"] == 1
+    assert [(step, names) for step, names, _ in told] == [(1, ["agent_a"])]
+    assert all(torch.equal(a, b) for a, b in zip(start["agent_a"], told[0][2], strict=True))
     # agent_a's second update started from the weights before its first, not from the blown-up ones.
     assert tr.update.watch.saved["agent_a"][0] and all(
         torch.equal(a, b) for a, b in zip(start["agent_a"], tr.update.watch.saved["agent_a"][0], strict=True)

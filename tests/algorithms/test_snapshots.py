@@ -81,3 +81,31 @@ def test_a_run_killed_with_sigkill_and_resumed_keeps_the_same_snapshots(tmp_path
     for step in range(1, 6):
         for name in ("agent_a", "agent_b"):
             assert _same(RunFolder(killed).snapshot(step, name), RunFolder(whole).snapshot(step, name))
+
+
+def test_a_snapshot_of_a_rolled_back_step_is_written_again_and_only_for_those_adapters(tmp_path):
+    """``resave_rolled_back`` (what ``agon train`` hands ``Trainer.on_rollback``): the snapshot of
+    the undone step is rewritten with the weights now live for the adapters rolled back; another
+    adapter's snapshot of that step stays as written, and an adapter with none gets none."""
+    import torch
+
+    from agon_env.agents import LoraSpec, SharedBase
+    from agon_env.algorithms.snapshots import resave_rolled_back, save_snapshots
+
+    base = SharedBase.from_source("tiny")
+    for name in ("agent_a", "agent_b", "agent_c"):
+        base.add_adapter(name, LoraSpec(init_b_std=0.01))
+    run = tmp_path / "run"
+    save_snapshots(base, ["agent_a", "agent_b"], run, 1)
+    folder = RunFolder(run)
+    first = {n: _weights(folder.snapshot(1, n)) for n in ("agent_a", "agent_b")}
+    with torch.no_grad():
+        for name in ("agent_a", "agent_b"):
+            for p in base.parameters(name):
+                p.mul_(0.5)
+    resave_rolled_back(base, ["agent_a", "agent_c"], run, 1)
+    again = _weights(folder.snapshot(1, "agent_a"))
+    assert all(torch.allclose(again[k], first["agent_a"][k] * 0.5) for k in again)
+    assert _weights(folder.snapshot(1, "agent_b")).keys() == first["agent_b"].keys()
+    assert all(_weights(folder.snapshot(1, "agent_b"))[k].equal(v) for k, v in first["agent_b"].items())
+    assert folder.snapshot_adapters(1) == ["agent_a", "agent_b"]
