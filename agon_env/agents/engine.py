@@ -39,8 +39,8 @@ request answers the same alone or in a burst.
 **Who runs it.** No thread of its own: a caller whose rows are unfinished runs steps while no other
 caller does (:meth:`Engine.run`), and every caller's rows advance in them. Streaming callbacks run
 in the stepping caller's thread. The other callers sleep until a step ends rows or the stepping
-caller leaves: woken at every step (or polling), sixteen waiting threads took the GIL from the
-stepping one so often that each forward ran ~20 % slower than the same rows in one call.
+caller leaves: woken at every step (or polling every 50 ms), sixteen waiting threads took the
+GIL from the stepping one often enough to slow its forwards (docs/serving.md).
 """
 
 from __future__ import annotations
