@@ -7,9 +7,10 @@ the raw logits before sampling; ``min_p`` acts on the tempered probabilities wit
 (``HFBackend._sample``). Each is the identity at its default, so training's sampling, which
 leaves them there, is untouched.
 
-:func:`nucleus` is top-p's cut, found without sorting the vocabulary where it can be: sorting
-49,152 probabilities for each of 8 rows took 17 % of a SmolLM2 decode step on this CPU (27.7 ms;
-``torch.topk`` of 64 takes 0.9 ms), and a nucleus at top-p 0.95 is a few dozen tokens.
+:func:`nucleus` is top-p's cut, found without sorting the vocabulary where it can be: a nucleus at
+top-p 0.95 is a few dozen of SmolLM2's 49,152 tokens, and a sort of them all at every step was a
+cost the decode paid for nothing (weighed by ``benchmarks/decode_levers_bench.py``,
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
