@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_run import last_json
 
 
 def test_decode_levers_bench_weighs_the_four_combinations_and_checks_their_tokens() -> None:
     flags = ["--model", "tiny", "--batch", "3", "--reps", "1", "--max-new-tokens", "6"]
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "decode_levers_bench.py"), *flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = last_json("decode_levers_bench.py", *flags)
     assert result["bench"] == "decode_levers"
     assert set(result["tok_s"]) == {"neither", "nucleus", "layout", "both"}
     assert all(v > 0 for v in result["tok_s"].values())

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_run import last_json
 
 
 def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine() -> None:
     flags = ["--model", "tiny", "--requests", "4", "--max-new-tokens", "8", "--threads", "1"]
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "serve_bench.py"), *flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = last_json("serve_bench.py", *flags)
     served, raw = result["served"], result["raw"]
     assert result["bench"] == "serve" and result["requests"] == 4 and result["engine"] == "hf"
     # Every request streamed its draft before its end; both ways generated within the budget.
