@@ -2,39 +2,43 @@
 
 Every HF generation (rollouts, evaluation, the cascade, the server) goes through :class:`Engine`:
 :meth:`~agon_env.agents.hf_backend.HFBackend.generate` submits its rows as :class:`Request` objects
-and waits. The engine keeps **one running batch per adapter** (a KV cache each; every decode step
-runs one forward per batch) and at every step
+and waits. The engine keeps **one running batch** (one KV cache; one forward per decode step,
+whatever adapters its rows use) and at every step
 
 * drops every row whose request was cancelled (:meth:`Request.cancel`: a time-out, a client gone,
   the :class:`~agon_env.agents.aborting.Abort` of the call): its KV rows are freed at once, so a
   given-up request holds its slot for at most one more step;
-* prefills the requests that arrived meanwhile and adds them to their adapter's batch. A batch
-  keeps the prompt prefix its rows share (the few-shot turns; a GRPO group's whole prompt) once
-  (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`, read by ``agon_sdpa``'s prefix
-  attention); an arrival whose prompt starts with it prefills only its own tail on top of it, and
-  a lone arrival shares the prefix it has with its adapter's previous prompt. Rows are joined by
-  :func:`~agon_env.agents.kv_cache.concat_caches` (own tokens right-aligned, padding masked; a
-  prefix not shared is copied into every row first);
+* prefills the requests that arrived meanwhile (one forward per adapter among them) and adds them
+  to the batch. The batch keeps each prompt prefix its rows share (the few-shot turns; a GRPO
+  group's whole prompt) once (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`, read by
+  ``agon_sdpa``'s prefix attention); with rows of several prompt families (a cascade's drafts and
+  answers) it keeps one prefix per family side by side (its *bank*; each row's attention mask
+  picks its own), and drops one as soon as no row reads it. An arrival whose prompt starts with a
+  kept prefix of its adapter prefills only its own tail on top of it, and a lone arrival shares
+  the prefix it has with its adapter's previous prompt. Rows are joined by
+  :func:`~agon_env.agents.kv_cache.concat_caches` (own tokens right-aligned, padding masked, cut
+  once no row reads it: :data:`PRUNE_MIN`);
 * samples each row with its own parameters and generator, streams the token to its request
   (``on_token``), and drops rows that finished (EOS, a stop string, their ``max_new_tokens``).
 
-**Adapters.** Each batch's forward runs its adapter merged into the base weights
+**Adapters.** A forward whose rows use one adapter runs it merged into the base weights
 (:class:`~agon_env.agents.merge.MergedSet`: every adapter in use merged once into buffers of its
 own, switched by pointer), as training's sampling always ran (~2× faster than peft's LoRA layers on
-CPU). One batch for all adapters through peft's mixed-batch forward (``adapter_names=``) was the
-first version: it ran unmerged and, to join rows of other prompts, copied the shared prefix into
-every row and padded each to the longest prompt, so every step read each row's whole prompt:
-``benchmarks/serve_bench.py`` took 2.3× the raw cascade with it (docs/serving.md). With several
-adapters running, a step runs only the fullest batch, those that just took rows and those left out
-:data:`MAX_WAIT` steps (:meth:`Engine._chosen`): on CPU a forward costs a read of the weights
-however few its rows, and a cascade's drafts and answers overlap for most of a burst.
+CPU). A forward over rows of several adapters runs the base weights once and adds each row's own
+LoRA update (:meth:`~agon_env.agents.merge.MergedSet.mix`): on CPU a forward costs about one read
+of the weights however few its rows, so one forward for a cascade's drafts and answers replaces
+the two an engine with a batch per adapter ran (or the one of them it let wait; serve_bench's
+figures in docs/serving.md). Adapters that cannot merge exactly (DoRA, a quantised base, or
+``merge=False``) are sampled through peft, a batch each (:meth:`Engine._key`); with several of
+those running, a step runs only the fullest batch, those that just took rows and those left out
+:data:`MAX_WAIT` steps (:meth:`Engine._chosen`).
 
 **Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
 replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until
 it fits), prefilled and kept the same way, under the same merged weights, so fixed-seed runs are
-unchanged. Rows that join a running batch change its shape: the same tokens up to the float
-round-off of batched matmuls. Each row with a seed samples from its own generator, so a seeded
-request answers the same alone or in a burst.
+unchanged. Rows that join a running batch change its shape, and rows of other adapters in it make
+its forward unmerged: the same tokens up to float round-off. Each row with a seed samples from its
+own generator, so a seeded request answers the same alone or in a burst.
 
 **Who runs it.** No thread of its own: a caller whose rows are unfinished runs steps while no other
 caller does (:meth:`Engine.run`), and every caller's rows advance in them. Streaming callbacks run
@@ -67,8 +71,14 @@ WAIT_S = 1.0
 MIN_SHARED_PREFIX = 8
 """Shorter common prefixes are prefilled per row: a separate prefix pass would cost more."""
 
+PRUNE_MIN = 8
+"""Padding columns no row reads are cut from a batch once there are this many (a view, no copy)."""
+
 MAX_WAIT = 3
 """With several adapters running, a batch left out of this many steps in a row runs at the next."""
+
+MIXED = "*"
+"""The key of the batch whose rows may be of any adapter (:meth:`Engine._key`)."""
 
 CANCELLED = "cancelled"
 """The finish reason of a request that was cancelled before it finished."""
@@ -113,11 +123,16 @@ class _Batch:
     mask: torch.Tensor
     last_pos: torch.Tensor
     head: torch.Tensor
-    adapter: str = REFERENCE
-    prefix: list[int] = field(default_factory=list)
-    """The prompt tokens the cache keeps once for every row (empty: none kept once)."""
+    key: str = MIXED
+    """:data:`MIXED` (rows of any adapters), else the one adapter of its rows (:meth:`Engine._key`)."""
+    segments: list[tuple[str, list[int]]] = field(default_factory=list)
+    """The prompt prefixes the cache keeps once, side by side in that order (its *bank*: the first
+    columns of ``mask``, each row's 1 on its own prefix's): each one's adapter and tokens."""
     waited: int = 0
     """Steps in a row this batch was left out (:data:`MAX_WAIT`)."""
+    joined: bool = False
+    """Whether rows joined it after its prefill: only then are columns cut (:func:`_prune`), so a
+    caller alone keeps the exact arithmetic of the loop the engine replaced."""
 
     def select(self, keep: list[int]) -> None:
         idx = torch.tensor(keep, device=self.mask.device)
@@ -136,7 +151,7 @@ class Engine:
         self.waiting: list[list[Request]] = []
         """Groups submitted and not yet admitted, oldest first (a group is prefilled together)."""
         self.batches: dict[str, _Batch] = {}
-        """The running rows, one batch per adapter (each keeps its rows' shared prompt prefix once)."""
+        """The running rows: one batch (:data:`MIXED`), and one per adapter sampled through peft."""
         self._last: dict[str, list[int]] = {}
         """Each adapter's last prompt: a lone arrival shares its prefix with it (the few-shot turns)."""
         self.steps = 0
@@ -226,7 +241,7 @@ class Engine:
             joined = {self._admit(group) for group in _by_adapter(admitted)}
             for batch in self._chosen(joined):
                 self._sample(batch)
-                if batch.adapter in self.batches:
+                if self.batches.get(batch.key) is batch:
                     self._forward(batch)
             self.steps += 1
         except BaseException as exc:
@@ -272,9 +287,11 @@ class Engine:
             self._end(batch.rows[b], reason)
         keep = [b for b in range(len(batch.rows)) if b not in set(gone)]
         if not keep:
-            del self.batches[batch.adapter]
+            del self.batches[batch.key]
         else:
             batch.select(keep)
+            if batch.joined:
+                _prune(batch)
 
     # -- adapters ----------------------------------------------------------------------
 
@@ -329,70 +346,100 @@ class Engine:
             how["shared_prefix"] = cache
         return how
 
+    def _key(self, adapter: str) -> str:
+        """Which running batch takes rows of ``adapter``: the one shared by every adapter whose rows
+        can run in one forward (:meth:`~agon_env.agents.merge.MergedSet.mix`: plain LoRA on a plain
+        base, merging on), else a batch of its own, sampled through peft."""
+        peft = getattr(self.base, "_peft", None)
+        if peft is None or (self.backend.merge and (adapter == REFERENCE or self._mergeable(peft, adapter))):
+            return MIXED
+        return adapter
+
+    def _extra_rows(self, batch: _Batch) -> dict[str, Any]:
+        """:meth:`_extra` for a decode step of ``batch``: its rows' adapter, or each row its own."""
+        names = [r.adapter for r in batch.rows]
+        peft = getattr(self.base, "_peft", None)
+        if batch.key != MIXED or peft is None or len(set(names)) == 1:
+            return self._extra(batch.cache, batch.key if batch.key != MIXED else names[0])
+        self._use(REFERENCE)  # opens the merged set, peft's own forward off
+        assert self._weights is not None
+        self._weights.mix([None if n == REFERENCE else n for n in names])
+        how: dict[str, Any] = {}
+        if batch.cache.shared_prefix(0) is not None:
+            how["shared_prefix"] = batch.cache
+        return how
+
     # -- prefill, merge, sample, forward -------------------------------------------------
 
     def _chosen(self, joined: set[str]) -> list[_Batch]:
-        """The batches this step runs: with one adapter running, its batch; with several, the one
-        with the most rows, those that just took new rows (their first token is due) and those left
-        out :data:`MAX_WAIT` steps. On CPU a forward costs one read of the weights whatever its rows,
-        so stepping every adapter's batch at every step (a draft batch and an answer batch while a
-        cascade's requests overlap) paid that read twice per step."""
+        """The batches this step runs: with one running (always, unless adapters are sampled
+        through peft, a batch each), it; with several, the one with the most rows, those that just
+        took new rows (their first token is due) and those left out :data:`MAX_WAIT` steps. On CPU
+        a forward costs one read of the weights whatever its rows, so stepping every batch at every
+        step paid that read once per batch."""
         batches = list(self.batches.values())
         if len(batches) <= 1:
             return batches
         largest = max(batches, key=lambda b: len(b.rows))
-        chosen = [b for b in batches if b is largest or b.adapter in joined or b.waited >= MAX_WAIT]
+        chosen = [b for b in batches if b is largest or b.key in joined or b.waited >= MAX_WAIT]
         for b in batches:
             b.waited = 0 if b in chosen else b.waited + 1
         return chosen
 
     def _admit(self, rows: list[Request]) -> str:
-        """Prefill ``rows`` (one adapter) and add them to that adapter's running batch: on top of
-        the prefix it keeps once where their prompts start with it, else as rows of their own."""
+        """Prefill ``rows`` (one adapter) and add them to their running batch (:meth:`_key`): on
+        top of a prefix it keeps once (of their adapter) where their prompts start with it, else
+        as rows of their own, their own shared prefix kept once beside the batch's."""
         adapter = rows[0].adapter
-        batch = self.batches.get(adapter)
-        p = [] if batch is None else batch.prefix
-        if batch is not None and p and all(len(r.ids) > len(p) and r.ids[: len(p)] == p for r in rows):
-            self.batches[adapter] = _join(batch, self._prefill(rows, on=batch))
+        key = self._key(adapter)
+        batch = self.batches.get(key)
+        on = None if batch is None else _segment_of(batch, rows)
+        if batch is not None and on is not None:
+            self.batches[key] = _join(batch, self._prefill(rows, key, on=(batch, on)))
         elif batch is not None:
-            self.batches[adapter] = _join(batch, self._prefill(rows))
+            self.batches[key] = _join(batch, self._prefill(rows, key))
         else:
-            self.batches[adapter] = self._prefill(rows)
+            self.batches[key] = self._prefill(rows, key)
         self._last[adapter] = rows[-1].ids
-        return adapter
+        return key
 
-    def _prefill(self, rows: list[Request], on: _Batch | None = None) -> _Batch:
-        """The rows' prompts in one forward: a batch of their own. ``on``: a running batch whose
-        kept-once prefix they start with (only their tails are computed); else their own shared
-        prefix first, once (a lone row shares the one it has with its adapter's last prompt)."""
+    def _prefill(self, rows: list[Request], key: str, on: tuple[_Batch, int] | None = None) -> _Batch:
+        """The rows' prompts in one forward: a batch of their own. ``on``: a running batch and the
+        index of the kept-once prefix (a segment of its bank) they start with: only their tails
+        are computed, reading that prefix; else their own shared prefix first, once (a lone row
+        shares the one it has with its adapter's last prompt)."""
         backend, device = self.backend, self.base.device
         ids = [r.ids for r in rows]
         n, adapter = len(rows), rows[0].adapter
         self.prefills[n] += 1
+        bank, start = 0, 0
         if on is not None:
-            shared = len(on.prefix)
+            running, index = on
+            lengths = [len(t) for _, t in running.segments]
+            bank, start, shared = sum(lengths), sum(lengths[:index]), lengths[index]
         else:
             shared = backend._shared_prefix(ids, [r.adapter for r in rows])
             last = self._last.get(adapter)
             if not shared and n == 1 and last is not None and backend._prefix_once():
                 shared = shared_prefix_len([ids[0], last], MIN_SHARED_PREFIX)
+            bank = shared
         tails = [x[shared:] for x in ids]
         width = max(len(x) for x in tails)
         input_ids = torch.full((n, width), backend.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, shared + width), dtype=torch.long)
-        mask[:, :shared] = 1
+        mask = torch.zeros((n, bank + width), dtype=torch.long)
+        mask[:, start : start + shared] = 1
         for b, x in enumerate(tails):
             input_ids[b, width - len(x) :] = torch.tensor(x, dtype=torch.long)
-            mask[b, shared + width - len(x) :] = 1
+            mask[b, bank + width - len(x) :] = 1
         input_ids, mask = input_ids.to(device), mask.to(device)
-        # Positions follow the real tokens, so the padding between prefix and tail is invisible.
+        # Positions follow the real tokens, so the padding and other prefixes are invisible.
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -width:]
         most = max(r.params.max_new_tokens for r in rows)
-        cache = BufferCache(num_layers(self.base.base_model), shared + width + most)
+        cache = BufferCache(num_layers(self.base.base_model), bank + width + most)
         model = self.base.model
         if on is not None:
-            for layer, running in zip(cache.layers, on.cache.layers, strict=True):
-                layer.prefix = running.prefix  # the same tensors: kept once for both
+            for layer, running_layer in zip(cache.layers, on[0].cache.layers, strict=True):
+                layer.prefix = running_layer.prefix  # the same tensors: kept once for both
         elif shared:
             model(
                 input_ids=torch.tensor([ids[0][:shared]], device=device),
@@ -415,8 +462,13 @@ class Engine:
             logits_to_keep=1,
             **self._extra(cache, adapter),
         )
-        kept = list(ids[0][:shared]) if cache.shared_prefix(0) is not None else []
-        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :], adapter, kept)
+        if on is not None:
+            segments = on[0].segments
+        elif cache.shared_prefix(0) is not None:
+            segments = [(adapter, list(ids[0][:shared]))]
+        else:
+            segments = []
+        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :], key, segments)
 
     def _sample(self, batch: _Batch) -> None:
         """One token per row from its logits, with its parameters and generator; finished rows leave."""
@@ -478,28 +530,81 @@ class Engine:
             position_ids=batch.last_pos,
             past_key_values=batch.cache,
             use_cache=True,
-            **self._extra(batch.cache, batch.adapter),
+            **self._extra_rows(batch),
         )
         batch.head = out.logits[:, -1, :]
 
 
+def _segment_of(batch: _Batch, rows: list[Request]) -> int | None:
+    """The longest prefix ``batch`` keeps once that every row's prompt starts with (and goes on
+    after), computed under the rows' adapter: its index in the bank, or None."""
+    adapter, best, longest = rows[0].adapter, None, 0
+    for j, (owner, tokens) in enumerate(batch.segments):
+        if owner != adapter or len(tokens) <= longest:
+            continue
+        if all(len(r.ids) > len(tokens) and r.ids[: len(tokens)] == tokens for r in rows):
+            best, longest = j, len(tokens)
+    return best
+
+
 def _join(old: _Batch, new: _Batch) -> _Batch:
-    """``old``'s rows then ``new``'s in one batch of ``old``'s adapter: their own tokens
-    right-aligned (padding masked), the prefix kept once where both read the same one, else copied
-    into every row."""
-    rows = old.rows + new.rows
+    """``old``'s rows then ``new``'s in one batch: their own tokens right-aligned (padding
+    masked). Prefixes stay kept once: ``new``'s, if it is not ``old``'s bank itself, goes after the
+    bank's prefixes that some row of ``old`` still reads (the others are dropped)."""
+    rows, k = old.rows + new.rows, len(old.rows)
     room = max(r.params.max_new_tokens - len(r.out_ids) for r in rows)
-    cache = concat_caches(old.cache, new.cache, room)
-    kept = old.prefix if cache.shared_prefix(0) is not None else []
-    p = len(kept)
+    p_old, p_new = _bank(old), _bank(new)
+    prefix = new.cache.shared_prefix(0)
+    if prefix is not None and prefix is old.cache.shared_prefix(0):  # prefilled on old's bank
+        keep, segments, kept_cols, new_at = None, old.segments, list(range(p_old)), 0
+    else:
+        keep, at = [], 0
+        for _, tokens in old.segments:
+            if bool(old.mask[:, at : at + len(tokens)].any()):
+                keep.append((at, at + len(tokens)))
+            at += len(tokens)
+        live = {s for s, _ in keep}
+        starts = [sum(len(t) for _, t in old.segments[:j]) for j in range(len(old.segments))]
+        segments = [seg for seg, s in zip(old.segments, starts, strict=True) if s in live] + new.segments
+        kept_cols = [c for s, e in keep for c in range(s, e)]
+        new_at = len(kept_cols)
+    cache = concat_caches(old.cache, new.cache, room, keep)
     width = cache.get_seq_length()
     mask = torch.zeros((len(rows), width), dtype=old.mask.dtype, device=old.mask.device)
-    mask[:, :p] = 1
-    mask[: len(old.rows), width - old.mask.shape[1] + p :] = old.mask[:, p:]
-    mask[len(old.rows) :, width - new.mask.shape[1] + p :] = new.mask[:, p:]
+    mask[:k, : len(kept_cols)] = old.mask[:, torch.tensor(kept_cols, dtype=torch.long, device=mask.device)]
+    mask[k:, new_at : new_at + p_new] = new.mask[:, :p_new]
+    mask[:k, width - (old.mask.shape[1] - p_old) :] = old.mask[:, p_old:]
+    mask[k:, width - (new.mask.shape[1] - p_new) :] = new.mask[:, p_new:]
     last_pos = torch.cat([old.last_pos, new.last_pos])
     head = torch.cat([old.head, new.head.to(old.head.dtype)])
-    return _Batch(rows, cache, mask, last_pos, head, old.adapter, kept)
+    return _Batch(rows, cache, mask, last_pos, head, old.key, segments, joined=True)
+
+
+def _prune(batch: _Batch) -> None:
+    """Stop reading columns no row of ``batch`` reads any more: a kept-once prefix whose rows all
+    left, and own-token columns left of every remaining row's first (padding kept for rows that
+    left). Each decode step reads every column of the cache, so these cost at every step."""
+    read = batch.mask.bool().any(0)
+    keep, segments, at = [], [], 0
+    for seg in batch.segments:
+        if bool(read[at : at + len(seg[1])].any()):
+            keep.append((at, at + len(seg[1])))
+            segments.append(seg)
+        at += len(seg[1])
+    own = read[at:]
+    own_from = int(own.float().argmax()) if bool(own.any()) else own.shape[0]
+    dead_prefix = len(segments) < len(batch.segments)
+    if not dead_prefix and own_from < PRUNE_MIN:
+        return
+    cols = [c for s, e in keep for c in range(s, e)] + list(range(at + own_from, batch.mask.shape[1]))
+    batch.cache.trim(keep if dead_prefix else None, own_from)
+    batch.mask = batch.mask[:, torch.tensor(cols, dtype=torch.long, device=batch.mask.device)]
+    batch.segments = segments
+
+
+def _bank(batch: _Batch) -> int:
+    """How many of ``batch.mask``'s first columns are its kept-once prefixes."""
+    return sum(len(t) for _, t in batch.segments)
 
 
 def _by_adapter(groups: list[list[Request]]) -> list[list[Request]]:

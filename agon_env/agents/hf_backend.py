@@ -109,7 +109,7 @@ class HFBackend:
         """One completion per prompt (text prompts are tokenised without extra specials).
 
         ``adapter`` is one adapter name for all prompts, a name per prompt (rows of
-        different adapters share each base matmul via peft's mixed-batch forward), or
+        different adapters share each decode forward: the engine's Adapters), or
         ``None`` to use whatever adapter is active now. ``REFERENCE`` is the base.
         ``seeds`` (one per prompt) gives every row its own sampling generator.
         ``stream``: called with ``(prompt index, text)`` as each row's tokens are sampled.

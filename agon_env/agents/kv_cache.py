@@ -8,7 +8,8 @@ growing views; it can drop finished rows, and give every row a prefix they all s
 either as copies (:meth:`BufferCache.batch_repeat_interleave`) or stored once
 (:meth:`BufferCache.share_prefix`, which :func:`agon_env.agents.attention.prefix_attention`
 reads: a decode step then reads the prefix's keys and values once, not once per row); and two
-caches can be joined into one (:func:`concat_caches`: rows that join a running batch).
+caches can be joined into one (:func:`concat_caches`: rows that join a running batch), each
+prefix still kept once.
 """
 
 from __future__ import annotations
@@ -90,6 +91,20 @@ class _BufferLayer(DynamicLayer):
         self.length = 0
         self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
 
+    def trim(self, prefix_keep: Sequence[tuple[int, int]] | None, own_from: int) -> None:
+        """Keep only the prefix columns in ``prefix_keep`` (None: all) and the own tokens from
+        ``own_from`` on: columns no row reads any more (a prefix whose rows all left, padding left
+        of every remaining row's tokens) stop being read at every step. Own tokens are dropped as a
+        view (no copy); a prefix is copied only when part of it goes."""
+        if self.prefix is not None and prefix_keep is not None:
+            k, v = (_columns(t, prefix_keep) for t in self.prefix)
+            self.prefix = (k, v) if k.shape[-2] else None
+        if own_from and self.is_initialized:
+            self._k, self._v = self._k[:, :, own_from:], self._v[:, :, own_from:]
+            self.length -= own_from
+            self.capacity = self._k.shape[-2]
+            self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+
     def own(self, with_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """Each row's cached keys and values ``[rows, heads, tokens, dim]``, a prefix kept once
         copied in front (``with_prefix``) or left out."""
@@ -139,27 +154,49 @@ class BufferCache(DynamicCache):
         for layer in self.layers:
             layer.share_prefix(rows)
 
+    def trim(self, prefix_keep: Sequence[tuple[int, int]] | None, own_from: int) -> None:
+        """:meth:`_BufferLayer.trim` on every layer."""
+        for layer in self.layers:
+            layer.trim(prefix_keep, own_from)
+
     def shared_prefix(self, layer_idx: int) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Layer ``layer_idx``'s shared prefix keys and values, or None."""
         return self.layers[layer_idx].prefix
 
 
-def concat_caches(a: BufferCache, b: BufferCache, room: int) -> BufferCache:
+def concat_caches(
+    a: BufferCache, b: BufferCache, room: int, keep: Sequence[tuple[int, int]] | None = None
+) -> BufferCache:
     """``a``'s rows then ``b``'s in one cache, their own tokens right-aligned at the longer (the
     caller pads the attention mask to the left to match) and ``room`` free slots after. A prefix
-    both keep once, the same tensors, stays kept once; any other is copied into every row first.
-    The running batches of :mod:`agon_env.agents.engine` take new rows this way."""
+    both keep once, the same tensors, stays kept once. Otherwise both are kept once side by side,
+    ``a``'s columns then ``b``'s (a *bank*: the attention mask gives each row its own columns,
+    the caller's to build); ``keep``: the column ranges of ``a``'s prefix to keep (default: all),
+    so prefixes no row reads any more are dropped. The running batch of
+    :mod:`agon_env.agents.engine` takes new rows this way, whatever prompts they start with."""
     out = BufferCache(len(a.layers), 0)
     same = all(
         la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)
     )
     for layer, la, lb in zip(out.layers, a.layers, b.layers, strict=True):
+        layer.fill([la.own(with_prefix=False), lb.own(with_prefix=False)], room)
         if same:
-            layer.fill([la.own(with_prefix=False), lb.own(with_prefix=False)], room)
             layer.prefix = la.prefix
+            continue
+        kept = None if la.prefix is None else tuple(_columns(t, keep) for t in la.prefix)
+        if kept is not None and kept[0].shape[-2] == 0:
+            kept = None
+        if kept is None or lb.prefix is None:
+            layer.prefix = kept if lb.prefix is None else lb.prefix
         else:
-            layer.fill([la.own(), lb.own()], room)
+            layer.prefix = (torch.cat([kept[0], lb.prefix[0]], -2), torch.cat([kept[1], lb.prefix[1]], -2))
     return out
+
+
+def _columns(t: torch.Tensor, keep: Sequence[tuple[int, int]] | None) -> torch.Tensor:
+    if keep is None:
+        return t
+    return torch.cat([t[:, :, s:e] for s, e in keep], dim=-2) if keep else t[:, :, :0]
 
 
 def shared_prefix_len(seqs: Sequence[Sequence[int]], minimum: int) -> int:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agon_env.agents.aborting import Abort, Aborted, aborting
-from agon_env.agents.engine import CANCELLED, Request, engine_for
+from agon_env.agents.engine import CANCELLED, MIXED, PRUNE_MIN, Request, engine_for
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.protocol import SamplingParams
 
@@ -38,7 +38,7 @@ def test_a_request_abandoned_mid_batch_frees_its_slot_within_one_step(tiny_pair)
     assert engine.running == [keep]
     assert drop.done and drop.finish == CANCELLED and drop.freed_at == cancelled_at
     assert len(drop.out_ids) == 3 and len(keep.out_ids) == 4
-    assert all(layer.keys.shape[0] == 1 for layer in engine.batches["agent_a"].cache.layers)
+    assert all(layer.keys.shape[0] == 1 for layer in engine.batches[MIXED].cache.layers)
     while not keep.done:
         engine.step()
     assert engine.batches == {} and engine.backlog == 0
@@ -125,25 +125,62 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     together = [request(backend, q, "agent_a", 50 + i, params) for i, q in enumerate(questions)]
     engine.submit(together[:2])
     engine.step()
-    kept = engine.batches["agent_a"].prefix
-    assert len(kept) >= 8 and engine.batches["agent_a"].cache.shared_prefix(0) is not None
+    kept = engine.batches[MIXED].segments
+    assert (
+        len(kept) == 1 and len(kept[0][1]) >= 8 and engine.batches[MIXED].cache.shared_prefix(0) is not None
+    )
     prefills = engine.prefills.total()
     engine.submit(together[2:])
     engine.step()
-    batch = engine.batches["agent_a"]
-    assert together[2] in batch.rows and batch.prefix == kept  # still kept once, not copied per row
+    batch = engine.batches[MIXED]
+    assert together[2] in batch.rows and batch.segments == kept  # still kept once, not copied per row
     assert batch.cache.shared_prefix(0) is not None and engine.prefills.total() == prefills + 1
     while engine.backlog:
         engine.step()
     assert [r.out_ids for r in together] == alone
 
 
-def test_with_two_adapters_running_the_fuller_batch_steps_and_the_other_waits_at_most_max_wait(tiny_pair):
-    """A forward reads the weights once whatever its rows: the fuller batch runs every step, the
-    other joins it every MAX_WAIT + 1 steps (and at the step it takes new rows)."""
+def _forwards(base) -> list[int]:
+    """A list that grows by one for every forward of ``base``'s model (prefills included)."""
+    calls: list[int] = []
+    base.model.register_forward_pre_hook(lambda *_: calls.append(1))
+    return calls
+
+
+def test_rows_of_two_adapters_share_one_batch_and_one_forward_per_step(tiny_pair):
+    """A forward reads the weights once whatever its rows: a draft batch and an answer batch (two
+    adapters) run as one batch, every row advancing at every step in one forward, and answer as
+    they would alone (each row's own adapter: ``MergedSet.mix``)."""
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=12, temperature=0, stop=())
+    many = [request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:3])]
+    one = request(backend, PROMPTS[3], "agent_b", 9, params)
+    engine.submit(many)
+    engine.submit([one])
+    engine.step()  # both prefilled (one each), joined, sampled, one decode forward
+    calls = _forwards(tiny_pair)
+    for _ in range(4):
+        engine.step()
+    assert list(engine.batches) == [MIXED] and len(calls) == 4
+    assert all(len(r.out_ids) == 5 for r in [*many, one] if not r.done)
+    while engine.backlog:
+        engine.step()
+    for r in [*many, one]:
+        alone = request(backend, backend.tokenizer.decode(r.ids), r.adapter, 0, params)
+        alone.ids = r.ids
+        engine.run([[alone]])
+        assert alone.out_ids == r.out_ids
+        assert torch.allclose(torch.tensor(alone.out_lp), torch.tensor(r.out_lp), atol=1e-4)
+
+
+def test_adapters_that_cannot_mix_run_a_batch_each_the_other_waiting_at_most_max_wait(tiny_pair):
+    """Sampled through peft (``merge=False``: also DoRA, a quantised base) each adapter has a
+    batch of its own: the fuller one runs every step, the other joins it every MAX_WAIT + 1 steps
+    (and at the step it takes new rows)."""
     from agon_env.agents.engine import MAX_WAIT
 
-    backend = HFBackend(tiny_pair)
+    backend = HFBackend(tiny_pair, merge=False)
     engine = engine_for(backend)
     params = SamplingParams(max_new_tokens=40, temperature=0, stop=())
     many = [request(backend, p, "agent_a", i, params) for i, p in enumerate(PROMPTS[:3])]
@@ -153,6 +190,7 @@ def test_with_two_adapters_running_the_fuller_batch_steps_and_the_other_waits_at
     steps = 2 * (MAX_WAIT + 1)
     for _ in range(steps):
         engine.step()
+    assert set(engine.batches) <= {"agent_a", "agent_b"}
     assert all(len(r.out_ids) == steps for r in many if not r.done)
     assert one.done or len(one.out_ids) == 1 + (steps - 1) // (MAX_WAIT + 1)
     while engine.backlog:
@@ -160,6 +198,59 @@ def test_with_two_adapters_running_the_fuller_batch_steps_and_the_other_waits_at
     alone = request(backend, PROMPTS[3], "agent_b", 9, params)
     engine.run([[alone]])
     assert alone.out_ids == one.out_ids  # waiting changes when its tokens come, not which
+
+
+def test_each_adapters_prefix_is_kept_once_beside_the_others_and_dropped_when_unread(tiny_pair):
+    """A batch keeps the shared prefix of each adapter's prompts once, side by side (its bank):
+    a row of either adapter that starts with its own prefills only its tail; a prefix no row reads
+    any more is dropped at the next join; every row answers as it would alone."""
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    drafts = "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: "
+    checks = "Check the draft below, then re-derive it step by step. Draft: "
+    params = SamplingParams(max_new_tokens=6, temperature=1.0, stop=())
+    long = SamplingParams(max_new_tokens=30, temperature=1.0, stop=())
+    asked = [
+        (drafts + "3 + 4?", "agent_a", params),
+        (drafts + "5 + 6?", "agent_a", params),
+        (checks + "7", "agent_b", long),
+        (checks + "9", "agent_b", long),
+        (checks + "11", "agent_b", long),
+        ("hi", "agent_a", long),
+    ]
+    alone = []
+    for i, (q, a, p) in enumerate(asked):
+        r = request(backend, q, a, 70 + i, p)
+        engine.run([[r]])
+        alone.append(r)
+    burst = [request(backend, q, a, 70 + i, p) for i, (q, a, p) in enumerate(asked)]
+    engine.submit(burst[:2])
+    engine.submit(burst[2:4])
+    engine.step()
+    batch = engine.batches[MIXED]
+    assert [a for a, _ in batch.segments] == ["agent_a", "agent_b"]
+    bank = batch.cache.shared_prefix(0)[0].shape[-2]
+    assert bank == sum(len(t) for _, t in batch.segments)
+    prefills = engine.prefills.total()
+    engine.submit(burst[4:5])  # starts with agent_b's prefix: prefilled on top of it
+    engine.step()
+    batch = engine.batches[MIXED]
+    assert engine.prefills.total() == prefills + 1 and batch.cache.shared_prefix(0)[0].shape[-2] == bank
+    while not (burst[0].done and burst[1].done):
+        engine.step()
+    # agent_a's prefix has no reader left: dropped at the step its last row left
+    batch = engine.batches[MIXED]
+    assert [a for a, _ in batch.segments] == ["agent_b"]
+    assert batch.cache.shared_prefix(0)[0].shape[-2] == len(batch.segments[0][1])
+    engine.submit(burst[5:])  # no prefix of its own: joins with no bank columns to read
+    while engine.backlog:
+        engine.step()
+        for batch in engine.batches.values():  # the mask covers exactly the cached columns
+            assert batch.mask.shape[1] == batch.cache.get_seq_length()
+            assert int((~batch.mask.bool().any(0)).sum()) < PRUNE_MIN  # unread: a little padding at most
+    for a, b in zip(alone, burst, strict=True):
+        assert a.out_ids == b.out_ids
+        assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)
 
 
 def test_the_engine_frees_its_merged_weights_when_it_goes_idle(tiny_pair):

@@ -155,9 +155,9 @@ def test_batches_that_do_not_fit_are_split_with_the_same_results(tiny_pair):
     engine = engine_for(backend)
     original = engine._prefill
 
-    def spy(rows):  # each prefill is a chunk admitted on its own (a caller alone)
+    def spy(rows, *args, **kwargs):  # each prefill is a chunk admitted on its own (a caller alone)
         calls.append((len(rows), max(len(r.ids) for r in rows)))
-        return original(rows)
+        return original(rows, *args, **kwargs)
 
     engine._prefill = spy
     split = backend.generate(

@@ -138,3 +138,44 @@ def test_a_merged_weight_is_laid_out_input_major_on_cpu_with_the_same_sums():
     assert again.data_ptr() == merged.data_ptr() and torch.equal(again, w - delta)
     x = torch.randn(8, 16)
     assert torch.allclose(torch.nn.functional.linear(x, again), x @ (w - delta).t(), atol=1e-5)
+
+
+def _logits(base, adapter, ids):
+    with base.use(adapter), torch.inference_mode():
+        return base.model(input_ids=ids).logits
+
+
+@pytest.mark.parametrize("rows", [["agent_a", "agent_b", None, "agent_a"], ["agent_b"], [None, None]])
+def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows):
+    """``MergedSet.mix``: one forward over rows of several adapters (and the base) gives each row
+    what peft's forward with that row's adapter alone gives, up to float round-off."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (len(rows), 5))
+    alone = torch.cat(
+        [_logits(tiny_pair, REFERENCE if n is None else n, ids[i : i + 1]) for i, n in enumerate(rows)]
+    )
+    weights = M.MergedSet(tiny_pair._peft)
+    try:
+        weights.mix(rows)
+        with torch.inference_mode():
+            mixed = tiny_pair.model(input_ids=ids).logits
+        weights.use("agent_a")  # back to merged: the hooks add nothing more
+        with torch.inference_mode():
+            merged = tiny_pair.model(input_ids=ids).logits
+    finally:
+        weights.close()
+    assert torch.allclose(mixed, alone, atol=1e-5)
+    assert torch.allclose(merged, _logits(tiny_pair, "agent_a", ids), atol=1e-5)
+    assert not any(m.base_layer._forward_hooks for m in weights.layers)  # closed: no hook left
+
+
+def test_mixing_leaves_base_and_adapters_bitwise_equal(tiny_pair):
+    before = {n: p.detach().clone() for n, p in tiny_pair.model.named_parameters()}
+    weights = M.MergedSet(tiny_pair._peft)
+    for names in (["agent_a", "agent_b"], ["agent_b", None], ["agent_a"]):
+        weights.mix(names)
+        with torch.inference_mode():
+            tiny_pair.model(input_ids=torch.tensor([[1, 2, 3]] * len(names)))
+    weights.close()
+    after = dict(tiny_pair.model.named_parameters())
+    assert all(torch.equal(v, after[n]) for n, v in before.items())
