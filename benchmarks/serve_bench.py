@@ -14,7 +14,12 @@ chunk that carries text: the draft, streamed as ``reasoning_content``). Reported
 token (``served_over_raw_per_token``: both runs seed each question alike, but other batch shapes can
 round a sampled token the other way); ``--spread-s S`` sends the requests evenly over S seconds
 instead of all at once; ``batches`` and ``largest_batch``: how the server
-grouped the burst (its ``/health``). The raw run comes first, in
+grouped the burst (its ``/health``). ``--threaded`` also runs the served shape without HTTP, in
+the raw run's process (``threaded``: each question its own ``Cascade.answer`` call in a thread of
+its own, sent as ``--spread-s`` says; ``threaded_over_raw``), so the engine's share of the
+served overhead and the server's can be told apart; on HF, ``raw`` and ``threaded`` carry the
+engine's counts over the call (decode steps, decode forwards and those over rows of several
+adapters, prefills). The raw run comes first, in
 a child process of its own that exits before the server starts (a vLLM engine is only freed with its
 process), so the two never share the cores or the memory.
 
@@ -61,7 +66,10 @@ def questions(n: int) -> list[str]:
     return [task[i].prompt for i in range(n)]
 
 
-def raw(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, Any]:
+def raw(
+    run: Path, asked: list[str], engine: str, threads: int, spread_s: float | None = None
+) -> dict[str, Any]:
+    """The raw call (and with ``spread_s``, :func:`threaded` after it, under ``"threaded"``)."""
     import torch
 
     from agon_env.serving.cascade import Cascade
@@ -69,11 +77,64 @@ def raw(run: Path, asked: list[str], engine: str, threads: int) -> dict[str, Any
     torch.set_num_threads(threads)
     cascade = Cascade.from_run(run, engine=engine, direction="agent_a>agent_b")
     cascade.answer_many(asked[:1])  # warm-up: the first call pays one-off costs the server pays at start
+
+    def call() -> int:
+        answers = cascade.answer_many(asked)
+        return sum(a.draft.completion_tokens + a.challenge.completion_tokens for a in answers)
+
+    out = _counted(cascade, engine, call)
+    if spread_s is not None:
+        out["threaded"] = threaded(cascade, asked, engine, spread_s)
+    return out
+
+
+def _engine_counts(cascade: Any) -> dict[str, int]:
+    """The HF engine's counters so far: decode steps, decode forwards (and those over rows of
+    several adapters), prefills."""
+    from agon_env.agents.engine import engine_for
+
+    backend = next(iter(cascade.agents.values())).backend
+    engine = engine_for(backend)
+    forwards = engine.forwards
+    return {
+        "steps": engine.steps,
+        "forwards": forwards.total(),
+        "mixed_forwards": sum(n for k, n in forwards.items() if k > 1),
+        "prefills": engine.prefills.total(),
+    }
+
+
+def _counted(cascade: Any, engine: str, call: Any) -> dict[str, Any]:
+    """``call()`` timed, with the engine's counters over it (HF only)."""
+    before = _engine_counts(cascade) if engine == "hf" else {}
     t0 = time.perf_counter()
-    answers = cascade.answer_many(asked)
-    seconds = time.perf_counter() - t0
-    tokens = sum(a.draft.completion_tokens + a.challenge.completion_tokens for a in answers)
-    return {"seconds": seconds, "completion_tokens": tokens}
+    tokens = call()
+    out: dict[str, Any] = {"seconds": time.perf_counter() - t0, "completion_tokens": tokens}
+    if engine == "hf":
+        after = _engine_counts(cascade)
+        out["engine"] = {k: after[k] - before[k] for k in after}
+    return out
+
+
+def threaded(cascade: Any, asked: list[str], engine: str, spread_s: float) -> dict[str, Any]:
+    """The served run's shape without HTTP: every question its own ``Cascade.answer`` call in a
+    thread of its own (sent as ``--spread-s`` says), in this process: the engine alone."""
+    answers: list[Any] = [None] * len(asked)
+    gap = spread_s / max(len(asked) - 1, 1)
+
+    def one(i: int) -> None:
+        time.sleep(i * gap)
+        answers[i] = cascade.answer(asked[i])
+
+    def call() -> int:
+        workers = [threading.Thread(target=one, args=(i,)) for i in range(len(asked))]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return sum(a.draft.completion_tokens + a.challenge.completion_tokens for a in answers)
+
+    return _counted(cascade, engine, call)
 
 
 def _free_port() -> int:
@@ -218,11 +279,17 @@ def main() -> None:
     ap.add_argument(
         "--spread-s", type=float, default=0.0, help="send the requests evenly over this many seconds"
     )
+    ap.add_argument(
+        "--threaded",
+        action="store_true",
+        help="also answer each question in a thread of its own in the raw run's process (no HTTP)",
+    )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.raw_out:  # a file, not stdout: vLLM logs to stdout
-        result = raw(Path(args.run), questions(args.requests), args.engine, args.threads)
+        spread = args.spread_s if args.threaded else None
+        result = raw(Path(args.run), questions(args.requests), args.engine, args.threads, spread)
         Path(args.raw_out).write_text(json.dumps(result))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -241,6 +308,9 @@ def main() -> None:
             args.engine,
             "--threads",
             str(args.threads),
+            "--spread-s",
+            str(args.spread_s),
+            *(["--threaded"] if args.threaded else []),
         ]
         done = subprocess.run(child, capture_output=True, text=True, check=False)
         if done.returncode:
@@ -258,9 +328,15 @@ def main() -> None:
                 "batch_window_ms": args.batch_window_ms,
                 "spread_s": args.spread_s,
                 "max_new_tokens": args.max_new_tokens,
-                "raw": r,
+                "raw": {k: v for k, v in r.items() if k != "threaded"},
                 "served": s,
                 "served_over_raw": s["seconds"] / r["seconds"],
+                # without HTTP: what the engine alone costs over the raw call (--threaded)
+                **(
+                    {"threaded": r["threaded"], "threaded_over_raw": r["threaded"]["seconds"] / r["seconds"]}
+                    if "threaded" in r
+                    else {}
+                ),
                 # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too
                 "served_over_raw_per_token": (s["seconds"] / max(s["completion_tokens"], 1))
                 / (r["seconds"] / max(r["completion_tokens"], 1)),

@@ -159,6 +159,9 @@ class Engine:
         self.prefills: collections.Counter[int] = collections.Counter()
         """How many prefills admitted each number of requests (one step, one adapter): a count per
         size, so a server that runs for weeks keeps at most ``max_batch`` entries, not one per call."""
+        self.forwards: collections.Counter[int] = collections.Counter()
+        """How many decode forwards ran over rows of each number of adapters (2 and more: one
+        forward for several adapters' rows, :meth:`~agon_env.agents.merge.MergedSet.mix`)."""
         self._cv = threading.Condition()
         self._driving = False
         self._ended = False
@@ -524,6 +527,7 @@ class Engine:
         )
 
     def _forward(self, batch: _Batch) -> None:
+        self.forwards[len({r.adapter for r in batch.rows})] += 1
         out = self.base.model(
             input_ids=batch.head[:, None],
             attention_mask=batch.mask,

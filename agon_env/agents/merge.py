@@ -191,9 +191,12 @@ class MergedSet:
         used = tuple(sorted({n for n in names if n is not None}))
         if used not in self._stacks:
             self._stacks[used] = [self._stack(m, used) for m in self.layers]
-        if self._base is None:
+        if self._base is None:  # a copy only where the fast layout is not the base's own
             with torch.no_grad():
-                self._base = [_laid_out(w).copy_(w) for w in self.originals]
+                self._base = [
+                    _laid_out(w).copy_(w) if w.device.type == "cpu" and INPUT_MAJOR else w
+                    for w in self.originals
+                ]
         if not self._hooks:
             self._hooks = [
                 m.base_layer.register_forward_hook(self._hook(i)) for i, m in enumerate(self.layers)

@@ -19,3 +19,16 @@ def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine()
     # stages, each stage one prefill that arrivals may share: 2 to 8 prefills, none over 4 requests
     # (on a loaded machine the four drafts can arrive one step apart, so the count varies from 2 to 8)
     assert 2 <= served["batches"] <= 4 * 2 and 1 <= served["largest_batch"] <= 4
+
+
+def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine_counts() -> None:
+    flags = ["--model", "tiny", "--requests", "4", "--max-new-tokens", "8", "--threads", "1"]
+    result = last_json("serve_bench.py", *flags, "--threaded", "--spread-s", "0.2")
+    raw, threaded = result["raw"], result["threaded"]
+    assert result["threaded_over_raw"] == threaded["seconds"] / raw["seconds"] > 0
+    for counts in (raw["engine"], threaded["engine"]):
+        # a step runs one decode forward (every adapter's rows in it); every stage prefilled
+        assert 0 < counts["forwards"] <= counts["steps"] and counts["mixed_forwards"] <= counts["forwards"]
+        assert 1 <= counts["prefills"] <= 4 * 2
+    assert raw["engine"]["prefills"] == 2  # one call: the drafts, then the answers
+    assert 0 < threaded["completion_tokens"] <= 4 * 2 * 8
