@@ -7,11 +7,14 @@ import threading
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agon_env.agents.aborting import Abort, Aborted, aborting
 from agon_env.agents.engine import CANCELLED, MIXED, PRUNE_MIN, Request, engine_for
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.agents.protocol import SamplingParams
+from agon_env.vocabulary import REFERENCE
 
 PROMPTS = ["What is 3 + 4?", "Verify the draft and re-derive the result.", "hi", "0 1 2"]
 SAMPLED = SamplingParams(max_new_tokens=16, temperature=1.0, stop=())
@@ -273,3 +276,67 @@ def test_the_engine_frees_its_merged_weights_when_it_goes_idle(tiny_pair):
         engine.step()
     assert engine._weights is None
     assert [m.base_layer.weight.data_ptr() for m in layers] == originals
+
+
+FAMILIES = (
+    "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: ",
+    "Check the draft below, then re-derive it step by step. Draft: ",
+    "",
+)
+
+
+@pytest.fixture(scope="module")
+def mixing_pair():
+    """``tiny_pair`` for a module's hypothesis examples: built once (function fixtures are not
+    re-run per example), and each example's engine is empty when it ends."""
+    from agon_env.agents.adapters import LoraSpec, SharedBase
+
+    base = SharedBase.from_source("tiny")
+    base.add_adapter("agent_a", LoraSpec(init_seed=1, init_b_std=0.05))
+    base.add_adapter("agent_b", LoraSpec(init_seed=2, init_b_std=0.05))
+    backend = HFBackend(base)
+    alone: dict[tuple[str, str, int, int], Request] = {}
+    return backend, alone
+
+
+_arrival = st.tuples(
+    st.integers(0, 2),  # prompt family
+    st.sampled_from(["agent_a", "agent_b", REFERENCE]),
+    st.integers(0, 40),  # the question
+    st.integers(1, 9),  # max_new_tokens
+    st.integers(0, 6),  # the step it arrives at
+)
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arrivals=st.lists(_arrival, min_size=1, max_size=7))
+def test_any_schedule_of_arrivals_answers_each_row_as_it_would_alone(mixing_pair, arrivals):
+    """Rows of any adapters and prompt families, arriving at any steps, in one running batch
+    (prefixes kept once side by side, dropped and cut as rows leave): every row samples the
+    tokens it samples alone, with the same log-probs up to float round-off."""
+    backend, alone = mixing_pair
+    engine = engine_for(backend)
+
+    def make(family: int, adapter: str, q: int, most: int) -> Request:
+        params = SamplingParams(max_new_tokens=most, temperature=1.0, stop=())
+        return request(backend, f"{FAMILIES[family]}{q} + {q % 7}?", adapter, 1000 + q, params)
+
+    for family, adapter, q, most, _ in arrivals:
+        key = (FAMILIES[family], adapter, q, most)
+        if key not in alone:
+            alone[key] = make(family, adapter, q, most)
+            engine.run([[alone[key]]])
+    rows = [(at, make(f, a, q, m), (FAMILIES[f], a, q, m)) for f, a, q, m, at in arrivals]
+    step = 0
+    while step <= 6 or engine.backlog:
+        for at, r, _ in rows:
+            if at == step:
+                engine.submit([r])
+        if engine.backlog:
+            engine.step()
+        for batch in engine.batches.values():
+            assert batch.mask.shape[1] == batch.cache.get_seq_length()
+        step += 1
+    for _, r, key in rows:
+        assert r.out_ids == alone[key].out_ids
+        assert torch.allclose(torch.tensor(r.out_lp), torch.tensor(alone[key].out_lp), atol=1e-4)
