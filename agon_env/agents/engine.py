@@ -298,31 +298,38 @@ class Engine:
 
     # -- adapters ----------------------------------------------------------------------
 
-    def _use(self, adapter: str) -> dict[str, Any]:
-        """Make the model run ``adapter``: its merged weights (:class:`MergedSet`, one pointer move
-        per layer), else peft's forward told the adapter per row; returns the forward's keywords."""
+    def _use(self, adapters: str | list[str]) -> None:
+        """Make the model run ``adapters``: one for every row (merged into the base weights,
+        :class:`MergedSet`: one pointer move per layer; else peft's forward told the adapter), or
+        one per row (:meth:`MergedSet.mix`; only adapters :meth:`_key` puts in one batch)."""
         model, peft = self.base.model, getattr(self.base, "_peft", None)
         if not self._open:
             self._was_training, self._open = model.training, True
             model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
         if peft is None:
-            return {}
-        if self.backend.merge and (adapter == REFERENCE or self._mergeable(peft, adapter)):
-            if self._weights is None:
-                self._weights = MergedSet(peft)
-            self._close_peft()
-            self._weights.use(None if adapter == REFERENCE else adapter)
-            return {}
+            return
+        if isinstance(adapters, list):
+            self._merged(peft).mix([None if a == REFERENCE else a for a in adapters])
+            return
+        if self.backend.merge and (adapters == REFERENCE or self._mergeable(peft, adapters)):
+            self._merged(peft).use(None if adapters == REFERENCE else adapters)
+            return
         if self._weights is not None:  # peft's own forward needs its adapters on
             self._weights.close()
             self._weights = None
-        if self._peft_key != adapter:  # DoRA, a quantised base, or ``merge=False``
+        if self._peft_key != adapters:  # DoRA, a quantised base, or ``merge=False``
             self._close_peft()
             self._peft_ctx = contextlib.ExitStack()
             use = self.base.sampling if self.backend.merge else self.base.use  # sampling: warns why
-            self._peft_ctx.enter_context(use(adapter))
-            self._peft_key = adapter
-        return {}
+            self._peft_ctx.enter_context(use(adapters))
+            self._peft_key = adapters
+
+    def _merged(self, peft: Any) -> MergedSet:
+        """The open :class:`MergedSet` (opened now if none is), peft's own adapters off."""
+        if self._weights is None:
+            self._weights = MergedSet(peft)
+        self._close_peft()
+        return self._weights
 
     def _mergeable(self, peft: Any, adapter: str) -> bool:
         if self._weights is None:
@@ -343,11 +350,10 @@ class Engine:
             self.base.model.train(self._was_training)
             self._open = False
 
-    def _extra(self, cache: BufferCache, adapter: str) -> dict[str, Any]:
-        how = self._use(adapter)
-        if cache.shared_prefix(0) is not None:
-            how["shared_prefix"] = cache
-        return how
+    def _extra(self, cache: BufferCache, adapters: str | list[str]) -> dict[str, Any]:
+        """The forward's keywords, the model made to run ``adapters`` (:meth:`_use`)."""
+        self._use(adapters)
+        return {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
 
     def _key(self, adapter: str) -> str:
         """Which running batch takes rows of ``adapter``: the one shared by every adapter whose rows
@@ -361,16 +367,9 @@ class Engine:
     def _extra_rows(self, batch: _Batch) -> dict[str, Any]:
         """:meth:`_extra` for a decode step of ``batch``: its rows' adapter, or each row its own."""
         names = [r.adapter for r in batch.rows]
-        peft = getattr(self.base, "_peft", None)
-        if batch.key != MIXED or peft is None or len(set(names)) == 1:
-            return self._extra(batch.cache, batch.key if batch.key != MIXED else names[0])
-        self._use(REFERENCE)  # opens the merged set, peft's own forward off
-        assert self._weights is not None
-        self._weights.mix([None if n == REFERENCE else n for n in names])
-        how: dict[str, Any] = {}
-        if batch.cache.shared_prefix(0) is not None:
-            how["shared_prefix"] = batch.cache
-        return how
+        if batch.key != MIXED:
+            return self._extra(batch.cache, batch.key)
+        return self._extra(batch.cache, names if len(set(names)) > 1 else names[0])
 
     # -- prefill, merge, sample, forward -------------------------------------------------
 

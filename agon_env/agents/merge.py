@@ -28,6 +28,7 @@ exact) or an adapter that is not plain LoRA (DoRA).
 
 from __future__ import annotations
 
+import collections
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -126,15 +127,17 @@ class MergedSet:
     re-merge. The merged weights are those of :meth:`MergedWeights.merged` (the same sum), so a
     batch samples the same tokens under either.
 
-    **Rows of several adapters in one forward** (:meth:`mix`): every wrapped layer runs the base
-    weights once for all rows and adds each row's own update, ``(x Aᵀ) Bᵀ · scale``, through one
-    pair of small matmuls over every adapter in use (their ranks side by side) and a mask that
-    keeps each row's own columns. At decode shapes on CPU a forward costs about one read of the
-    weights whatever its rows, and the update adds ~5 % to it (the base kept in the fast layout),
-    so the generation engine (:mod:`agon_env.agents.engine`) steps a cascade's drafts and answers
-    in one forward instead of one per adapter. The sum is the same as the merged one up to float
-    round-off (``x W + (x A) B`` against ``x (W + B A)``), so a row sampled among other adapters'
-    rows may differ from one sampled alone by that much.
+    **Rows of several adapters in one forward** (:meth:`mix`): every wrapped layer runs the merged
+    weights of the adapter with the most rows (the *anchor*) once for all rows, so the anchor's rows
+    run exactly as merged, and every other row adds its own adapter's update and takes away the
+    anchor's, ``(x A_bᵀ) B_bᵀ s_b − (x A_aᵀ) B_aᵀ s_a``: one pair of small matmuls per layer over every
+    adapter in use (their ranks side by side) and a matrix of signs that gives each row its own
+    columns. At decode shapes on CPU a forward costs about one read of the weights whatever its
+    rows, so the generation engine (:mod:`agon_env.agents.engine`) steps a cascade's drafts and
+    answers in one forward instead of one per adapter (``benchmarks/mixed_forward_bench.py``
+    weighs it: docs/serving.md). The other rows' sums are the merged ones up to float round-off
+    (``x (W + B_a A_a) + x (B_b A_b − B_a A_a)`` against ``x (W + B_b A_b)``), so a row sampled
+    among another adapter's rows may differ from one sampled alone by that much.
 
     Adapters must not change while it is open (the engine opens it while busy, and updates run
     between generation calls); :meth:`close` restores the base weights, bitwise."""
@@ -147,8 +150,6 @@ class MergedSet:
         self.originals = [m.base_layer.weight.data for m in self.layers]
         self.buffers: dict[str, list[torch.Tensor | None]] = {}
         self._disabled: Any = None
-        self._base: list[torch.Tensor] | None = None
-        """The base weights in the fast layout (CPU), what :meth:`mix` runs on; None until then."""
         self._stacks: dict[tuple[str, ...], list[_Stack | None]] = {}
         """Per set of adapters in use, each layer's :data:`_Stack` (None: the layer has none)."""
         self._mixing: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
@@ -184,19 +185,14 @@ class MergedSet:
 
     def mix(self, names: list[str | None]) -> None:
         """Run row ``i`` of the next forwards with adapter ``names[i]`` (``None``: the base), every
-        row in one forward (the class docstring). Every name must be :meth:`mergeable`."""
-        if self._disabled is None:
-            self._disabled = self.peft.disable_adapter()
-            self._disabled.__enter__()
-        used = tuple(sorted({n for n in names if n is not None}))
+        row in one forward (the class docstring). Every name must be :meth:`mergeable`, and one
+        at least not None."""
+        counts = collections.Counter(n for n in names if n is not None)
+        anchor = max(sorted(counts), key=lambda n: counts[n])  # the most rows: merged, exactly
+        self.use(anchor)
+        used = tuple(sorted(counts))
         if used not in self._stacks:
             self._stacks[used] = [self._stack(m, used) for m in self.layers]
-        if self._base is None:  # a copy only where the fast layout is not the base's own
-            with torch.no_grad():
-                self._base = [
-                    _laid_out(w).copy_(w) if w.device.type == "cpu" and INPUT_MAJOR else w
-                    for w in self.originals
-                ]
         if not self._hooks:
             self._hooks = [
                 m.base_layer.register_forward_hook(self._hook(i)) for i, m in enumerate(self.layers)
@@ -209,10 +205,8 @@ class MergedSet:
                 continue
             a, b, have = stack
             if have not in masks:
-                masks[have] = _row_mask(names, have, a)
+                masks[have] = _row_signs(names, have, anchor, a)
             mixing.append((a, b, masks[have]))
-        for m, w in zip(self.layers, self._base, strict=True):
-            m.base_layer.weight.data = w
         self._mixing = mixing
 
     def _stack(self, m: Any, used: tuple[str, ...]) -> _Stack | None:
@@ -230,18 +224,19 @@ class MergedSet:
             mixing = self._mixing
             if mixing is None or mixing[i] is None:
                 return None
-            a, b, mask = mixing[i]
+            a, b, signs = mixing[i]
             x = args[0]
-            d = torch.matmul(x, a)
-            d.mul_(mask.view(mask.shape[0], *([1] * (d.dim() - 2)), mask.shape[1]))
-            return out.add_(torch.matmul(d, b))
+            d = torch.matmul(x, a)  # [rows, tokens, R]
+            d.mul_(signs.view(signs.shape[0], *([1] * (d.dim() - 2)), signs.shape[1]))
+            out.view(-1, out.shape[-1]).addmm_(d.view(-1, d.shape[-1]), b)
+            return out
 
         return add_updates
 
     def close(self) -> None:
         for h in self._hooks:
             h.remove()
-        self._hooks, self._mixing, self._base = [], None, None
+        self._hooks, self._mixing = [], None
         self._stacks.clear()
         for m, w in zip(self.layers, self.originals, strict=True):
             m.base_layer.weight.data = w
@@ -251,7 +246,11 @@ class MergedSet:
             self._disabled = None
 
 
-def _row_mask(names: list[str | None], columns: tuple[str, ...], like: torch.Tensor) -> torch.Tensor:
-    """``[rows, R]``: 1 where a rank column (named by its adapter) belongs to the row's adapter."""
-    rows = torch.tensor([[c == n for c in columns] for n in names], dtype=torch.bool, device=like.device)
-    return rows.to(like.dtype)
+def _row_signs(
+    names: list[str | None], columns: tuple[str, ...], anchor: str, like: torch.Tensor
+) -> torch.Tensor:
+    """``[rows, R]``: what each rank column (named by its adapter) adds to each row, on weights
+    with ``anchor`` merged in: +1 for the row's own adapter's columns and -1 for the anchor's,
+    except on the anchor's own rows, which take nothing (the base's rows: only the -1)."""
+    signs = [[0.0 if n == anchor else float(c == n) - float(c == anchor) for c in columns] for n in names]
+    return torch.tensor(signs, dtype=like.dtype, device=like.device)

@@ -145,10 +145,20 @@ def _logits(base, adapter, ids):
         return base.model(input_ids=ids).logits
 
 
-@pytest.mark.parametrize("rows", [["agent_a", "agent_b", None, "agent_a"], ["agent_b"], [None, None]])
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ["agent_a", "agent_b", None, "agent_a"],
+        ["agent_b", "agent_a", "agent_b"],
+        ["agent_b"],
+        [None, "agent_b", None],
+    ],
+)
 def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows):
     """``MergedSet.mix``: one forward over rows of several adapters (and the base) gives each row
-    what peft's forward with that row's adapter alone gives, up to float round-off."""
+    what peft's forward with that row's adapter alone gives, up to float round-off: the adapter
+    with the most rows merged in, each other row adding its own update and taking the anchor's
+    away."""
     torch.manual_seed(0)
     ids = torch.randint(0, 100, (len(rows), 5))
     alone = torch.cat(
