@@ -561,14 +561,8 @@ def _join(old: _Batch, new: _Batch) -> _Batch:
     if prefix is not None and prefix is old.cache.shared_prefix(0):  # prefilled on old's bank
         keep, segments, kept_cols, new_at = None, old.segments, list(range(p_old)), 0
     else:
-        keep, at = [], 0
-        for _, tokens in old.segments:
-            if bool(old.mask[:, at : at + len(tokens)].any()):
-                keep.append((at, at + len(tokens)))
-            at += len(tokens)
-        live = {s for s, _ in keep}
-        starts = [sum(len(t) for _, t in old.segments[:j]) for j in range(len(old.segments))]
-        segments = [seg for seg, s in zip(old.segments, starts, strict=True) if s in live] + new.segments
+        keep, live = _read_segments(old)
+        segments = live + new.segments
         kept_cols = [c for s, e in keep for c in range(s, e)]
         new_at = len(kept_cols)
     cache = concat_caches(old.cache, new.cache, room, keep)
@@ -587,14 +581,9 @@ def _prune(batch: _Batch) -> None:
     """Stop reading columns no row of ``batch`` reads any more: a kept-once prefix whose rows all
     left, and own-token columns left of every remaining row's first (padding kept for rows that
     left). Each decode step reads every column of the cache, so these cost at every step."""
-    read = batch.mask.bool().any(0)
-    keep, segments, at = [], [], 0
-    for seg in batch.segments:
-        if bool(read[at : at + len(seg[1])].any()):
-            keep.append((at, at + len(seg[1])))
-            segments.append(seg)
-        at += len(seg[1])
-    own = read[at:]
+    keep, segments = _read_segments(batch)
+    at = _bank(batch)
+    own = batch.mask.bool().any(0)[at:]
     own_from = int(own.float().argmax()) if bool(own.any()) else own.shape[0]
     dead_prefix = len(segments) < len(batch.segments)
     if not dead_prefix and own_from < PRUNE_MIN:
@@ -603,6 +592,19 @@ def _prune(batch: _Batch) -> None:
     batch.cache.trim(keep if dead_prefix else None, own_from)
     batch.mask = batch.mask[:, torch.tensor(cols, dtype=torch.long, device=batch.mask.device)]
     batch.segments = segments
+
+
+def _read_segments(batch: _Batch) -> tuple[list[tuple[int, int]], list[tuple[str, list[int]]]]:
+    """The kept-once prefixes some row of ``batch`` still reads: their column ranges in the bank,
+    and the prefixes themselves (in bank order)."""
+    read = batch.mask.bool().any(0)
+    keep, segments, at = [], [], 0
+    for seg in batch.segments:
+        if bool(read[at : at + len(seg[1])].any()):
+            keep.append((at, at + len(seg[1])))
+            segments.append(seg)
+        at += len(seg[1])
+    return keep, segments
 
 
 def _bank(batch: _Batch) -> int:

@@ -105,14 +105,10 @@ class _BufferLayer(DynamicLayer):
             self.capacity = self._k.shape[-2]
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
-    def own(self, with_prefix: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each row's cached keys and values ``[rows, heads, tokens, dim]``, a prefix kept once
-        copied in front (``with_prefix``) or left out."""
-        k, v = self._k[:, :, : self.length], self._v[:, :, : self.length]
-        if self.prefix is None or not with_prefix:
-            return k, v
-        pk, pv = (t.expand(k.shape[0], -1, -1, -1) for t in self.prefix)
-        return torch.cat([pk, k], dim=-2), torch.cat([pv, v], dim=-2)
+    def own(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each row's own cached keys and values ``[rows, heads, tokens, dim]`` (a prefix kept once
+        left out)."""
+        return self._k[:, :, : self.length], self._v[:, :, : self.length]
 
     def fill(self, parts: Sequence[tuple[torch.Tensor, torch.Tensor]], room: int) -> None:
         """Hold ``parts`` (each rows' keys and values) stacked, right-aligned at the longest, with
@@ -179,7 +175,7 @@ def concat_caches(
         la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)
     )
     for layer, la, lb in zip(out.layers, a.layers, b.layers, strict=True):
-        layer.fill([la.own(with_prefix=False), lb.own(with_prefix=False)], room)
+        layer.fill([la.own(), lb.own()], room)
         if same:
             layer.prefix = la.prefix
             continue

@@ -44,19 +44,14 @@ _Stack = tuple[torch.Tensor, torch.Tensor, tuple[str, ...]]
 of the adapters in use that the layer has, side by side, and the adapter of each rank column."""
 
 
-def _laid_out(w: torch.Tensor) -> torch.Tensor:
-    """An empty tensor shaped like ``w`` in the layout a layer runs fastest in (the module
-    docstring's Layout): on CPU the transposed view of an input-major buffer, elsewhere plain."""
-    cpu = w.device.type == "cpu" and INPUT_MAJOR
-    out = torch.empty(w.shape[::-1] if cpu else w.shape, dtype=w.dtype, device=w.device)
-    return out.t() if cpu else out
-
-
 def merged_sum(w: torch.Tensor, delta: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``w + delta`` in the layout a merged layer runs fastest in (:func:`_laid_out`). ``out``: an
+    """``w + delta`` in the layout a merged layer runs fastest in (the module docstring's Layout):
+    on CPU the transposed view of an input-major buffer, elsewhere a plain tensor. ``out``: an
     earlier result of this function for the same weight, reused when it still fits."""
     if out is None or out.shape != w.shape or out.dtype != w.dtype or out.device != w.device:
-        out = _laid_out(w)
+        cpu = w.device.type == "cpu" and INPUT_MAJOR
+        out = torch.empty(w.shape[::-1] if cpu else w.shape, dtype=w.dtype, device=w.device)
+        out = out.t() if cpu else out
     return torch.add(w, delta, out=out)  # elementwise: the same sums whatever the layout
 
 
@@ -153,7 +148,7 @@ class MergedSet:
         self._stacks: dict[tuple[str, ...], list[_Stack | None]] = {}
         """Per set of adapters in use, each layer's :data:`_Stack` (None: the layer has none)."""
         self._mixing: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
-        """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the row mask ``[rows, R]``."""
+        """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the rows' signs ``[rows, R]``."""
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
 
