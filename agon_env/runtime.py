@@ -186,13 +186,19 @@ def vllm_options(run: ResolvedRun, base: SharedBase, device: str) -> dict[str, A
     return options
 
 
-def _hf(run: ResolvedRun, base: SharedBase, device: str, continuous: bool) -> Backend:
+KEEP_MERGED = 2
+"""Adapters whose merged weights an HF backend of :class:`Runtime` keeps between calls (a pair's:
+:class:`~agon_env.agents.merge.MergeStore`). Evaluation and serving never change the weights, so a
+merge made once serves every later call; training keeps none (its update would hold that memory)."""
+
+
+def _hf(run: ResolvedRun, base: SharedBase, device: str, continuous: bool, keep_merged: int = 0) -> Backend:
     from agon_env.agents import HFBackend
 
-    return HFBackend(base)
+    return HFBackend(base, keep_merged=keep_merged)
 
 
-def _vllm(run: ResolvedRun, base: SharedBase, device: str, continuous: bool) -> Backend:
+def _vllm(run: ResolvedRun, base: SharedBase, device: str, continuous: bool, keep_merged: int = 0) -> Backend:
     from agon_env.agents.vllm_async import AsyncVLLMBackend
     from agon_env.agents.vllm_backend import VLLMBackend
 
@@ -200,9 +206,10 @@ def _vllm(run: ResolvedRun, base: SharedBase, device: str, continuous: bool) -> 
     return engine(base, **vllm_options(run, base, device))
 
 
-BACKENDS: dict[str, Callable[[ResolvedRun, SharedBase, str, bool], Backend]] = {"hf": _hf, "vllm": _vllm}
-"""Generation backends by name: ``(resolved run, shared base, device, continuous) -> backend``
-(``continuous``: vLLM's async engine, which batches calls from several threads itself)."""
+BACKENDS: dict[str, Callable[..., Backend]] = {"hf": _hf, "vllm": _vllm}
+"""Generation backends by name: ``(resolved run, shared base, device, continuous, keep_merged=0) ->
+backend`` (``continuous``: vLLM's async engine, which batches calls from several threads itself;
+``keep_merged``: :data:`KEEP_MERGED`, HF's; vLLM keeps its adapters apart from the base anyway)."""
 
 
 def pick_backend(name: str, model: str) -> str:
@@ -280,7 +287,8 @@ class Runtime:
     def backend(self, base: SharedBase, run: ResolvedRun) -> Backend:
         """The base's backend, started on first use with the first run's limits."""
         if id(base) not in self._backends:
-            self._backends[id(base)] = BACKENDS[self.backend_name](run, base, self.device, self.continuous)
+            make = BACKENDS[self.backend_name]
+            self._backends[id(base)] = make(run, base, self.device, self.continuous, keep_merged=KEEP_MERGED)
             if self.backend_name == "vllm":
                 self._windows[id(base)] = vllm_options(run, base, self.device)["max_model_len"]
         return self._backends[id(base)]

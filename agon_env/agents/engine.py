@@ -61,7 +61,7 @@ import torch
 from agon_env.agents import logit_rules
 from agon_env.agents.aborting import Aborted, current
 from agon_env.agents.kv_cache import BufferCache, concat_caches, shared_prefix_len
-from agon_env.agents.merge import MergedSet
+from agon_env.agents.merge import MergedSet, MergeStore
 from agon_env.agents.protocol import SamplingParams
 from agon_env.vocabulary import REFERENCE
 
@@ -167,6 +167,8 @@ class Engine:
         self._ended = False
         """A step ended rows since the waiting callers were last woken (they wake only then)."""
         self._weights: MergedSet | None = None
+        self.store = MergeStore(backend.keep_merged) if backend.keep_merged and backend.merge else None
+        """Merged weights kept while idle (``HFBackend(keep_merged=)``); None: merged per busy spell."""
         self._peft_ctx: contextlib.ExitStack | None = None
         self._peft_key: str | None = None
         self._open = False
@@ -327,7 +329,7 @@ class Engine:
     def _merged(self, peft: Any) -> MergedSet:
         """The open :class:`MergedSet` (opened now if none is), peft's own adapters off."""
         if self._weights is None:
-            self._weights = MergedSet(peft)
+            self._weights = MergedSet(peft, self.store)
         self._close_peft()
         return self._weights
 
@@ -657,7 +659,7 @@ _LOCK = threading.Lock()
 def engine_for(backend: Any) -> Engine:
     """The one engine of ``backend``'s base (and merge / prefix-attention settings): the agents of
     a pair each hold a backend, and their requests must share one running batch."""
-    key = ("_agon_engines", bool(backend.merge), bool(backend.prefix_attention))
+    key = ("_agon_engines", bool(backend.merge), bool(backend.prefix_attention), backend.keep_merged)
     with _LOCK:
         engines = backend.base.__dict__.setdefault(key[0], {})
         if key[1:] not in engines:

@@ -79,14 +79,20 @@ def _multinomial(probs: torch.Tensor, gen: Generators) -> torch.Tensor:
 class HFBackend:
     """Samples completions from ``base`` (a :class:`~agon_env.agents.adapters.SharedBase`)."""
 
-    def __init__(self, base: Any, *, merge: bool = True, prefix_attention: bool = True) -> None:
+    def __init__(
+        self, base: Any, *, merge: bool = True, prefix_attention: bool = True, keep_merged: int = 0
+    ) -> None:
         """``merge``: sample single-adapter chunks with the adapter merged into a copy of the
         base weights (:mod:`agon_env.agents.merge`; same tokens, ~2× faster decode on CPU).
         ``prefix_attention``: keep a shared prompt prefix's keys/values once, not once per row,
-        where the model runs ``agon_sdpa`` on CPU (same tokens up to float round-off)."""
+        where the model runs ``agon_sdpa`` on CPU (same tokens up to float round-off).
+        ``keep_merged``: how many adapters' merged weights stay in memory between calls
+        (:class:`~agon_env.agents.merge.MergeStore`: not merged again while they are unchanged,
+        one copy of the wrapped weights held each); 0, training's: freed after every call."""
         self.base = base
         self.merge = merge
         self.prefix_attention = prefix_attention
+        self.keep_merged = keep_merged
         self.tokenizer = base.tokenizer
         gen_eos = getattr(base.base_model.generation_config, "eos_token_id", None)
         eos = {self.tokenizer.eos_token_id}

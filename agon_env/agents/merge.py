@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import collections
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -116,6 +117,125 @@ class MergedWeights:
                 self._buffers.clear()
 
 
+@dataclass(eq=False)
+class _Kept:
+    """One adapter's merged weights as a :class:`MergeStore` keeps them, and what they were merged from."""
+
+    lora: list[tuple[torch.Tensor, torch.Tensor, float] | None]
+    """Per wrapped layer, a copy of the adapter's ``A``, ``B`` and scale (None: the layer has none)."""
+    base: list[tuple[int, int]]
+    """Per wrapped layer, the base weight's storage address and version counter."""
+    buffers: list[torch.Tensor | None]
+
+
+class MergeStore:
+    """Merged weights kept between a generation engine's busy spells, at most ``size`` adapters'.
+
+    The engine closes its :class:`MergedSet` whenever it runs out of work, and reopening it merged
+    every adapter again: on CPU a fresh merge of SmolLM2-135M took 0.4-2 s, most of it the kernel
+    handing out the new buffers' pages, and a server or an evaluation paid it on every burst or
+    call (profiled: docs/serving.md). A store keeps the buffers instead, each with a copy of the
+    adapter weights it was merged from: at the next use they are compared exactly (``torch.equal``
+    on every ``A`` and ``B``, the scale, and the base weight's storage and version), so an adapter
+    that changed in any way, an optimizer step or a ``.data.copy_`` alike, is merged again, into the
+    same buffers. Past ``size`` adapters the least recently used one's buffers are refilled for the
+    newcomer, never more allocated.
+
+    Its cost is memory held while idle: one copy of the wrapped weights per kept adapter (~0.4 GB
+    for SmolLM2-135M in fp32). Training keeps none (its update would have that memory on top of its
+    own peak); evaluation and serving, whose weights do not change, keep the pair's
+    (:class:`~agon_env.runtime.Runtime`)."""
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a merge store keeps at least one adapter, not {size}")
+        self.size = size
+        self._kept: collections.OrderedDict[str, _Kept] = collections.OrderedDict()
+        self.merges = 0
+        """Merges computed so far (a kept adapter used again unchanged is not one)."""
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._kept
+
+    def merged(
+        self, name: str, layers: list[Any], originals: list[torch.Tensor], busy: Collection[str] = ()
+    ) -> list[torch.Tensor | None]:
+        """``name`` merged into each of ``layers`` (their base weights ``originals``): the kept
+        buffers if nothing they were merged from changed, else merged now into kept buffers (the
+        adapter's own, or the least recently used one's when the store is full). ``busy``: the
+        adapters whose buffers the caller is using now, never refilled."""
+        lora = _lora_of(layers, name)
+        base = [(w.untyped_storage().data_ptr(), w._version) for w in originals]
+        kept = self._kept.pop(name, None)
+        if kept is not None and kept.base == base and _same_lora(kept.lora, lora):
+            self._kept[name] = kept
+            return kept.buffers
+        if kept is None and len(self._kept) >= self.size:
+            spare = next((n for n in self._kept if n not in busy), None)
+            kept = None if spare is None else self._kept.pop(spare)
+        outs = kept.buffers if kept is not None else [None] * len(layers)
+        buffers = _merge_into(layers, originals, name, outs)
+        self.merges += 1
+        snapshot = [None if x is None else (x[0].clone(), x[1].clone(), x[2]) for x in lora]
+        self._kept[name] = _Kept(snapshot, base, buffers)
+        self.trim(busy={*busy, name})
+        return buffers
+
+    def touch(self, name: str) -> None:
+        """Mark ``name`` the most recently used (:meth:`trim` drops the least recently used first)."""
+        if name in self._kept:
+            self._kept.move_to_end(name)
+
+    def trim(self, busy: Collection[str] = ()) -> None:
+        """Keep at most ``size`` adapters, the most recently used: more are kept only while a
+        caller uses more at once (``busy``, never dropped)."""
+        idle = [n for n in self._kept if n not in busy]
+        for n in idle[: max(len(self._kept) - self.size, 0)]:
+            del self._kept[n]
+
+    def clear(self) -> None:
+        """Free every kept buffer."""
+        self._kept.clear()
+
+
+def _lora_of(layers: list[Any], name: str) -> list[tuple[torch.Tensor, torch.Tensor, float] | None]:
+    return [
+        (m.lora_A[name].weight, m.lora_B[name].weight, float(m.scaling[name]))
+        if name in getattr(m, "lora_A", {})
+        else None
+        for m in layers
+    ]
+
+
+def _same_lora(
+    kept: list[tuple[torch.Tensor, torch.Tensor, float] | None],
+    now: list[tuple[torch.Tensor, torch.Tensor, float] | None],
+) -> bool:
+    if len(kept) != len(now):
+        return False
+    for k, n in zip(kept, now, strict=True):
+        if (k is None) != (n is None):
+            return False
+        if k is not None and n is not None:
+            same_shape = k[0].shape == n[0].shape and k[1].shape == n[1].shape
+            if not (same_shape and k[2] == n[2] and torch.equal(k[0], n[0]) and torch.equal(k[1], n[1])):
+                return False
+    return True
+
+
+def _merge_into(
+    layers: list[Any], originals: list[torch.Tensor], name: str, outs: list[torch.Tensor | None]
+) -> list[torch.Tensor | None]:
+    """``name`` merged into each layer that has it (:func:`merged_sum`, into ``outs`` where they fit)."""
+    with torch.no_grad():
+        return [
+            merged_sum(w, m.get_delta_weight(name).to(w.dtype), out=o)
+            if name in getattr(m, "lora_A", {})
+            else None
+            for m, w, o in zip(layers, originals, outs, strict=True)
+        ]
+
+
 class MergedSet:
     """Several adapters merged at once, each into buffers of its own; :meth:`use` points every
     wrapped layer at one adapter's (or the base's) weights: switching costs pointer moves, not a
@@ -137,10 +257,13 @@ class MergedSet:
     Adapters must not change while it is open (the engine opens it while busy, and updates run
     between generation calls); :meth:`close` restores the base weights, bitwise."""
 
-    def __init__(self, peft: Any) -> None:
+    def __init__(self, peft: Any, store: MergeStore | None = None) -> None:
+        """``store``: where merged weights are kept between openings (:class:`MergeStore`); None:
+        each adapter is merged at its first :meth:`use` and freed on :meth:`close`."""
         from peft.tuners.lora import LoraLayer
 
         self.peft = peft
+        self.store = store
         self.layers = [m for m in peft.modules() if isinstance(m, LoraLayer)]
         self.originals = [m.base_layer.weight.data for m in self.layers]
         self.buffers: dict[str, list[torch.Tensor | None]] = {}
@@ -165,13 +288,12 @@ class MergedSet:
             self._disabled = self.peft.disable_adapter()
             self._disabled.__enter__()
         if name is not None and name not in self.buffers:
-            with torch.no_grad():
-                self.buffers[name] = [
-                    merged_sum(w, m.get_delta_weight(name).to(w.dtype))
-                    if name in getattr(m, "lora_A", {})
-                    else None
-                    for m, w in zip(self.layers, self.originals, strict=True)
-                ]
+            if self.store is not None:
+                self.buffers[name] = self.store.merged(name, self.layers, self.originals, self.buffers)
+            else:
+                self.buffers[name] = _merge_into(self.layers, self.originals, name, [None] * len(self.layers))
+        elif name is not None and self.store is not None:
+            self.store.touch(name)
         bufs = self.buffers.get(name) if name is not None else None
         self._mixing = None
         for i, m in enumerate(self.layers):
@@ -236,6 +358,8 @@ class MergedSet:
         for m, w in zip(self.layers, self.originals, strict=True):
             m.base_layer.weight.data = w
         self.buffers.clear()
+        if self.store is not None:
+            self.store.trim()
         if self._disabled is not None:
             self._disabled.__exit__(None, None, None)
             self._disabled = None

@@ -189,3 +189,86 @@ def test_mixing_leaves_base_and_adapters_bitwise_equal(tiny_pair):
     weights.close()
     after = dict(tiny_pair.model.named_parameters())
     assert all(torch.equal(v, after[n]) for n, v in before.items())
+
+
+def _adapter_params(base, name):
+    return [p for n, p in base.model.named_parameters() if "lora_" in n and f".{name}." in n]
+
+
+def _engine_store(backend):
+    from agon_env.agents.engine import engine_for
+
+    return engine_for(backend).store
+
+
+def test_a_kept_merge_serves_later_calls_unchanged_and_gives_the_same_tokens(tiny_pair):
+    kept = HFBackend(tiny_pair, keep_merged=2)
+    fresh = HFBackend(tiny_pair)
+    for _ in range(3):
+        for name in ("agent_a", "agent_b"):
+            got = kept.generate(PROMPTS, SAMPLED, adapter=name, seeds=[1, 2, 3])
+            want = fresh.generate(PROMPTS, SAMPLED, adapter=name, seeds=[1, 2, 3])
+            assert [o.completion_ids for o in got] == [o.completion_ids for o in want]
+            assert [o.logprobs for o in got] == [o.logprobs for o in want]
+    assert _engine_store(kept).merges == 2  # one per adapter, whatever the number of calls
+    assert _engine_store(fresh) is None  # training's default keeps nothing
+
+
+@pytest.mark.parametrize("change", ["optimizer step", "data copy", "scale"])
+def test_a_kept_merge_is_merged_again_into_the_same_buffers_after_any_change(tiny_pair, change):
+    kept = HFBackend(tiny_pair, keep_merged=2)
+    kept.generate(PROMPTS[:1], GREEDY, adapter="agent_a")
+    store = _engine_store(kept)
+    buffers = [b for b in store._kept["agent_a"].buffers if b is not None]
+    params = _adapter_params(tiny_pair, "agent_a")
+    if change == "optimizer step":
+        opt = torch.optim.AdamW(params, lr=0.05)
+        with tiny_pair.use("agent_a"):
+            loss = tiny_pair.model(input_ids=torch.tensor([[5, 6, 7]])).logits.square().mean()
+        loss.backward()
+        opt.step()
+    elif change == "data copy":  # .data shares no version counter: only the exact compare sees it
+        params[0].data.copy_(params[0].data + 0.5)
+    else:
+        for m in M.MergedSet(tiny_pair._peft).layers:
+            m.scaling["agent_a"] *= 2
+    got = kept.generate(PROMPTS, GREEDY, adapter="agent_a")
+    want = HFBackend(tiny_pair).generate(PROMPTS, GREEDY, adapter="agent_a")
+    assert [o.completion_ids for o in got] == [o.completion_ids for o in want]
+    assert [o.logprobs for o in got] == [o.logprobs for o in want]
+    assert store.merges == 2
+    after = [b for b in store._kept["agent_a"].buffers if b is not None]
+    assert [b.data_ptr() for b in after] == [b.data_ptr() for b in buffers]  # refilled, not reallocated
+
+
+def test_a_store_keeps_its_size_and_never_refills_buffers_in_use(tiny_pair):
+    model, ids = tiny_pair.model, torch.tensor([[5, 6, 7, 8]])
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    tiny_pair.add_adapter("agent_c", LoraSpec(init_seed=3, init_b_std=0.05))
+    store = M.MergeStore(1)
+    with torch.inference_mode():
+        expected = {}
+        for name in ("agent_a", "agent_b", "agent_c"):
+            with tiny_pair.sampling(name):
+                expected[name] = model(input_ids=ids).logits
+        merged = M.MergedSet(tiny_pair._peft, store)
+        for name in ("agent_a", "agent_b", "agent_a"):  # both in use at once: both kept meanwhile
+            merged.use(name)
+            assert torch.equal(model(input_ids=ids).logits, expected[name])
+        assert "agent_a" in store and "agent_b" in store
+        merged.close()
+        assert list(store._kept) == ["agent_a"]  # the most recently used one
+        merged = M.MergedSet(tiny_pair._peft, store)
+        merged.use("agent_c")  # a newcomer takes the idle one's buffers
+        assert torch.equal(model(input_ids=ids).logits, expected["agent_c"])
+        merged.use("agent_a")  # merged again: agent_c's buffers are in use
+        assert torch.equal(model(input_ids=ids).logits, expected["agent_a"])
+        merged.use("agent_c")
+        assert torch.equal(model(input_ids=ids).logits, expected["agent_c"])
+        merged.close()
+    assert store.merges == 4 and len(store._kept) == 1
+    for n, p in model.named_parameters():
+        if n in before:
+            assert torch.equal(p, before[n]), n
+    with pytest.raises(ValueError, match="at least one"):
+        M.MergeStore(0)
