@@ -88,9 +88,14 @@ def raw(
     return out
 
 
-def _engine_counts(cascade: Any) -> dict[str, int]:
+PHASES = ("weights", "prefill", "join", "forward", "sample", "drop")
+"""The HF engine's step phases (``Engine.seconds``) the engine counts carry."""
+
+
+def _engine_counts(cascade: Any) -> dict[str, float]:
     """The HF engine's counters so far: decode steps, decode forwards (and those over rows of
-    several adapters), prefills."""
+    several adapters), prefills, adapter merges, and the seconds each phase of its steps took
+    (``Engine.seconds``: ``seconds_prefill`` and so on)."""
     from agon_env.agents.engine import engine_for
 
     backend = next(iter(cascade.agents.values())).backend
@@ -101,6 +106,8 @@ def _engine_counts(cascade: Any) -> dict[str, int]:
         "forwards": forwards.total(),
         "mixed_forwards": sum(n for k, n in forwards.items() if k > 1),
         "prefills": engine.prefills.total(),
+        "merges": engine.merges,
+        **{f"seconds_{phase}": engine.seconds[phase] for phase in PHASES},
     }
 
 
@@ -112,7 +119,7 @@ def _counted(cascade: Any, engine: str, call: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"seconds": time.perf_counter() - t0, "completion_tokens": tokens}
     if engine == "hf":
         after = _engine_counts(cascade)
-        out["engine"] = {k: after[k] - before[k] for k in after}
+        out["engine"] = {k: round(after[k] - before[k], 3) for k in after}
     return out
 
 

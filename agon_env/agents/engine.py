@@ -52,6 +52,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,6 +160,16 @@ class Engine:
         self.prefills: collections.Counter[int] = collections.Counter()
         """How many prefills admitted each number of requests (one step, one adapter): a count per
         size, so a server that runs for weeks keeps at most ``max_batch`` entries, not one per call."""
+        self.seconds: collections.Counter[str] = collections.Counter()
+        """Wall seconds the steps so far spent in each phase, each counted once (a merge inside a
+        prefill is the merge's): ``weights`` (merging adapters, switching them), ``prefill``,
+        ``join`` (arrivals joined to the running batch), ``forward`` (decode forwards), ``sample``
+        and ``drop`` (finished and cancelled rows' KV freed). What a burst's extra time went to
+        (``benchmarks/serve_bench.py --threaded``)."""
+        self._inner = 0.0
+        self.merges = 0
+        """Adapters merged so far (:class:`~agon_env.agents.merge.MergedSet`; with a :attr:`store`,
+        an adapter it kept unchanged is not merged again), counted when the engine goes idle."""
         self.forwards: collections.Counter[int] = collections.Counter()
         """How many decode forwards ran over rows of each number of adapters (2 and more: one
         forward for several adapters' rows, :meth:`~agon_env.agents.merge.MergedSet.mix`)."""
@@ -173,6 +184,17 @@ class Engine:
         self._peft_key: str | None = None
         self._open = False
         self._was_training = False
+
+    @contextlib.contextmanager
+    def _phase(self, name: str) -> Any:
+        """Count the block's wall time under ``name`` in :attr:`seconds`, less its inner phases'."""
+        t0, outer, self._inner = time.perf_counter(), self._inner, 0.0
+        try:
+            yield
+        finally:
+            dt = time.perf_counter() - t0
+            self.seconds[name] += dt - self._inner
+            self._inner = outer + dt
 
     # -- callers ---------------------------------------------------------------------
 
@@ -245,9 +267,11 @@ class Engine:
                 self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
             joined = {self._admit(group) for group in _by_adapter(admitted)}
             for batch in self._chosen(joined):
-                self._sample(batch)
+                with self._phase("sample"):
+                    self._sample(batch)
                 if self.batches.get(batch.key) is batch:
-                    self._forward(batch)
+                    with self._phase("forward"):
+                        self._forward(batch)
             self.steps += 1
         except BaseException as exc:
             for r in self.running + [r for g in admitted for r in g]:
@@ -293,7 +317,8 @@ class Engine:
         keep = [b for b in range(len(batch.rows)) if b not in set(gone)]
         if not keep:
             del self.batches[batch.key]
-        else:
+            return
+        with self._phase("drop"):
             batch.select(keep)
             if batch.joined:
                 _prune(batch)
@@ -311,14 +336,15 @@ class Engine:
         if peft is None:
             return
         if isinstance(adapters, list):
-            self._merged(peft).mix([None if a == REFERENCE else a for a in adapters])
+            with self._phase("weights"):
+                self._merged(peft).mix([None if a == REFERENCE else a for a in adapters])
             return
         if self.backend.merge and (adapters == REFERENCE or self._mergeable(peft, adapters)):
-            self._merged(peft).use(None if adapters == REFERENCE else adapters)
+            with self._phase("weights"):
+                self._merged(peft).use(None if adapters == REFERENCE else adapters)
             return
         if self._weights is not None:  # peft's own forward needs its adapters on
-            self._weights.close()
-            self._weights = None
+            self._close_weights()
         if self._peft_key != adapters:  # DoRA, a quantised base, or ``merge=False``
             self._close_peft()
             self._peft_ctx = contextlib.ExitStack()
@@ -343,11 +369,15 @@ class Engine:
             self._peft_ctx.close()
         self._peft_ctx, self._peft_key = None, None
 
-    def _close(self) -> None:
-        self._close_peft()
+    def _close_weights(self) -> None:
         if self._weights is not None:
+            self.merges += self._weights.merges
             self._weights.close()
             self._weights = None
+
+    def _close(self) -> None:
+        self._close_peft()
+        self._close_weights()
         if self._open:
             self.base.model.train(self._was_training)
             self._open = False
@@ -398,12 +428,13 @@ class Engine:
         key = self._key(adapter)
         batch = self.batches.get(key)
         on = None if batch is None else _segment_of(batch, rows)
-        if batch is not None and on is not None:
-            self.batches[key] = _join(batch, self._prefill(rows, key, on=(batch, on)))
-        elif batch is not None:
-            self.batches[key] = _join(batch, self._prefill(rows, key))
+        with self._phase("prefill"):
+            new = self._prefill(rows, key, on=None if batch is None or on is None else (batch, on))
+        if batch is None:
+            self.batches[key] = new
         else:
-            self.batches[key] = self._prefill(rows, key)
+            with self._phase("join"):
+                self.batches[key] = _join(batch, new)
         self._last[adapter] = rows[-1].ids
         return key
 

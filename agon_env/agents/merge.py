@@ -274,6 +274,8 @@ class MergedSet:
         """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the rows' signs ``[rows, R]``."""
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
+        self.merges = 0
+        """Adapters merged while open (one a store gave back unchanged is not merged)."""
 
     def mergeable(self, name: str) -> bool:
         """Whether ``name`` merges exactly (else the caller samples it through peft)."""
@@ -289,9 +291,12 @@ class MergedSet:
             self._disabled.__enter__()
         if name is not None and name not in self.buffers:
             if self.store is not None:
+                before = self.store.merges
                 self.buffers[name] = self.store.merged(name, self.layers, self.originals, self.buffers)
+                self.merges += self.store.merges - before
             else:
                 self.buffers[name] = _merge_into(self.layers, self.originals, name, [None] * len(self.layers))
+                self.merges += 1
         elif name is not None and self.store is not None:
             self.store.touch(name)
         bufs = self.buffers.get(name) if name is not None else None

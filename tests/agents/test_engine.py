@@ -73,6 +73,10 @@ def test_a_request_joins_at_the_next_step_and_answers_as_it_would_alone(tiny_pai
     for a, b in zip(alone, burst, strict=True):
         assert a.out_ids == b.out_ids
         assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)
+    # every phase of those steps was timed, the joins' included; each merge counted once it closed
+    assert {"weights", "prefill", "join", "forward", "sample", "drop"} <= set(engine.seconds)
+    assert all(v > 0 for v in engine.seconds.values())
+    assert engine.merges >= 2 and engine._weights is None
 
 
 def test_concurrent_callers_share_steps_and_get_their_own_answers(tiny_pair):

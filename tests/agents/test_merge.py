@@ -8,6 +8,7 @@ import torch
 from agon_env.agents import HFBackend, LoraSpec, SamplingParams
 from agon_env.agents import attention as A
 from agon_env.agents import merge as M
+from agon_env.agents.engine import engine_for
 from agon_env.vocabulary import REFERENCE
 
 PROMPTS = ["What is 17 + 25?", "Verify the draft.", "0 1 2"]
@@ -196,8 +197,6 @@ def _adapter_params(base, name):
 
 
 def _engine_store(backend):
-    from agon_env.agents.engine import engine_for
-
     return engine_for(backend).store
 
 
@@ -212,6 +211,7 @@ def test_a_kept_merge_serves_later_calls_unchanged_and_gives_the_same_tokens(tin
             assert [o.logprobs for o in got] == [o.logprobs for o in want]
     assert _engine_store(kept).merges == 2  # one per adapter, whatever the number of calls
     assert _engine_store(fresh) is None  # training's default keeps nothing
+    assert engine_for(kept).merges == 2 and engine_for(fresh).merges == 6
 
 
 @pytest.mark.parametrize("change", ["optimizer step", "data copy", "scale"])
