@@ -137,7 +137,10 @@ class _Batch:
 
     def select(self, keep: list[int]) -> None:
         idx = torch.tensor(keep, device=self.mask.device)
-        self.cache.batch_select_indices(idx)
+        if self.joined:  # in place: the rows left free take the next arrivals (concat_caches)
+            self.cache.compact(keep)
+        else:  # a caller alone keeps the loop's exact buffers
+            self.cache.batch_select_indices(idx)
         self.mask, self.last_pos, self.head = self.mask[idx], self.last_pos[idx], self.head[idx]
         self.rows = [self.rows[b] for b in keep]
 

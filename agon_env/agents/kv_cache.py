@@ -32,13 +32,18 @@ class _BufferLayer(DynamicLayer):
         self.prefix: tuple[torch.Tensor, torch.Tensor] | None = None
         """Keys and values ``[1, heads, P, dim]`` every row attends to, stored once
         (:meth:`share_prefix`); ``keys``/``values`` then hold each row's own tokens only."""
+        self._kr: torch.Tensor | None = None
+        self._vr: torch.Tensor | None = None
+        """The buffers whose first rows ``_k``/``_v`` are: rows beyond them are free for rows that
+        join (:meth:`take`), left by rows that finished (:meth:`compact`) or allocated spare
+        (:meth:`fill`)."""
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
         b, h, n, d = key_states.shape
         cap = max(self.capacity, n)
-        self._k = key_states.new_empty(b, h, cap, d)
-        self._v = value_states.new_empty(b, value_states.shape[1], cap, value_states.shape[3])
+        self._k = self._kr = key_states.new_empty(b, h, cap, d)
+        self._v = self._vr = value_states.new_empty(b, value_states.shape[1], cap, value_states.shape[3])
         self.is_initialized = True
 
     def _grow(self, needed: int) -> None:
@@ -47,7 +52,7 @@ class _BufferLayer(DynamicLayer):
         v = self._v.new_empty(*self._v.shape[:2], cap, self._v.shape[-1])
         k[:, :, : self.length] = self._k[:, :, : self.length]
         v[:, :, : self.length] = self._v[:, :, : self.length]
-        self._k, self._v = k, v
+        self._k, self._v = self._kr, self._vr = k, v
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any):
         if not self.is_initialized:
@@ -67,13 +72,44 @@ class _BufferLayer(DynamicLayer):
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         if self.is_initialized:
-            self._k, self._v = self._k[indices], self._v[indices]
+            self._k, self._v = self._kr, self._vr = self._k[indices], self._v[indices]
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+
+    def compact(self, keep: Sequence[int]) -> None:
+        """Keep rows ``keep`` (ascending), moved down in place: what :meth:`batch_select_indices`
+        does without a copy of the whole cache (only the rows after a gap move, their cached
+        tokens only); the rows left behind are free for rows that join (:meth:`take`)."""
+        if not self.is_initialized:
+            return
+        assert self._kr is not None and self._vr is not None
+        for dst, src in enumerate(keep):
+            if dst != src:
+                self._kr[dst, :, : self.length] = self._kr[src, :, : self.length]
+                self._vr[dst, :, : self.length] = self._vr[src, :, : self.length]
+        self._k, self._v = self._kr[: len(keep)], self._vr[: len(keep)]
+        self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+
+    def take(self, part: tuple[torch.Tensor, torch.Tensor]) -> bool:
+        """Add ``part``'s rows (keys and values of their own tokens) after this layer's in its free
+        rows, right-aligned at its tokens with zeros to their left, as :meth:`fill` would lay them
+        out; False (nothing done) when the free rows are too few or ``part`` is longer. More tokens
+        than the buffer holds later grow it (:meth:`update`)."""
+        k, v = part
+        n, m, w = self._k.shape[0], k.shape[0], k.shape[-2]
+        if self._kr is None or self._vr is None or self._kr.shape[0] < n + m or w > self.length:
+            return False
+        pad = self.length - w
+        for buf, x in ((self._kr, k), (self._vr, v)):
+            buf[n : n + m, :, :pad] = 0
+            buf[n : n + m, :, pad : self.length] = x
+        self._k, self._v = self._kr[: n + m], self._vr[: n + m]
+        self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
+        return True
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         if self.is_initialized:
-            self._k = self._k.repeat_interleave(repeats, dim=0)
-            self._v = self._v.repeat_interleave(repeats, dim=0)
+            self._k = self._kr = self._k.repeat_interleave(repeats, dim=0)
+            self._v = self._vr = self._v.repeat_interleave(repeats, dim=0)
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
     def share_prefix(self, rows: int) -> None:
@@ -86,8 +122,8 @@ class _BufferLayer(DynamicLayer):
         p = self.length
         self.prefix = (self._k[:, :, :p], self._v[:, :, :p])
         cap = max(self.capacity - p, 1)
-        self._k = self._k.new_empty(rows, self._k.shape[1], cap, self._k.shape[-1])
-        self._v = self._v.new_empty(rows, self._v.shape[1], cap, self._v.shape[-1])
+        self._k = self._kr = self._k.new_empty(rows, self._k.shape[1], cap, self._k.shape[-1])
+        self._v = self._vr = self._v.new_empty(rows, self._v.shape[1], cap, self._v.shape[-1])
         self.length = 0
         self.keys, self.values = self._k[:, :, :0], self._v[:, :, :0]
 
@@ -100,7 +136,9 @@ class _BufferLayer(DynamicLayer):
             k, v = (_columns(t, prefix_keep) for t in self.prefix)
             self.prefix = (k, v) if k.shape[-2] else None
         if own_from and self.is_initialized:
+            assert self._kr is not None and self._vr is not None
             self._k, self._v = self._k[:, :, own_from:], self._v[:, :, own_from:]
+            self._kr, self._vr = self._kr[:, :, own_from:], self._vr[:, :, own_from:]
             self.length -= own_from
             self.capacity = self._k.shape[-2]
             self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
@@ -110,17 +148,19 @@ class _BufferLayer(DynamicLayer):
         left out)."""
         return self._k[:, :, : self.length], self._v[:, :, : self.length]
 
-    def fill(self, parts: Sequence[tuple[torch.Tensor, torch.Tensor]], room: int) -> None:
+    def fill(self, parts: Sequence[tuple[torch.Tensor, torch.Tensor]], room: int, spare: int = 0) -> None:
         """Hold ``parts`` (each rows' keys and values) stacked, right-aligned at the longest, with
-        zeros (masked by the caller) to their left and ``room`` free slots after."""
+        zeros (masked by the caller) to their left and ``room`` free slots after; ``spare`` rows
+        more are allocated, free for rows that join later (:meth:`take`)."""
         width = max(k.shape[-2] for k, _ in parts)
         k0, v0 = parts[0]
         rows = sum(k.shape[0] for k, _ in parts)
         # Only the padding is zeroed (masked, but it must be finite: a NaN times a zero weight is
         # NaN); the free slots are written before any read. Zeroing the whole buffer was half of
         # a join's cost.
-        self._k = k0.new_empty(rows, k0.shape[1], width + room, k0.shape[-1])
-        self._v = v0.new_empty(rows, v0.shape[1], width + room, v0.shape[-1])
+        self._kr = k0.new_empty(rows + spare, k0.shape[1], width + room, k0.shape[-1])
+        self._vr = v0.new_empty(rows + spare, v0.shape[1], width + room, v0.shape[-1])
+        self._k, self._v = self._kr[:rows], self._vr[:rows]
         r = 0
         for k, v in parts:
             pad = width - k.shape[-2]
@@ -136,6 +176,7 @@ class _BufferLayer(DynamicLayer):
     def reset(self) -> None:
         self.length = 0
         self.prefix = None
+        self._kr = self._vr = None
         super().reset()
 
     def crop(self, tokens_to_remove: int) -> None:
@@ -156,6 +197,11 @@ class BufferCache(DynamicCache):
         for layer in self.layers:
             layer.share_prefix(rows)
 
+    def compact(self, keep: Sequence[int]) -> None:
+        """:meth:`_BufferLayer.compact` on every layer: rows ``keep`` stay, in place."""
+        for layer in self.layers:
+            layer.compact(keep)
+
     def trim(self, prefix_keep: Sequence[tuple[int, int]] | None, own_from: int) -> None:
         """:meth:`_BufferLayer.trim` on every layer."""
         for layer in self.layers:
@@ -175,23 +221,39 @@ def concat_caches(
     ``a``'s columns then ``b``'s (a *bank*: the attention mask gives each row its own columns,
     the caller's to build); ``keep``: the column ranges of ``a``'s prefix to keep (default: all),
     so prefixes no row reads any more are dropped. The running batch of
-    :mod:`agon_env.agents.engine` takes new rows this way, whatever prompts they start with."""
-    out = BufferCache(len(a.layers), 0)
+    :mod:`agon_env.agents.engine` takes new rows this way, whatever prompts they start with.
+
+    Where ``a``'s buffers have free rows enough and ``b``'s tokens are no longer than ``a``'s, ``b``'s
+    rows go into them and ``a`` itself is returned (:meth:`_BufferLayer.take`): only the arrivals
+    are copied. Otherwise a new cache is filled, with spare rows (half as many again) for the next
+    arrivals, so a stream of arrivals copies the running rows a few times, not at every join."""
+    fits = all(
+        la.is_initialized
+        and la._kr is not None
+        and la._kr.shape[0] >= la._k.shape[0] + lb.own()[0].shape[0]
+        and lb.own()[0].shape[-2] <= la.length
+        for la, lb in zip(a.layers, b.layers, strict=True)
+    )
+    out = a if fits else BufferCache(len(a.layers), 0)
     same = all(
         la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)
     )
     for layer, la, lb in zip(out.layers, a.layers, b.layers, strict=True):
-        layer.fill([la.own(), lb.own()], room)
-        if same:
-            layer.prefix = la.prefix
-            continue
-        kept = None if la.prefix is None else tuple(_columns(t, keep) for t in la.prefix)
-        if kept is not None and kept[0].shape[-2] == 0:
-            kept = None
-        if kept is None or lb.prefix is None:
-            layer.prefix = kept if lb.prefix is None else lb.prefix
+        prefix = la.prefix
+        if not same:
+            kept = None if la.prefix is None else tuple(_columns(t, keep) for t in la.prefix)
+            if kept is not None and kept[0].shape[-2] == 0:
+                kept = None
+            if kept is None or lb.prefix is None:
+                prefix = kept if lb.prefix is None else lb.prefix
+            else:
+                prefix = (torch.cat([kept[0], lb.prefix[0]], -2), torch.cat([kept[1], lb.prefix[1]], -2))
+        if fits:
+            layer.take(lb.own())  # fits: it takes them
         else:
-            layer.prefix = (torch.cat([kept[0], lb.prefix[0]], -2), torch.cat([kept[1], lb.prefix[1]], -2))
+            rows = la.own()[0].shape[0] + lb.own()[0].shape[0]
+            layer.fill([la.own(), lb.own()], room, spare=rows // 2)
+        layer.prefix = prefix
     return out
 
 
