@@ -7,7 +7,8 @@ whatever adapters its rows use) and at every step
 
 * drops every row whose request was cancelled (:meth:`Request.cancel`: a time-out, a client gone,
   the :class:`~agon_env.agents.aborting.Abort` of the call): its KV rows are freed at once, so a
-  given-up request holds its slot for at most one more step;
+  given-up request holds its slot for at most one more step (in a batch that rows joined, the
+  rows after it move down in place and its row is left for the next arrival to take);
 * prefills the requests that arrived meanwhile (one forward per adapter among them) and adds them
   to the batch. The batch keeps each prompt prefix its rows share (the few-shot turns; a GRPO
   group's whole prompt) once (:meth:`~agon_env.agents.kv_cache.BufferCache.share_prefix`, read by
@@ -17,7 +18,8 @@ whatever adapters its rows use) and at every step
   kept prefix of its adapter prefills only its own tail on top of it, and a lone arrival shares
   the prefix it has with its adapter's previous prompt. Rows are joined by
   :func:`~agon_env.agents.kv_cache.concat_caches` (own tokens right-aligned, padding masked, cut
-  once no row reads it: :data:`PRUNE_MIN`);
+  once no row reads it: :data:`PRUNE_MIN`; arrivals written into the rows finished ones left free
+  where they fit, else the batch copied once with rows to spare);
 * samples each row with its own parameters and generator, streams the token to its request
   (``on_token``), and drops rows that finished (EOS, a stop string, their ``max_new_tokens``).
 
@@ -31,7 +33,9 @@ the two an engine with a batch per adapter ran (or the one of them it let wait; 
 figures in docs/serving.md). Adapters that cannot merge exactly (DoRA, a quantised base, or
 ``merge=False``) are sampled through peft, a batch each (:meth:`Engine._key`); with several of
 those running, a step runs only the fullest batch, those that just took rows and those left out
-:data:`MAX_WAIT` steps (:meth:`Engine._chosen`).
+:data:`MAX_WAIT` steps (:meth:`Engine._chosen`). The merged weights are freed whenever the engine
+runs out of work, as training's update needs that memory, unless the backend keeps them
+(``HFBackend(keep_merged=)``, evaluation's and serving's: :class:`~agon_env.agents.merge.MergeStore`).
 
 **Arithmetic.** A caller alone (training, ``agon eval``) gets exactly the batches of the loop it
 replaces: its chunks of ``max_batch_size`` rows are admitted one after another (a chunk waits until

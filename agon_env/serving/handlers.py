@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from agon_env.seeding import derive_seed
 from agon_env.serving import wire
-from agon_env.serving.cascade import DRAFT, Cascade, CascadeAnswer, QuestionError
+from agon_env.serving.cascade import DRAFT, Cascade, CascadeAnswer, QuestionError, Stage
 from agon_env.serving.metrics import CONTENT_TYPE, Metrics
 from agon_env.serving.requests import ChatRequest, RequestError, parse_chat
 from agon_env.serving.scheduling import CASCADE_MODEL, Batcher, Listen, QueueFull
@@ -236,8 +236,8 @@ class Handlers:
     ) -> AsyncIterator[bytes]:
         rid, made, model = f"chatcmpl-{uuid.uuid4().hex}", int(time.time()), request.model
 
-        def chunk(delta: Mapping[str, Any], finish: str | None = None) -> bytes:
-            return wire.chunk(rid, made, model, delta, finish)
+        def chunk(delta: Mapping[str, Any], finish: str | None = None, scores: Any = None) -> bytes:
+            return wire.chunk(rid, made, model, delta, finish, scores)
 
         reasoning, content, last = "", Held(request.stop, request.keep_stop), None
         try:
@@ -276,7 +276,10 @@ class Handlers:
                 yield chunk({"reasoning_content": more})  # what a streaming engine held back
             if more := rest(text, content.sent):
                 yield chunk({"content": more})
-            yield chunk({}, reason)
+            # The engines stream text, not tokens: the log-probs come whole, with the finish reason
+            # (a client that joins the chunks' lists holds what the unstreamed reply carries).
+            alone = request.logprobs and isinstance(result, Stage)
+            yield chunk({}, reason, wire.logprobs(result, self.decode) if alone else None)
             counts = wire.usage(wire.stages(result))
             self.metrics.tokens(model, counts["prompt_tokens"], counts["completion_tokens"])
             self.metrics.e2e(model, time.perf_counter() - t0)

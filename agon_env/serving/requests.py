@@ -28,7 +28,8 @@ field                             what it does
 ``n``                             that many answers, each its own seed (not with ``stream``)
 ``stream``, ``stream_options``    server-sent chunks; ``include_usage`` adds a last usage chunk
 ``logprobs``                      each token's log-prob under the sampling that drew it, for an adapter
-                                  alone and not streamed; ``top_logprobs`` (0-20) alternatives too
+                                  alone; ``top_logprobs`` (0-20) alternatives too. Streamed, the whole
+                                  list comes on the chunk that carries the finish reason
 ``user``                          accepted and not read (OpenAI's end-user id for abuse monitoring)
 ================================  ==================================================================
 
@@ -118,7 +119,7 @@ class ChatRequest:
     keep_stop: bool = False
     """``include_stop_str_in_output``: the reply ends after the stop string, not before it."""
     logprobs: bool = False
-    """Return each completion token's log-prob (an adapter alone, not streamed)."""
+    """Return each completion token's log-prob (an adapter alone; streamed, on the finish chunk)."""
 
     def with_sampling(self, sampling: Mapping[str, Any]) -> ChatRequest:
         return replace(self, sampling=dict(sampling))
@@ -280,8 +281,6 @@ def parse_chat(body: Any, models: Sequence[str], max_tokens: int | None = None) 
         raise RequestError("stream_options.include_usage must be true or false", "stream_options")
     if stream and n > 1:
         raise RequestError("n > 1 is not supported with stream: true", "n")
-    if stream and logprobs:
-        raise RequestError("logprobs is not supported with stream: true", "logprobs")
     return ChatRequest(
         model=model,
         question=question_of(body.get("messages")),

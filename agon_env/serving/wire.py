@@ -152,9 +152,16 @@ def reply(
     return out
 
 
-def chunk(rid: str, created: int, model: str, delta: Mapping[str, Any], finish: str | None = None) -> bytes:
-    """One streamed ``chat.completion.chunk`` of choice 0."""
-    choice = {"index": 0, "delta": dict(delta), "logprobs": None, "finish_reason": finish}
+def chunk(
+    rid: str,
+    created: int,
+    model: str,
+    delta: Mapping[str, Any],
+    finish: str | None = None,
+    scores: Mapping[str, Any] | None = None,
+) -> bytes:
+    """One streamed ``chat.completion.chunk`` of choice 0; ``scores``: its ``logprobs``."""
+    choice = {"index": 0, "delta": dict(delta), "logprobs": scores, "finish_reason": finish}
     return event(
         {
             "id": rid,

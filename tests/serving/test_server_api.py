@@ -243,6 +243,26 @@ def streamed(api, **fields) -> list[dict]:
     return [c["choices"][0]["delta"] for c in (json.loads(line[6:]) for line in lines[:-1]) if c["choices"]]
 
 
+def streamed_choices(api, **fields) -> list[dict]:
+    body = {"messages": [{"role": "user", "content": "What is 2 + 3?"}], **fields, "stream": True}
+    with api.stream("POST", "/v1/chat/completions", json=body, headers=AUTH) as got:
+        lines = [line for line in got.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]"
+    return [c["choices"][0] for c in (json.loads(line[6:]) for line in lines[:-1]) if c["choices"]]
+
+
+def test_streamed_logprobs_come_whole_with_the_finish_reason_as_the_reply_carries_them(api):
+    fields = {"model": "pair/agent_b", "temperature": 1.0, "seed": 7, "max_tokens": 8}
+    whole = chat(api, **fields, logprobs=True, top_logprobs=2).json()["choices"][0]
+    choices = streamed_choices(api, **fields, logprobs=True, top_logprobs=2)
+    scored = [c for c in choices if c["logprobs"] is not None]
+    assert len(scored) == 1 and scored[0] is choices[-1]
+    assert scored[0]["finish_reason"] == whole["finish_reason"]
+    assert scored[0]["logprobs"] == whole["logprobs"]
+    assert "".join(c["delta"].get("content", "") for c in choices) == whole["message"]["content"]
+    assert all(c["logprobs"] is None for c in streamed_choices(api, **fields))  # not asked, none
+
+
 @pytest.mark.parametrize("model", ["cascade", "pair/agent_b"])
 def test_streaming_is_token_by_token_and_joins_to_the_greedy_answer(api, model):
     # 28: the cascade's budget covers the draft (16 at most) and leaves the answer 12

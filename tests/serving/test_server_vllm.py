@@ -72,6 +72,11 @@ def test_vllm_reports_top_logprobs_as_the_hf_engine_does(vllm_server):
         values = [a.logprob for a in t.top_logprobs]
         assert len(values) == 3 and values == sorted(values, reverse=True)
         assert t.top_logprobs[0].token == t.token and abs(t.top_logprobs[0].logprob - t.logprob) < 1e-5
+    # streamed through the official client: the same list, joined from the chunks
+    chunks = list(c.chat.completions.create(**ask("qwen-pair/agent_a"), **how, stream=True))
+    scored = [ch.choices[0].logprobs for ch in chunks if ch.choices and ch.choices[0].logprobs]
+    joined = [t for scores in scored for t in scores.content]
+    assert [(t.token, t.logprob) for t in joined] == [(t.token, t.logprob) for t in content]
 
 
 def test_vllm_streams_token_by_token_what_it_answers_whole(vllm_server):

@@ -193,7 +193,6 @@ def test_a_chunked_body_past_the_limit_and_a_half_sent_body_are_refused():
         ({"frequency_penalty": 0.5}, "frequency_penalty", "other than 0"),
         ({"logprobs": True, "top_logprobs": 21}, "top_logprobs", "between 0 and 20"),
         ({"top_logprobs": 1}, "top_logprobs", "needs logprobs"),
-        ({"logprobs": True, "stream": True}, "logprobs", "stream"),
         ({"top_k": -2}, "top_k", "between -1"),
         ({"include_stop_str_in_output": "yes"}, "include_stop_str_in_output", "true or false"),
         (
