@@ -193,10 +193,6 @@ class MergeStore:
         for n in idle[: max(len(self._kept) - self.size, 0)]:
             del self._kept[n]
 
-    def clear(self) -> None:
-        """Free every kept buffer."""
-        self._kept.clear()
-
 
 def _lora_of(layers: list[Any], name: str) -> list[tuple[torch.Tensor, torch.Tensor, float] | None]:
     return [
