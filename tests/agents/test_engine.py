@@ -147,6 +147,47 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     assert [r.out_ids for r in together] == alone
 
 
+def test_a_joined_batch_frees_a_cancelled_row_in_place_and_the_next_arrival_takes_it(tiny_pair):
+    """In a batch rows joined, a row that leaves is compacted away in place (the rows after it move
+    down, nothing reallocated) and a later arrival is written into the row it freed; every row
+    still answers as it would alone."""
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
+    prompts = [PROMPTS[0], PROMPTS[1], PROMPTS[3], PROMPTS[0] + " Again."]
+    alone = []
+    for i, p in enumerate(prompts):
+        r = request(backend, p, "agent_a", 70 + i, params)
+        engine.run([[r]])
+        alone.append(r.out_ids)
+    rows = [request(backend, p, "agent_a", 70 + i, params) for i, p in enumerate(prompts)]
+    gone = request(backend, PROMPTS[2], "agent_a", 99, params)
+    engine.submit([rows[0]])
+    engine.step()
+
+    def allocation() -> int:
+        return engine.batches[MIXED].cache.layers[0]._kr.untyped_storage().data_ptr()
+
+    engine.submit([gone, rows[1]])
+    engine.step()  # copied once, with a row to spare ...
+    before = allocation()
+    engine.submit([rows[2]])
+    engine.step()  # ... which the next arrival takes
+    batch = engine.batches[MIXED]
+    assert batch.joined and batch.rows == [rows[0], gone, rows[1], rows[2]] and allocation() == before
+    gone.cancel()
+    engine.step()
+    assert engine.batches[MIXED].rows == [rows[0], rows[1], rows[2]]
+    assert engine.batches[MIXED].cache.layers[0].keys.shape[0] == 3
+    assert allocation() == before  # moved down in place
+    engine.submit([rows[3]])
+    engine.step()
+    assert engine.batches[MIXED].rows[-1] is rows[3] and allocation() == before  # took the freed row
+    while engine.backlog:
+        engine.step()
+    assert [r.out_ids for r in rows] == alone and gone.finish == CANCELLED
+
+
 def _forwards(base) -> list[int]:
     """A list that grows by one for every forward of ``base``'s model (prefills included)."""
     calls: list[int] = []
