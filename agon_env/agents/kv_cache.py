@@ -9,7 +9,8 @@ either as copies (:meth:`BufferCache.batch_repeat_interleave`) or stored once
 (:meth:`BufferCache.share_prefix`, which :func:`agon_env.agents.attention.prefix_attention`
 reads: a decode step then reads the prefix's keys and values once, not once per row); and two
 caches can be joined into one (:func:`concat_caches`: rows that join a running batch), each
-prefix still kept once.
+prefix still kept once, the arrivals written into rows that finished rows left free
+(:meth:`_BufferLayer.compact`, :meth:`_BufferLayer.take`) where there are enough.
 """
 
 from __future__ import annotations
