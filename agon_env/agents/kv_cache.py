@@ -90,16 +90,22 @@ class _BufferLayer(DynamicLayer):
         self._k, self._v = self._kr[: len(keep)], self._vr[: len(keep)]
         self.keys, self.values = self._k[:, :, : self.length], self._v[:, :, : self.length]
 
+    def can_take(self, part: tuple[torch.Tensor, torch.Tensor]) -> bool:
+        """Whether :meth:`take` fits ``part``: enough free rows, and its tokens no more than ours."""
+        k = part[0]
+        free = 0 if self._kr is None or not self.is_initialized else self._kr.shape[0] - self._k.shape[0]
+        return free >= k.shape[0] and k.shape[-2] <= self.length
+
     def take(self, part: tuple[torch.Tensor, torch.Tensor]) -> bool:
         """Add ``part``'s rows (keys and values of their own tokens) after this layer's in its free
         rows, right-aligned at its tokens with zeros to their left, as :meth:`fill` would lay them
-        out; False (nothing done) when the free rows are too few or ``part`` is longer. More tokens
-        than the buffer holds later grow it (:meth:`update`)."""
-        k, v = part
-        n, m, w = self._k.shape[0], k.shape[0], k.shape[-2]
-        if self._kr is None or self._vr is None or self._kr.shape[0] < n + m or w > self.length:
+        out; False (nothing done) unless :meth:`can_take`. More tokens than the buffer holds later
+        grow it (:meth:`update`)."""
+        if not self.can_take(part):
             return False
-        pad = self.length - w
+        assert self._kr is not None and self._vr is not None
+        k, v = part
+        n, m, pad = self._k.shape[0], k.shape[0], self.length - k.shape[-2]
         for buf, x in ((self._kr, k), (self._vr, v)):
             buf[n : n + m, :, :pad] = 0
             buf[n : n + m, :, pad : self.length] = x
@@ -228,13 +234,7 @@ def concat_caches(
     rows go into them and ``a`` itself is returned (:meth:`_BufferLayer.take`): only the arrivals
     are copied. Otherwise a new cache is filled, with spare rows (half as many again) for the next
     arrivals, so a stream of arrivals copies the running rows a few times, not at every join."""
-    fits = all(
-        la.is_initialized
-        and la._kr is not None
-        and la._kr.shape[0] >= la._k.shape[0] + lb.own()[0].shape[0]
-        and lb.own()[0].shape[-2] <= la.length
-        for la, lb in zip(a.layers, b.layers, strict=True)
-    )
+    fits = all(la.can_take(lb.own()) for la, lb in zip(a.layers, b.layers, strict=True))
     out = a if fits else BufferCache(len(a.layers), 0)
     same = all(
         la.prefix is not None and la.prefix is lb.prefix for la, lb in zip(a.layers, b.layers, strict=True)

@@ -25,6 +25,13 @@ def request(backend: HFBackend, prompt: str, adapter: str, seed: int, params=SAM
     return Request(backend._encode(prompt), params, adapter, gen, own_generator=True)
 
 
+def answered_alone(engine, rows: list[Request]) -> list[list[int]]:
+    """Each row's tokens, generated with the engine to itself (what a burst must reproduce)."""
+    for r in rows:
+        engine.run([[r]])
+    return [r.out_ids for r in rows]
+
+
 def test_a_request_abandoned_mid_batch_frees_its_slot_within_one_step(tiny_pair):
     backend = HFBackend(tiny_pair)
     engine = engine_for(backend)
@@ -124,11 +131,9 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     few = "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: "
     questions = [few + q for q in ("3 + 4?", "5 + 6?", "7 + 8?")]
     params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
-    alone = []
-    for i, q in enumerate(questions):
-        r = request(backend, q, "agent_a", 50 + i, params)
-        engine.run([[r]])
-        alone.append(r.out_ids)
+    alone = answered_alone(
+        engine, [request(backend, q, "agent_a", 50 + i, params) for i, q in enumerate(questions)]
+    )
     together = [request(backend, q, "agent_a", 50 + i, params) for i, q in enumerate(questions)]
     engine.submit(together[:2])
     engine.step()
@@ -155,11 +160,9 @@ def test_a_joined_batch_frees_a_cancelled_row_in_place_and_the_next_arrival_take
     engine = engine_for(backend)
     params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
     prompts = [PROMPTS[0], PROMPTS[1], PROMPTS[3], PROMPTS[0] + " Again."]
-    alone = []
-    for i, p in enumerate(prompts):
-        r = request(backend, p, "agent_a", 70 + i, params)
-        engine.run([[r]])
-        alone.append(r.out_ids)
+    alone = answered_alone(
+        engine, [request(backend, p, "agent_a", 70 + i, params) for i, p in enumerate(prompts)]
+    )
     rows = [request(backend, p, "agent_a", 70 + i, params) for i, p in enumerate(prompts)]
     gone = request(backend, PROMPTS[2], "agent_a", 99, params)
     engine.submit([rows[0]])
