@@ -1,17 +1,20 @@
-"""The two decode levers of issue 59's last round, weighed against each other in one process.
+"""The decode levers of issue 59's rounds, weighed against each other in one process.
 
 ``nucleus``: top-p's cut from the top 64 (then 1,024) probabilities instead of a sort of the
 whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TRIES = ()``).
 ``layout``: merged CPU weights stored input-major (:data:`agon_env.agents.merge.INPUT_MAJOR`).
-Each rep runs all four combinations on the same prompts and seed, in a rotating order so drift
-in a shared machine's load hits each alike; rep 0 warms up and is not counted. The same rows are
-checked token for token against the run with both levers off (``same_tokens``: the nucleus is
-exact; the layout changes the round-off, so a token could in principle flip), and the largest
-log-prob difference over the rows that agree is reported (``largest_logprob_difference``).
+``head``: the output head run from a oneDNN-packed copy of its weight
+(:data:`agon_env.agents.packed_head.PACKED_HEAD`).
+Each rep runs every combination (none, each lever alone, all) on the same prompts and seed, in a
+rotating order so drift in a shared machine's load hits each alike; rep 0 warms up and is not
+counted. The same rows are checked token for token against the run with every lever off
+(``same_tokens``: the nucleus is exact; the layout and the head change the round-off, so a token
+could in principle flip), and the largest log-prob difference over the rows that agree is
+reported (``largest_logprob_difference``).
 
     python benchmarks/decode_levers_bench.py [--batch 8] [--reps 3] [--max-new-tokens 96] [--threads 1]
 
-Prints one JSON object as its last line: tokens/s of each combination and each lever's ratio.
+Prints one JSON object as its last line: tokens/s of each combination and each one's ratio to none.
 """
 
 from __future__ import annotations
@@ -23,19 +26,22 @@ import time
 
 import torch
 
-from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, logit_rules, merge
+from agon_env.agents import HFBackend, LoraSpec, SamplingParams, SharedBase, logit_rules, merge, packed_head
 
-COMBINATIONS = {
-    "neither": {"nucleus": False, "layout": False},
-    "nucleus": {"nucleus": True, "layout": False},
-    "layout": {"nucleus": False, "layout": True},
-    "both": {"nucleus": True, "layout": True},
+LEVERS = {
+    "nucleus": lambda on: setattr(logit_rules, "NUCLEUS_TRIES", (64, 1024) if on else ()),
+    "layout": lambda on: setattr(merge, "INPUT_MAJOR", on),
+    "head": lambda on: setattr(packed_head, "PACKED_HEAD", on),
 }
+"""Each lever's switch (on: the library's default)."""
+
+COMBINATIONS = {"none": (), **{name: (name,) for name in LEVERS}, "all": tuple(LEVERS)}
+"""The levers each run turns on."""
 
 
-def switch(nucleus: bool, layout: bool) -> None:
-    logit_rules.NUCLEUS_TRIES = (64, 1024) if nucleus else ()
-    merge.INPUT_MAJOR = layout
+def switch(on: tuple[str, ...]) -> None:
+    for name, set_lever in LEVERS.items():
+        set_lever(name in on)
 
 
 def main() -> None:
@@ -60,8 +66,9 @@ def main() -> None:
     for rep in range(args.reps + 1):
         params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=0.95, seed=rep)
         outs = {}
-        for name in names[rep % 4 :] + names[: rep % 4]:
-            switch(**COMBINATIONS[name])
+        turn = rep % len(names)
+        for name in names[turn:] + names[:turn]:
+            switch(COMBINATIONS[name])
             t0 = time.perf_counter()
             outs[name] = backend.generate(prompts, params, adapter="agent_a")
             seconds = time.perf_counter() - t0
@@ -69,12 +76,12 @@ def main() -> None:
                 totals[name][0] += sum(len(o.completion_ids) for o in outs[name])
                 totals[name][1] += seconds
         for name in names:
-            for o, ref in zip(outs[name], outs["neither"], strict=True):
+            for o, ref in zip(outs[name], outs["none"], strict=True):
                 same[name] &= o.completion_ids == ref.completion_ids
                 if o.completion_ids == ref.completion_ids:
                     diffs = [abs(a - b) for a, b in zip(o.logprobs, ref.logprobs, strict=True)]
                     drift[name] = max(drift[name], *diffs, 0.0)
-    switch(nucleus=True, layout=True)
+    switch(tuple(LEVERS))
     tps = {name: n / s for name, (n, s) in totals.items()}
     print(
         json.dumps(
@@ -87,11 +94,11 @@ def main() -> None:
                 "max_new_tokens": args.max_new_tokens,
                 "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
                 "tok_s": {k: round(v, 2) for k, v in tps.items()},
-                "nucleus_over_neither": round(tps["nucleus"] / tps["neither"], 3),
-                "layout_over_neither": round(tps["layout"] / tps["neither"], 3),
-                "both_over_neither": round(tps["both"] / tps["neither"], 3),
+                **{
+                    f"{name}_over_none": round(tps[name] / tps["none"], 3) for name in names if name != "none"
+                },
                 "same_tokens": same,
-                # over the rows whose tokens agree with "neither": the round-off a lever moves
+                # over the rows whose tokens agree with "none": the round-off a lever moves
                 "largest_logprob_difference": {k: float(f"{v:.2e}") for k, v in drift.items()},
             }
         )

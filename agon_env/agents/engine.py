@@ -67,6 +67,7 @@ from agon_env.agents import logit_rules
 from agon_env.agents.aborting import Aborted, current
 from agon_env.agents.kv_cache import BufferCache, concat_caches, shared_prefix_len
 from agon_env.agents.merge import MergedSet, MergeStore
+from agon_env.agents.packed_head import PackedHead
 from agon_env.agents.protocol import SamplingParams
 from agon_env.vocabulary import REFERENCE
 
@@ -187,6 +188,9 @@ class Engine:
         self._weights: MergedSet | None = None
         self.store = MergeStore(backend.keep_merged) if backend.keep_merged and backend.merge else None
         """Merged weights kept while idle (``HFBackend(keep_merged=)``); None: merged per busy spell."""
+        self.packed_head = PackedHead(keep=self.store is not None)
+        """The output head, packed for oneDNN while busy (:mod:`~agon_env.agents.packed_head`),
+        kept while idle along with the merged weights."""
         self._peft_ctx: contextlib.ExitStack | None = None
         self._peft_key: str | None = None
         self._open = False
@@ -340,6 +344,8 @@ class Engine:
         if not self._open:
             self._was_training, self._open = model.training, True
             model.eval()  # sampling never uses dropout; peft's mixed batches require eval mode
+            with self._phase("weights"):
+                self.packed_head.install(self.base.base_model)
         if peft is None:
             return
         if isinstance(adapters, list):
@@ -385,6 +391,7 @@ class Engine:
     def _close(self) -> None:
         self._close_peft()
         self._close_weights()
+        self.packed_head.remove()
         if self._open:
             self.base.model.train(self._was_training)
             self._open = False

@@ -5,14 +5,14 @@ from __future__ import annotations
 from bench_run import last_json
 
 
-def test_decode_levers_bench_weighs_the_four_combinations_and_checks_their_tokens() -> None:
+def test_decode_levers_bench_weighs_each_lever_and_all_and_checks_their_tokens() -> None:
     flags = ["--model", "tiny", "--batch", "3", "--reps", "1", "--max-new-tokens", "6"]
     result = last_json("decode_levers_bench.py", *flags)
     assert result["bench"] == "decode_levers"
-    assert set(result["tok_s"]) == {"neither", "nucleus", "layout", "both"}
+    assert set(result["tok_s"]) == {"none", "nucleus", "layout", "head", "all"}
     assert all(v > 0 for v in result["tok_s"].values())
     # the nucleus is exact: its tokens are the full sort's, always
-    assert result["same_tokens"]["nucleus"] is True and result["same_tokens"]["neither"] is True
+    assert result["same_tokens"]["nucleus"] is True and result["same_tokens"]["none"] is True
     drift = result["largest_logprob_difference"]
-    assert drift["nucleus"] == 0.0 == drift["neither"] and drift["layout"] >= 0
-    assert result["both_over_neither"] > 0 and result["nucleus_over_neither"] > 0
+    assert drift["nucleus"] == 0.0 == drift["none"] and drift["layout"] >= 0 and drift["head"] >= 0
+    assert all(result[f"{name}_over_none"] > 0 for name in ("nucleus", "layout", "head", "all"))

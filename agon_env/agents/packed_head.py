@@ -1,0 +1,101 @@
+"""The output head run from a oneDNN-packed copy of its weight while the generation engine samples.
+
+At decode shapes the head is the largest matmul of a step: SmolLM2-135M's is 49,152 × 576, a
+fifth of the model's weights, read once per step for a few dozen rows of logits. ``F.linear``
+gives MKL that weight as a transposed operand, which it read at 4 GB/s against the 6 GB/s of
+the decoder's merged weights: 28 ms of each ~160 ms decode step at 8 rows (``torch.profiler``
+over a ``benchmarks/rollout_bench.py`` call).
+oneDNN's linear with the weight reordered once into its own blocked layout
+(``torch.ops.mkldnn._reorder_linear_weight``, the op inductor's CPU weight freezing uses) ran the
+same product 2.8× faster at 8 rows and 3.5× at 15 on this machine's cores. While the engine is
+busy, :class:`PackedHead` points the head's ``forward`` at that product; its figures, with their
+commands, are in docs/benchmarks.md ("The output head, packed").
+
+**Arithmetic.** oneDNN sums in another order than MKL at large hidden sizes: SmolLM2's logits
+moved by up to 1.2e-4 (the tiny test models' heads, 32-128 wide, gave the same bits). A row's
+logits do not depend on how many rows share the product (``tests/agents/test_packed_head.py``,
+1 to 40 rows), where ``F.linear``'s do, so a row's head no longer differs alone and in a burst.
+
+**Not covered**, and run by ``F.linear`` as before: a head off the CPU, not fp32, wrapped by an
+adapter (LoRA on ``lm_head``) or quantised, and any torch built without oneDNN. The packed copy
+has no autograd: it is installed only for the engine's inference-mode forwards and removed when
+the engine goes idle, before any update runs. It is packed again whenever the head's weight
+storage or version changed, the check the merged weights apply to the frozen base
+(:class:`~agon_env.agents.merge.MergeStore`). Its memory is one more copy of the head (113 MB for
+SmolLM2, 622 MB for Qwen3-0.6B's vocabulary): kept between busy spells only where the merged
+weights are kept too (evaluation and serving), else freed at idle and repacked (~50 ms) at the
+next spell.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+PACKED_HEAD = True
+"""Run the engine's output head packed for oneDNN where it can (the module docstring); off: ``F.linear``."""
+
+PACK_ROWS = 16
+"""The row count oneDNN's weight layout is chosen for (the reorder's batch-size hint); any count
+runs on it. 8 and 16 gave the same speed at 8 and 15 rows; 1 was slower past 2 rows."""
+
+
+def packable(head: Any) -> bool:
+    """Whether ``head`` is a plain fp32 CPU ``nn.Linear`` and this torch has oneDNN's linear."""
+    if not PACKED_HEAD or type(head) is not torch.nn.Linear:
+        return False
+    w = head.weight
+    if w.device.type != "cpu" or w.dtype != torch.float32 or not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        torch.ops.mkldnn._reorder_linear_weight  # noqa: B018  (present in builds with oneDNN)
+        torch.ops.mkldnn._linear_pointwise  # noqa: B018
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+class PackedHead:
+    """One model's output head, packed once and installed while the engine is busy."""
+
+    def __init__(self, keep: bool) -> None:
+        """``keep``: hold the packed copy between busy spells (else freed at :meth:`remove`)."""
+        self.keep = keep
+        self.packs = 0
+        """How many times the weight was packed (once per busy spell without ``keep``)."""
+        self._packed: torch.Tensor | None = None
+        self._of: tuple[int, int, tuple[int, ...]] | None = None
+        self._head: torch.nn.Module | None = None
+
+    def install(self, model: Any) -> bool:
+        """Run ``model``'s head from the packed weight (packed now if it is missing or stale);
+        False, and nothing changed, where the head is not :func:`packable`."""
+        outputs = getattr(model, "get_output_embeddings", None)
+        head = outputs() if outputs is not None else None
+        if head is None or not packable(head):
+            return False
+        w = head.weight
+        of = (w.untyped_storage().data_ptr(), w._version, tuple(w.shape))
+        if self._packed is None or self._of != of:
+            with torch.no_grad():
+                self._packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
+            self._of = of
+            self.packs += 1
+        packed, bias = self._packed, head.bias
+
+        def forward(x: torch.Tensor) -> torch.Tensor:
+            y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), packed, bias, "none", [], "")
+            return y.view(*x.shape[:-1], y.shape[-1])
+
+        head.forward = forward  # an instance attribute: ``nn.Module.__call__`` finds it first
+        self._head = head
+        return True
+
+    def remove(self) -> None:
+        """Give the head its own ``forward`` back; drop the packed copy unless kept."""
+        if self._head is not None:
+            self._head.__dict__.pop("forward", None)
+            self._head = None
+        if not self.keep:
+            self._packed, self._of = None, None
