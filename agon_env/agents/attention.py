@@ -21,6 +21,11 @@ a :class:`~agon_env.agents.kv_cache.BufferCache` whose layers keep their prefix 
 prefix at once (as Hydragen, arXiv 2402.05099, does on GPUs), with one softmax over prefix
 and own scores together, so the result is the same attention up to float round-off. What it
 buys end to end is measured in docs/benchmarks.md ("Cost levers, third round").
+
+**Several batches in one forward.** Given ``packed=`` a
+:class:`~agon_env.agents.packed_forward.PackedPlan`, the query is every batch's tokens packed into
+one sequence, and the plan answers: each batch's queries attend in its own cache under its own
+mask, through this same function (:mod:`agon_env.agents.packed_forward`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,10 @@ def gqa_sdpa_attention(
 ) -> tuple[torch.Tensor, None]:
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    packed = kwargs.pop("packed", None)
+    if packed is not None:  # several batches in one forward: each attends in its own cache
+        attend = packed.attend(module, query, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs)
+        return attend, None
     shared = kwargs.get("shared_prefix")
     prefix = None if shared is None else shared.shared_prefix(module.layer_idx)
     if prefix is not None:

@@ -63,7 +63,7 @@ from typing import Any
 
 import torch
 
-from agon_env.agents import logit_rules
+from agon_env.agents import logit_rules, packed_forward
 from agon_env.agents.aborting import Aborted, current
 from agon_env.agents.kv_cache import BufferCache, concat_caches, shared_prefix_len
 from agon_env.agents.merge import MergedSet, MergeStore
@@ -82,6 +82,10 @@ PRUNE_MIN = 8
 
 MAX_WAIT = 3
 """With several adapters running, a batch left out of this many steps in a row runs at the next."""
+
+RIDE = True
+"""Prefill an arrival in the running batch's decode forward where it can (:meth:`Engine._ride`,
+:mod:`~agon_env.agents.packed_forward`); off: every prefill is a forward of its own."""
 
 MIXED = "*"
 """The key of the batch whose rows may be of any adapter (:meth:`Engine._key`)."""
@@ -166,8 +170,9 @@ class Engine:
         self.steps = 0
         """Decode steps run so far (a step: admit, sample one token per row, one forward)."""
         self.prefills: collections.Counter[int] = collections.Counter()
-        """How many prefills admitted each number of requests (one step, one adapter): a count per
-        size, so a server that runs for weeks keeps at most ``max_batch`` entries, not one per call."""
+        """How many prefills admitted each number of requests (one step, one adapter; those that
+        rode a decode forward, :attr:`rode`, included): a count per size, so a server that runs for
+        weeks keeps at most ``max_batch`` entries, not one per call."""
         self.seconds: collections.Counter[str] = collections.Counter()
         """Wall seconds the steps so far spent in each phase, each counted once (a merge inside a
         prefill is the merge's): ``weights`` (merging adapters, switching them), ``prefill``,
@@ -178,6 +183,8 @@ class Engine:
         self.merges = 0
         """Adapters merged so far (:class:`~agon_env.agents.merge.MergedSet`; with a :attr:`store`,
         an adapter it kept unchanged is not merged again), counted when the engine goes idle."""
+        self.rode: collections.Counter[int] = collections.Counter()
+        """How many decode forwards prefilled each number of arriving groups too (:meth:`_ride`)."""
         self.forwards: collections.Counter[int] = collections.Counter()
         """How many decode forwards ran over rows of each number of adapters (2 and more: one
         forward for several adapters' rows, :meth:`~agon_env.agents.merge.MergedSet.mix`)."""
@@ -276,13 +283,19 @@ class Engine:
         try:
             for batch in list(self.batches.values()):
                 self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
-            joined = {self._admit(group) for group in _by_adapter(admitted)}
-            for batch in self._chosen(joined):
+            groups = _by_adapter(admitted)
+            riding = [g for g in groups if self._ride(g)]
+            joined = {self._admit(g) for g in groups if not any(g is x for x in riding)}
+            for batch in self._chosen(joined | ({MIXED} if riding else set())):
                 with self._phase("sample"):
                     self._sample(batch)
                 if self.batches.get(batch.key) is batch:
                     with self._phase("forward"):
-                        self._forward(batch)
+                        here = riding if batch.key == MIXED else []
+                        riding = [g for g in riding if not any(g is x for x in here)]
+                        riding += self._forward(batch, here)
+            for g in riding:  # the batch they were to ride ended, or dropped their prefix
+                self._admit(g)
             self.steps += 1
         except BaseException as exc:
             for r in self.running + [r for g in admitted for r in g]:
@@ -336,7 +349,7 @@ class Engine:
 
     # -- adapters ----------------------------------------------------------------------
 
-    def _use(self, adapters: str | list[str]) -> None:
+    def _use(self, adapters: str | list[str], per_token: bool = False) -> None:
         """Make the model run ``adapters``: one for every row (merged into the base weights,
         :class:`MergedSet`: one pointer move per layer; else peft's forward told the adapter), or
         one per row (:meth:`MergedSet.mix`; only adapters :meth:`_key` puts in one batch)."""
@@ -350,7 +363,7 @@ class Engine:
             return
         if isinstance(adapters, list):
             with self._phase("weights"):
-                self._merged(peft).mix([None if a == REFERENCE else a for a in adapters])
+                self._merged(peft).mix([None if a == REFERENCE else a for a in adapters], per_token)
             return
         if self.backend.merge and (adapters == REFERENCE or self._mergeable(peft, adapters)):
             with self._phase("weights"):
@@ -396,9 +409,11 @@ class Engine:
             self.base.model.train(self._was_training)
             self._open = False
 
-    def _extra(self, cache: BufferCache, adapters: str | list[str]) -> dict[str, Any]:
+    def _extra(
+        self, cache: BufferCache, adapters: str | list[str], per_token: bool = False
+    ) -> dict[str, Any]:
         """The forward's keywords, the model made to run ``adapters`` (:meth:`_use`)."""
-        self._use(adapters)
+        self._use(adapters, per_token)
         return {} if cache.shared_prefix(0) is None else {"shared_prefix": cache}
 
     def _key(self, adapter: str) -> str:
@@ -418,6 +433,18 @@ class Engine:
         return self._extra(batch.cache, names if len(set(names)) > 1 else names[0])
 
     # -- prefill, merge, sample, forward -------------------------------------------------
+
+    def _ride(self, rows: list[Request]) -> bool:
+        """Whether ``rows`` (one adapter) can be prefilled in the running batch's next decode
+        forward instead of one of their own: it is the :data:`MIXED` batch, keeps a prefix of their
+        adapter their prompts all start with, and the model runs packed forwards. Rows that ride
+        take their first token at the step after, as a prefill of their own would have given it
+        at the start of that step; the decode forward costs little more, the prefill's read of
+        the weights is saved (:mod:`~agon_env.agents.packed_forward`)."""
+        batch = self.batches.get(MIXED)
+        if not RIDE or batch is None or self._key(rows[0].adapter) != MIXED:
+            return False
+        return _segment_of(batch, rows) is not None and packed_forward.packable(self.base.base_model)
 
     def _chosen(self, joined: set[str]) -> list[_Batch]:
         """The batches this step runs: with one running (always, unless adapters are sampled
@@ -457,6 +484,25 @@ class Engine:
         index of the kept-once prefix (a segment of its bank) they start with: only their tails
         are computed, reading that prefix; else their own shared prefix first, once (a lone row
         shares the one it has with its adapter's last prompt)."""
+        part, segments = self._part(rows, on)
+        out = self.base.model(
+            input_ids=part.ids,
+            attention_mask=part.mask,
+            position_ids=part.positions,
+            past_key_values=part.cache,
+            use_cache=True,
+            logits_to_keep=1,
+            **self._extra(part.cache, rows[0].adapter),
+        )
+        head = out.logits[:, -1, :]
+        return _Batch(rows, part.cache, part.mask, part.positions[:, -1:], head, key, segments)
+
+    def _part(
+        self, rows: list[Request], on: tuple[_Batch, int] | None
+    ) -> tuple[packed_forward.Part, list[tuple[str, list[int]]]]:
+        """What :meth:`_prefill`'s forward over the rows' prompt tails is given (their shared prefix
+        computed first where they do not start on a running batch's), and the prefixes their cache
+        keeps once."""
         backend, device = self.backend, self.base.device
         ids = [r.ids for r in rows]
         n, adapter = len(rows), rows[0].adapter
@@ -502,22 +548,13 @@ class Engine:
                 cache.share_prefix(n)
             else:
                 cache.batch_repeat_interleave(n)
-        out = model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=positions,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=1,
-            **self._extra(cache, adapter),
-        )
         if on is not None:
             segments = on[0].segments
         elif cache.shared_prefix(0) is not None:
             segments = [(adapter, list(ids[0][:shared]))]
         else:
             segments = []
-        return _Batch(rows, cache, mask, positions[:, -1:], out.logits[:, -1, :], key, segments)
+        return packed_forward.Part(input_ids, mask, positions, cache), segments
 
     def _sample(self, batch: _Batch) -> None:
         """One token per row from its logits, with its parameters and generator; finished rows leave."""
@@ -572,17 +609,47 @@ class Engine:
             ]
         )
 
-    def _forward(self, batch: _Batch) -> None:
-        self.forwards[len({r.adapter for r in batch.rows})] += 1
-        out = self.base.model(
-            input_ids=batch.head[:, None],
-            attention_mask=batch.mask,
-            position_ids=batch.last_pos,
-            past_key_values=batch.cache,
-            use_cache=True,
-            **self._extra_rows(batch),
-        )
-        batch.head = out.logits[:, -1, :]
+    def _forward(self, batch: _Batch, riding: list[list[Request]] = ()) -> list[list[Request]]:
+        """One decode step of ``batch``; the arrivals ``riding`` (groups of rows of the batch's
+        :data:`MIXED` key) prefilled in the same forward where their prompts start with a prefix
+        it keeps (:meth:`_ride`) and joined to it after. Returns the groups that could not ride
+        (the batch dropped the prefix they start with while sampling): the caller admits them."""
+        rides, left = [], []
+        for group in riding:
+            on = _segment_of(batch, group)
+            (left if on is None else rides).append((group, on))
+        if not rides:
+            self.forwards[len({r.adapter for r in batch.rows})] += 1
+            out = self.base.model(
+                input_ids=batch.head[:, None],
+                attention_mask=batch.mask,
+                position_ids=batch.last_pos,
+                past_key_values=batch.cache,
+                use_cache=True,
+                **self._extra_rows(batch),
+            )
+            batch.head = out.logits[:, -1, :]
+            return [g for g, _ in left]
+        parts = [packed_forward.Part(batch.head[:, None], batch.mask, batch.last_pos, batch.cache)]
+        names = [r.adapter for r in batch.rows]
+        arrived = []
+        for group, on in rides:
+            part, segments = self._part(group, (batch, on))
+            parts.append(part)
+            names += [group[0].adapter] * part.ids.numel()
+            arrived.append((group, part, segments))
+        self.forwards[len(set(names))] += 1
+        self.rode[len(rides)] += 1
+        extra = self._extra(batch.cache, names if len(set(names)) > 1 else names[0], per_token=True)
+        extra.pop("shared_prefix", None)  # each part attends in its own cache (the plan)
+        logits = packed_forward.forward(self.base.model, parts, **extra)
+        batch.head = logits[0]
+        for (group, part, segments), head in zip(arrived, logits[1:], strict=True):
+            new = _Batch(group, part.cache, part.mask, part.positions[:, -1:], head, MIXED, segments)
+            with self._phase("join"):
+                self.batches[MIXED] = _join(self.batches[MIXED], new)
+            self._last[group[0].adapter] = group[-1].ids
+        return [g for g, _ in left]
 
 
 def _segment_of(batch: _Batch, rows: list[Request]) -> int | None:
@@ -690,12 +757,7 @@ def _sampling_groups(rows: Sequence[Request]) -> list[tuple[list[int], SamplingP
 
 
 def num_layers(model: Any) -> int:
-    cfg = (
-        model.config.get_text_config(decoder=True)
-        if hasattr(model.config, "get_text_config")
-        else model.config
-    )
-    return int(cfg.num_hidden_layers)
+    return int(packed_forward.text_config(model).num_hidden_layers)
 
 
 _LOCK = threading.Lock()

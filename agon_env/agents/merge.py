@@ -268,6 +268,7 @@ class MergedSet:
         """Per set of adapters in use, each layer's :data:`_Stack` (None: the layer has none)."""
         self._mixing: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
         """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the rows' signs ``[rows, R]``."""
+        self._per_token = False
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
         self.merges = 0
@@ -301,10 +302,11 @@ class MergedSet:
             b = None if bufs is None else bufs[i]
             m.base_layer.weight.data = self.originals[i] if b is None else b
 
-    def mix(self, names: list[str | None]) -> None:
+    def mix(self, names: list[str | None], per_token: bool = False) -> None:
         """Run row ``i`` of the next forwards with adapter ``names[i]`` (``None``: the base), every
         row in one forward (the class docstring). Every name must be :meth:`mergeable`, and one
-        at least not None."""
+        at least not None. ``per_token``: ``names`` name each token of a ``[1, N]`` forward instead
+        (several batches packed into one sequence: :mod:`~agon_env.agents.packed_forward`)."""
         counts = collections.Counter(n for n in names if n is not None)
         anchor = max(sorted(counts), key=lambda n: counts[n])  # the most rows: merged, exactly
         self.use(anchor)
@@ -326,6 +328,7 @@ class MergedSet:
                 masks[have] = _row_signs(names, have, anchor, a)
             mixing.append((a, b, masks[have]))
         self._mixing = mixing
+        self._per_token = per_token
 
     def _stack(self, m: Any, used: tuple[str, ...]) -> _Stack | None:
         have = tuple(n for n in used if n in getattr(m, "lora_A", {}))
@@ -345,7 +348,10 @@ class MergedSet:
             a, b, signs = mixing[i]
             x = args[0]
             d = torch.matmul(x, a)  # [rows, tokens, R]
-            d.mul_(signs.view(signs.shape[0], *([1] * (d.dim() - 2)), signs.shape[1]))
+            if self._per_token:  # [1, N, R]: a row of signs per token
+                d.mul_(signs.view(d.shape))
+            else:  # a row of signs per batch row, for all its tokens
+                d.mul_(signs.view(signs.shape[0], *([1] * (d.dim() - 2)), signs.shape[1]))
             out.view(-1, out.shape[-1]).addmm_(d.view(-1, d.shape[-1]), b)
             return out
 

@@ -10,6 +10,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agon_env.agents import engine as E
 from agon_env.agents.aborting import Abort, Aborted, aborting
 from agon_env.agents.engine import CANCELLED, MIXED, PRUNE_MIN, Request, engine_for
 from agon_env.agents.hf_backend import HFBackend
@@ -150,6 +151,50 @@ def test_a_row_that_joins_reads_the_prefix_the_batch_keeps_once(tiny_pair):
     while engine.backlog:
         engine.step()
     assert [r.out_ids for r in together] == alone
+
+
+@pytest.mark.parametrize("ride", [True, False])
+def test_arrivals_ride_the_decode_forward_and_answer_as_they_would_alone(tiny_pair, monkeypatch, ride):
+    """An arrival whose prompt starts with a prefix the running batch keeps for its adapter is
+    prefilled in the batch's decode forward (packed_forward): no forward of its own, its first
+    token at the next step, and the tokens and log-probs it has alone. Off (``RIDE``), every
+    arrival is a forward of its own and answers the same."""
+    monkeypatch.setattr(E, "RIDE", ride)
+    backend = HFBackend(tiny_pair)
+    engine = engine_for(backend)
+    few = "Worked example: 1 + 1 = 2. Worked example: 2 + 2 = 4. Now: "
+    asked = [(few + f"{q} + {q % 5}?", a) for q, a in zip(range(3, 10), "aabbaba", strict=True)]
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, stop=())
+
+    def rows() -> list[Request]:
+        return [request(backend, q, f"agent_{a}", 70 + i, params) for i, (q, a) in enumerate(asked)]
+
+    alone = rows()
+    answered_alone(engine, alone)
+    forwards: list[int] = []
+    hook = backend.base.base_model.register_forward_pre_hook(
+        lambda m, a, k: forwards.append(1), with_kwargs=True
+    )
+    burst = rows()
+    engine.submit(burst[:2])  # agent_a's two: their prefix kept once
+    engine.step()
+    engine.submit(burst[2:4])  # agent_b's: a prefix of their own beside it, in a forward of their own
+    engine.step()
+    steps, before = engine.steps, len(forwards)
+    engine.submit(burst[4:5])  # agent_a's prefix is kept: rides
+    engine.step()
+    assert (len(burst[4].out_ids) == 0) is ride  # riding, its first token comes at the next step
+    engine.submit(burst[5:7])  # one of each adapter: both ride, in the same forward
+    engine.step()
+    # two decode forwards; not riding, three prefills besides (one per adapter and step)
+    assert engine.steps - steps == 2 and len(forwards) - before == (2 if ride else 5)
+    assert engine.rode.total() == (2 if ride else 0) and engine.rode[2] == (1 if ride else 0)
+    while engine.backlog:
+        engine.step()
+    hook.remove()
+    for a, b in zip(alone, burst, strict=True):
+        assert a.out_ids == b.out_ids
+        assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)
 
 
 def test_a_joined_batch_frees_a_cancelled_row_in_place_and_the_next_arrival_takes_it(tiny_pair):
@@ -362,6 +407,27 @@ def test_any_schedule_of_arrivals_answers_each_row_as_it_would_alone(mixing_pair
     """Rows of any adapters and prompt families, arriving at any steps, in one running batch
     (prefixes kept once side by side, dropped and cut as rows leave): every row samples the
     tokens it samples alone, with the same log-probs up to float round-off."""
+    answers_as_alone(mixing_pair, arrivals)
+
+
+_riding = st.tuples(
+    st.integers(0, 1),  # the two families with a prefix: later arrivals ride on it
+    st.sampled_from(["agent_a", "agent_b"]),
+    st.integers(0, 40),
+    st.integers(4, 12),  # long enough for the batch to be running when they arrive
+    st.integers(0, 8),
+)
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arrivals=st.lists(_riding, min_size=3, max_size=10))
+def test_any_schedule_of_riding_arrivals_answers_each_row_as_it_would_alone(mixing_pair, arrivals):
+    """The same law where most arrivals start with a prefix the batch keeps for their adapter, so
+    they are prefilled in its decode forwards (packed_forward), several at once, of any adapters."""
+    answers_as_alone(mixing_pair, arrivals)
+
+
+def answers_as_alone(mixing_pair, arrivals) -> None:
     backend, alone = mixing_pair
     engine = engine_for(backend)
 
@@ -376,7 +442,7 @@ def test_any_schedule_of_arrivals_answers_each_row_as_it_would_alone(mixing_pair
             engine.run([[alone[key]]])
     rows = [(at, make(f, a, q, m), (FAMILIES[f], a, q, m)) for f, a, q, m, at in arrivals]
     step = 0
-    while step <= 6 or engine.backlog:
+    while step <= 8 or engine.backlog:
         for at, r, _ in rows:
             if at == step:
                 engine.submit([r])
