@@ -19,7 +19,10 @@ the raw run's process (``threaded``: each question its own ``Cascade.answer`` ca
 its own, sent as ``--spread-s`` says; ``threaded_over_raw``), so the engine's share of the
 served overhead and the server's can be told apart; on HF, ``raw`` and ``threaded`` carry the
 engine's counts over the call (decode steps, decode forwards and those over rows of several
-adapters, prefills). The raw run comes first, in
+adapters, prefills and those that rode a decode forward). ``--ride-ab`` (with ``--threaded``, HF)
+runs the threaded shape once more with every arrival prefilled in a forward of its own
+(``engine.RIDE`` off): ``threaded_separate`` and ``ride_over_separate``, the lever weighed in one
+process. The raw run comes first, in
 a child process of its own that exits before the server starts (a vLLM engine is only freed with its
 process), so the two never share the cores or the memory.
 
@@ -67,9 +70,16 @@ def questions(n: int) -> list[str]:
 
 
 def raw(
-    run: Path, asked: list[str], engine: str, threads: int, spread_s: float | None = None
+    run: Path,
+    asked: list[str],
+    engine: str,
+    threads: int,
+    spread_s: float | None = None,
+    ride_ab: bool = False,
 ) -> dict[str, Any]:
-    """The raw call (and with ``spread_s``, :func:`threaded` after it, under ``"threaded"``)."""
+    """The raw call (and with ``spread_s``, :func:`threaded` after it, under ``"threaded"``; with
+    ``ride_ab``, :func:`threaded` again with every arrival prefilled in a forward of its own, under
+    ``"threaded_separate"``)."""
     import torch
 
     from agon_env.serving.cascade import Cascade
@@ -85,6 +95,14 @@ def raw(
     out = _counted(cascade, engine, call)
     if spread_s is not None:
         out["threaded"] = threaded(cascade, asked, engine, spread_s)
+    if spread_s is not None and ride_ab:
+        from agon_env.agents import engine as hf_engine
+
+        hf_engine.RIDE = False
+        try:
+            out["threaded_separate"] = threaded(cascade, asked, engine, spread_s)
+        finally:
+            hf_engine.RIDE = True
     return out
 
 
@@ -106,6 +124,7 @@ def _engine_counts(cascade: Any) -> dict[str, float]:
         "forwards": forwards.total(),
         "mixed_forwards": sum(n for k, n in forwards.items() if k > 1),
         "prefills": engine.prefills.total(),
+        "rode": engine.rode.total(),
         "merges": engine.merges,
         **{f"seconds_{phase}": engine.seconds[phase] for phase in PHASES},
     }
@@ -291,12 +310,19 @@ def main() -> None:
         action="store_true",
         help="also answer each question in a thread of its own in the raw run's process (no HTTP)",
     )
+    ap.add_argument(
+        "--ride-ab",
+        action="store_true",
+        help="with --threaded on HF: the threaded run again with every arrival prefilled in a forward "
+        "of its own (engine.RIDE off), in the same process",
+    )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.raw_out:  # a file, not stdout: vLLM logs to stdout
         spread = args.spread_s if args.threaded else None
-        result = raw(Path(args.run), questions(args.requests), args.engine, args.threads, spread)
+        ride_ab = args.ride_ab and args.engine == "hf"
+        result = raw(Path(args.run), questions(args.requests), args.engine, args.threads, spread, ride_ab)
         Path(args.raw_out).write_text(json.dumps(result))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -318,6 +344,7 @@ def main() -> None:
             "--spread-s",
             str(args.spread_s),
             *(["--threaded"] if args.threaded else []),
+            *(["--ride-ab"] if args.ride_ab else []),
         ]
         done = subprocess.run(child, capture_output=True, text=True, check=False)
         if done.returncode:
@@ -335,13 +362,21 @@ def main() -> None:
                 "batch_window_ms": args.batch_window_ms,
                 "spread_s": args.spread_s,
                 "max_new_tokens": args.max_new_tokens,
-                "raw": {k: v for k, v in r.items() if k != "threaded"},
+                "raw": {k: v for k, v in r.items() if not k.startswith("threaded")},
                 "served": s,
                 "served_over_raw": s["seconds"] / r["seconds"],
                 # without HTTP: what the engine alone costs over the raw call (--threaded)
                 **(
                     {"threaded": r["threaded"], "threaded_over_raw": r["threaded"]["seconds"] / r["seconds"]}
                     if "threaded" in r
+                    else {}
+                ),
+                **(
+                    {
+                        "threaded_separate": r["threaded_separate"],
+                        "ride_over_separate": r["threaded"]["seconds"] / r["threaded_separate"]["seconds"],
+                    }
+                    if "threaded_separate" in r
                     else {}
                 ),
                 # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too

@@ -23,8 +23,8 @@ def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine()
 
 def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine_counts() -> None:
     flags = ["--model", "tiny", "--requests", "4", "--max-new-tokens", "8", "--threads", "1"]
-    result = last_json("serve_bench.py", *flags, "--threaded", "--spread-s", "0.2")
-    raw, threaded = result["raw"], result["threaded"]
+    result = last_json("serve_bench.py", *flags, "--threaded", "--spread-s", "0.2", "--ride-ab")
+    raw, threaded, separate = result["raw"], result["threaded"], result["threaded_separate"]
     assert result["threaded_over_raw"] == threaded["seconds"] / raw["seconds"] > 0
     for counts in (raw["engine"], threaded["engine"]):
         # a step runs one decode forward (every adapter's rows in it); every stage prefilled
@@ -32,3 +32,7 @@ def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine
         assert 1 <= counts["prefills"] <= 4 * 2
     assert raw["engine"]["prefills"] == 2  # one call: the drafts, then the answers
     assert 0 < threaded["completion_tokens"] <= 4 * 2 * 8
+    # --ride-ab: the same shape again, no arrival riding a decode forward
+    assert raw["engine"]["rode"] == 0 == separate["engine"]["rode"] <= threaded["engine"]["rode"]
+    assert threaded["engine"]["rode"] <= threaded["engine"]["prefills"]
+    assert result["ride_over_separate"] == threaded["seconds"] / separate["seconds"] > 0
