@@ -609,7 +609,7 @@ class Engine:
             ]
         )
 
-    def _forward(self, batch: _Batch, riding: list[list[Request]] = ()) -> list[list[Request]]:
+    def _forward(self, batch: _Batch, riding: Sequence[list[Request]] = ()) -> list[list[Request]]:
         """One decode step of ``batch``; the arrivals ``riding`` (groups of rows of the batch's
         :data:`MIXED` key) prefilled in the same forward where their prompts start with a prefix
         it keeps (:meth:`_ride`) and joined to it after. Returns the groups that could not ride
@@ -618,38 +618,42 @@ class Engine:
         for group in riding:
             on = _segment_of(batch, group)
             (left if on is None else rides).append((group, on))
-        if not rides:
-            self.forwards[len({r.adapter for r in batch.rows})] += 1
-            out = self.base.model(
-                input_ids=batch.head[:, None],
-                attention_mask=batch.mask,
-                position_ids=batch.last_pos,
-                past_key_values=batch.cache,
-                use_cache=True,
-                **self._extra_rows(batch),
-            )
-            batch.head = out.logits[:, -1, :]
+        if rides:
+            self._forward_with(batch, rides)
             return [g for g, _ in left]
+        self.forwards[len({r.adapter for r in batch.rows})] += 1
+        out = self.base.model(
+            input_ids=batch.head[:, None],
+            attention_mask=batch.mask,
+            position_ids=batch.last_pos,
+            past_key_values=batch.cache,
+            use_cache=True,
+            **self._extra_rows(batch),
+        )
+        batch.head = out.logits[:, -1, :]
+        return [g for g, _ in left]
+
+    def _forward_with(self, batch: _Batch, rides: list[tuple[list[Request], int]]) -> None:
+        """``batch``'s decode step and the prefill of each riding group (rows, the index of the
+        prefix of ``batch``'s bank they start with) in one packed forward, then each group joined."""
         parts = [packed_forward.Part(batch.head[:, None], batch.mask, batch.last_pos, batch.cache)]
         names = [r.adapter for r in batch.rows]
         arrived = []
         for group, on in rides:
             part, segments = self._part(group, (batch, on))
             parts.append(part)
-            names += [group[0].adapter] * part.ids.numel()
+            names += [group[0].adapter] * part.ids.numel()  # the adapters are named per token
             arrived.append((group, part, segments))
         self.forwards[len(set(names))] += 1
         self.rode[len(rides)] += 1
-        extra = self._extra(batch.cache, names if len(set(names)) > 1 else names[0], per_token=True)
-        extra.pop("shared_prefix", None)  # each part attends in its own cache (the plan)
-        logits = packed_forward.forward(self.base.model, parts, **extra)
+        self._use(names if len(set(names)) > 1 else names[0], per_token=True)
+        logits = packed_forward.forward(self.base.model, parts)
         batch.head = logits[0]
         for (group, part, segments), head in zip(arrived, logits[1:], strict=True):
             new = _Batch(group, part.cache, part.mask, part.positions[:, -1:], head, MIXED, segments)
             with self._phase("join"):
                 self.batches[MIXED] = _join(self.batches[MIXED], new)
             self._last[group[0].adapter] = group[-1].ids
-        return [g for g, _ in left]
 
 
 def _segment_of(batch: _Batch, rows: list[Request]) -> int | None:

@@ -127,9 +127,10 @@ class PackedCache(Cache):
         return 0
 
 
-def forward(model: Any, parts: list[Part], **extra: Any) -> list[torch.Tensor]:
+def forward(model: Any, parts: list[Part]) -> list[torch.Tensor]:
     """One forward over every part's tokens; per part, ``[rows, vocab]``: the logits of each row's
-    last token. ``extra``: the model's other keywords (the rows' adapters, per token)."""
+    last token. The model runs whatever adapters it was set to (per token, where they differ:
+    :meth:`~agon_env.agents.merge.MergedSet.mix`)."""
     plan = PackedPlan(model, parts)
     ids = torch.cat([p.ids.reshape(-1) for p in parts])[None]
     positions = torch.cat([p.positions.reshape(-1) for p in parts])[None]
@@ -149,7 +150,6 @@ def forward(model: Any, parts: list[Part], **extra: Any) -> list[torch.Tensor]:
         use_cache=True,
         logits_to_keep=last,
         packed=plan,
-        **extra,
     )
     logits = out.logits[0]
     rows = [p.ids.shape[0] for p in parts]
