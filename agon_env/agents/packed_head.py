@@ -12,9 +12,10 @@ busy, :class:`PackedHead` points the head's ``forward`` at that product; its fig
 commands, are in docs/benchmarks.md ("The output head, packed").
 
 **Arithmetic.** oneDNN sums in another order than MKL at large hidden sizes: SmolLM2's logits
-moved by up to 1.2e-4 (the tiny test models' heads, 32-128 wide, gave the same bits). A row's
-logits do not depend on how many rows share the product (``tests/agents/test_packed_head.py``,
-1 to 40 rows), where ``F.linear``'s do, so a row's head no longer differs alone and in a burst.
+moved by up to 1.2e-4 (the tiny test models' heads, 32-128 wide, gave the same bits). From
+:data:`MIN_ROWS` rows on, a row's logits do not depend on how many rows share the product
+(``tests/agents/test_packed_head.py``, 4 to 40 rows), where ``F.linear``'s do; fewer rows run
+``F.linear``, which is the faster there.
 
 **Not covered**, and run by ``F.linear`` as before: a head off the CPU, not fp32, wrapped by an
 adapter (LoRA on ``lm_head``) or quantised, and any torch built without oneDNN. The packed copy
@@ -39,6 +40,11 @@ PACKED_HEAD = True
 PACK_ROWS = 16
 """The row count oneDNN's weight layout is chosen for (the reorder's batch-size hint); any count
 runs on it. 8 and 16 gave the same speed at 8 and 15 rows; 1 was slower past 2 rows."""
+
+MIN_ROWS = 4
+"""Fewer rows run ``F.linear``: at 1 to 3 rows the packed product was the slower, 10.0 against
+8.2 ms at 1 row and 12.5 against 11.0 at 3, where at 4 it took 11.0 against 18.6
+(``benchmarks/packed_head_bench.py --rows 1 2 3 4 8 15 32 --reps 30``)."""
 
 
 def packable(head: Any) -> bool:
@@ -82,10 +88,13 @@ class PackedHead:
                 self._packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
             self._of = of
             self.packs += 1
-        packed, bias = self._packed, head.bias
+        packed, weight, bias = self._packed, head.weight, head.bias
 
         def forward(x: torch.Tensor) -> torch.Tensor:
-            y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, x.shape[-1]), packed, bias, "none", [], "")
+            rows = x.reshape(-1, x.shape[-1])
+            if rows.shape[0] < MIN_ROWS:
+                return torch.nn.functional.linear(x, weight, bias)
+            y = torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
             return y.view(*x.shape[:-1], y.shape[-1])
 
         head.forward = forward  # an instance attribute: ``nn.Module.__call__`` finds it first
