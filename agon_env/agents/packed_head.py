@@ -7,15 +7,15 @@ the decoder's merged weights: 28 ms of each ~160 ms decode step at 8 rows (``tor
 over a ``benchmarks/rollout_bench.py`` call).
 oneDNN's linear with the weight reordered once into its own blocked layout
 (``torch.ops.mkldnn._reorder_linear_weight``, the op inductor's CPU weight freezing uses) ran the
-same product 2.8× faster at 8 rows and 3.5× at 15 on this machine's cores. While the engine is
+same product 2.4× faster at 8 rows and 3.5× at 15 on this machine's cores. While the engine is
 busy, :class:`PackedHead` points the head's ``forward`` at that product; its figures, with their
 commands, are in docs/benchmarks.md ("The output head, packed").
 
 **Arithmetic.** oneDNN sums in another order than MKL at large hidden sizes: SmolLM2's logits
-moved by up to 1.2e-4 (the tiny test models' heads, 32-128 wide, gave the same bits). From
-:data:`MIN_ROWS` rows on, a row's logits do not depend on how many rows share the product
-(``tests/agents/test_packed_head.py``, 4 to 40 rows), where ``F.linear``'s do; fewer rows run
-``F.linear``, which is the faster there.
+moved by up to 1.5e-5 (``benchmarks/packed_head_bench.py``; the tiny test models' heads, 32-128
+wide, gave the same bits). From :data:`MIN_ROWS` rows on, a row's logits do not depend on how
+many rows share the product (``tests/agents/test_packed_head.py``, 4 to 40 rows), where
+``F.linear``'s do; fewer rows run ``F.linear``, which is the faster there.
 
 **Not covered**, and run by ``F.linear`` as before: a head off the CPU, not fp32, wrapped by an
 adapter (LoRA on ``lm_head``) or quantised, and any torch built without oneDNN. The packed copy
