@@ -39,7 +39,8 @@ PACKED_HEAD = True
 
 PACK_ROWS = 16
 """The row count oneDNN's weight layout is chosen for (the reorder's batch-size hint); any count
-runs on it. 8 and 16 gave the same speed at 8 and 15 rows; 1 was slower past 2 rows."""
+runs on it. 8 and 16 gave the same speed at 8 and 15 rows; 1 was slower past 2 rows (an
+exploratory timing)."""
 
 MIN_ROWS = 4
 """Fewer rows run ``F.linear``: at 1 to 3 rows the packed product was the slower, 10.0 against
