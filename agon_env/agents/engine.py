@@ -284,16 +284,18 @@ class Engine:
             for batch in list(self.batches.values()):
                 self._drop(batch, [b for b, r in enumerate(batch.rows) if r.cancelled], CANCELLED)
             groups = _by_adapter(admitted)
-            riding = [g for g in groups if self._ride(g)]
-            joined = {self._admit(g) for g in groups if not any(g is x for x in riding)}
+            rides = [self._ride(g) for g in groups]  # each on the batch as it was before any admits
+            riding = [g for g, ride in zip(groups, rides, strict=True) if ride]
+            joined = {self._admit(g) for g, ride in zip(groups, rides, strict=True) if not ride}
             for batch in self._chosen(joined | ({MIXED} if riding else set())):
                 with self._phase("sample"):
                     self._sample(batch)
                 if self.batches.get(batch.key) is batch:
                     with self._phase("forward"):
-                        here = riding if batch.key == MIXED else []
-                        riding = [g for g in riding if not any(g is x for x in here)]
-                        riding += self._forward(batch, here)
+                        if batch.key == MIXED:
+                            riding = self._forward(batch, riding)
+                        else:
+                            self._forward(batch)
             for g in riding:  # the batch they were to ride ended, or dropped their prefix
                 self._admit(g)
             self.steps += 1

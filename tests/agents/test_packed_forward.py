@@ -12,26 +12,21 @@ from agon_env.agents.kv_cache import BufferCache
 
 
 def _prefilled(model, rows: list[list[int]]) -> tuple[P.Part, torch.Tensor]:
-    """``rows`` left-padded and prefilled in a cache of their own; the next step's decode part and
+    """``rows`` prefilled in a cache of their own (:func:`_fresh`); the next step's decode part and
     the logits of each row's last token."""
-    width = max(len(r) for r in rows)
-    ids = torch.zeros((len(rows), width), dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for b, r in enumerate(rows):
-        ids[b, width - len(r) :], mask[b, width - len(r) :] = torch.tensor(r), 1
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = BufferCache(num_layers(model), width + 8)
-    out = model(
-        input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
-    )
-    head = out.logits[:, -1].argmax(-1)
+    part = _fresh(model, rows)
+    logits = _alone(model, part)
     step = P.Part(
-        head[:, None], torch.cat([mask, mask.new_ones(len(rows), 1)], -1), positions[:, -1:] + 1, cache
+        logits.argmax(-1)[:, None],
+        torch.cat([part.mask, part.mask.new_ones(len(rows), 1)], -1),
+        part.positions[:, -1:] + 1,
+        part.cache,
     )
-    return step, out.logits[:, -1]
+    return step, logits
 
 
 def _fresh(model, rows: list[list[int]]) -> P.Part:
+    """``rows`` left-padded, as a prefill of their own is given them, with an empty cache."""
     width = max(len(r) for r in rows)
     ids = torch.zeros((len(rows), width), dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
