@@ -5,12 +5,14 @@ whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TR
 ``layout``: merged CPU weights stored input-major (:data:`agon_env.agents.merge.INPUT_MAJOR`).
 ``head``: the output head run from a oneDNN-packed copy of its weight
 (:data:`agon_env.agents.packed_head.PACKED_HEAD`).
+``linears``: the large merged weights (the MLP's) run packed the same way
+(:data:`agon_env.agents.merge.PACKED_LINEARS`).
 Each rep runs every combination (none, each lever alone, all but each, all) on the same prompts
 and seed, in a rotating order so drift in a shared machine's load hits each alike; rep 0 warms up
 and is not counted. ``<lever>_over_none`` is the lever alone ÷ none; ``<lever>_in_all`` is all ÷
 all but the lever: what it buys in the library's default, where the others already shortened
 the step. The same rows are checked token for token against the run with every lever off
-(``same_tokens``: the nucleus is exact; the layout and the head change the round-off, so a token
+(``same_tokens``: the nucleus is exact; the layout and the packed products change the round-off, so a token
 could in principle flip), and the largest log-prob difference over the rows that agree is
 reported (``largest_logprob_difference``).
 
@@ -34,6 +36,7 @@ LEVERS = {
     "nucleus": lambda on: setattr(logit_rules, "NUCLEUS_TRIES", (64, 1024) if on else ()),
     "layout": lambda on: setattr(merge, "INPUT_MAJOR", on),
     "head": lambda on: setattr(packed_head, "PACKED_HEAD", on),
+    "linears": lambda on: setattr(merge, "PACKED_LINEARS", on),
 }
 """Each lever's switch (on: the library's default)."""
 

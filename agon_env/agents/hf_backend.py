@@ -236,10 +236,13 @@ class HFBackend:
             probs, truncated = logit_rules.min_p_filter(probs, params.min_p), True
         if params.top_p < 1.0:
             sp, si = logit_rules.nucleus(probs, params.top_p)
-            # The draw runs over the whole (sorted) row: a shared generator's multinomial
-            # draws one number per column, so its stream is the same however few are kept.
-            whole = torch.nn.functional.pad(sp, (0, probs.shape[-1] - sp.shape[-1]))
-            tok = si.gather(-1, _multinomial(whole, gen)).squeeze(-1)
+            # A shared generator's multinomial draws one number per column: it runs over the
+            # whole (sorted) row, so its stream is the same however few are kept. Per-row
+            # generators draw one uniform per row, and the kept columns alone give the draw the
+            # zeros past them would (the same running sums): no vocabulary-wide cumsums.
+            shared = isinstance(gen, torch.Generator)
+            drawn = torch.nn.functional.pad(sp, (0, probs.shape[-1] - sp.shape[-1])) if shared else sp
+            tok = si.gather(-1, _multinomial(drawn, gen)).squeeze(-1)
             probs, truncated = torch.zeros_like(probs).scatter(-1, si, sp), True
         else:
             tok = _multinomial(probs, gen).squeeze(-1)

@@ -16,10 +16,29 @@ of the two, not their sum. Re-filling them is a write of the weights, small next
 **Layout.** On CPU a merged weight is stored input-major (``[in, out]`` contiguous) and the layer
 sees its transpose, a view (:data:`INPUT_MAJOR`): ``F.linear`` then hands MKL a plain row-major
 right operand instead of a transposed one, which it streams faster at decode shapes (a few rows
-against weights read from memory: ``benchmarks/decode_levers_bench.py``, docs/benchmarks.md). The
-merge writes through the view, more slowly than a contiguous add; that is counted in the same
-figure. MKL may sum in another order for this operand, so the round-off can differ from the base
-layout's: the bench saw the same tokens and log-probs within 3e-5 (``largest_logprob_difference``).
+against weights read from memory: ``benchmarks/decode_levers_bench.py``, docs/benchmarks.md). MKL
+may sum in another order for this operand, so the round-off can differ from the base layout's: the
+bench saw the same tokens and log-probs within 3e-5 (``largest_logprob_difference``).
+
+**The merge is one ``addmm`` per layer** (:func:`merged_weight`): the transposed base copied into
+the buffer and the rank-r product added onto it in place, ``W + s · B A`` with no ``[out, in]``
+temporaries (peft's ``get_delta_weight`` makes two, ``B A`` and its scaled copy, and then an add
+reads them back through the transposed view). A merge of SmolLM2-135M's adapter took 0.36 s this
+way against 0.65 s before, and gave the same bits (an exploratory script; the rollout bench weighs
+it: docs/benchmarks.md). An adapter whose weights are not in the base's dtype, or a layer that
+stores its weight transposed (``fan_in_fan_out``), is merged peft's way.
+
+**Packed.** While a :class:`MergedSet` is open, each merged weight of at least
+:data:`PACK_MIN_NUMEL` entries (the MLP's gate, up and down projections of SmolLM2) runs from a
+copy reordered for oneDNN's linear, the way :mod:`~agon_env.agents.packed_head` runs the output
+head: at 8 rows MKL's ``F.linear`` read those weights at ~5 GB/s, oneDNN's product at ~7.5 GB/s
+(docs/benchmarks.md, "Packed merged weights", with its command). Such a weight is merged in the
+base layout, from which the reorder is twice as fast as from the input-major one, and is packed
+right after its merge; below :data:`~agon_env.agents.packed_head.MIN_ROWS` rows its layer runs
+``F.linear`` on the merged weight, as before. Smaller weights stay on ``F.linear``, which was the
+faster on them at every row count. The packed copies are more memory on top of the merged
+weights (~0.3 GB per adapter for SmolLM2-135M), held where the merged weights are
+(:class:`MergeStore`), and change the round-off like the packed head (log-probs within ~1e-4).
 
 Not merged, with a one-line warning, and sampled through peft as before: a base layer that
 is not a plain floating-point ``nn.Linear`` (a quantised base, whose merge would not be
@@ -37,23 +56,63 @@ from typing import Any
 
 import torch
 
+from agon_env.agents import packed_head
+
 INPUT_MAJOR = True
 """Lay merged CPU weights out input-major (the module docstring's Layout); off, the base layout."""
+
+PACKED_LINEARS = True
+"""Run a :class:`MergedSet`'s large merged weights packed for oneDNN (the module docstring's
+Packed); off: ``F.linear`` on every merged weight."""
+
+PACK_MIN_NUMEL = 1 << 19
+"""Merged weights with fewer entries stay on ``F.linear``. At 8 rows the packed product of a
+576 × 576 weight was 13 % faster, of a 192 × 576 one 16 % slower, and of the 1,536 × 576 ones
+20-54 % faster; at 1 to 4 rows the 576 × 576 one was the same or slower (exploratory timings):
+SmolLM2's attention projections stay, its MLP projections are packed."""
 
 _Stack = tuple[torch.Tensor, torch.Tensor, tuple[str, ...]]
 """One layer's updates for :meth:`MergedSet.mix`: ``Aᵀ`` ``[in, R]`` and ``scale · Bᵀ`` ``[R, out]``
 of the adapters in use that the layer has, side by side, and the adapter of each rank column."""
 
 
-def merged_sum(w: torch.Tensor, delta: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``w + delta`` in the layout a merged layer runs fastest in (the module docstring's Layout):
-    on CPU the transposed view of an input-major buffer, elsewhere a plain tensor. ``out``: an
-    earlier result of this function for the same weight, reused when it still fits."""
-    if out is None or out.shape != w.shape or out.dtype != w.dtype or out.device != w.device:
-        cpu = w.device.type == "cpu" and INPUT_MAJOR
+def _buffer(w: torch.Tensor, out: torch.Tensor | None, plain: bool = False) -> torch.Tensor:
+    """A buffer for a merge of ``w`` in the layout a merged layer runs fastest in (the module
+    docstring's Layout): on CPU the transposed view of an input-major buffer, elsewhere (or
+    ``plain``: a weight to be packed) a plain tensor. ``out``: an earlier merge of the same weight,
+    reused when it still fits."""
+    cpu = w.device.type == "cpu" and INPUT_MAJOR and not plain
+    fits = out is not None and out.is_contiguous() != cpu
+    if not fits or out.shape != w.shape or out.dtype != w.dtype or out.device != w.device:
         out = torch.empty(w.shape[::-1] if cpu else w.shape, dtype=w.dtype, device=w.device)
         out = out.t() if cpu else out
-    return torch.add(w, delta, out=out)  # elementwise: the same sums whatever the layout
+    return out
+
+
+def merged_sum(
+    w: torch.Tensor, delta: torch.Tensor, out: torch.Tensor | None = None, plain: bool = False
+) -> torch.Tensor:
+    """``w + delta`` into :func:`_buffer`'s layout (``out`` reused where it fits)."""
+    return torch.add(w, delta, out=_buffer(w, out, plain))  # elementwise: the same sums in any layout
+
+
+def merged_weight(
+    layer: Any, name: str, w: torch.Tensor, out: torch.Tensor | None = None, plain: bool = False
+) -> torch.Tensor:
+    """``w`` (``layer``'s base weight) with its LoRA adapter ``name`` merged in, ``w + s · B A``,
+    into :func:`_buffer`'s layout: one ``addmm`` (the module docstring), or peft's
+    ``get_delta_weight`` and :func:`merged_sum` where the weights are not all ``w``'s dtype or the
+    layer stores its weight transposed."""
+    a, b = layer.lora_A[name].weight, layer.lora_B[name].weight
+    with torch.no_grad():  # a merge is sampled from, never differentiated
+        if getattr(layer, "fan_in_fan_out", False) or a.dtype != w.dtype or b.dtype != w.dtype:
+            return merged_sum(w, layer.get_delta_weight(name).to(w.dtype), out, plain)
+        out = _buffer(w, out, plain)
+        scale = float(layer.scaling[name])
+        if out.is_contiguous():
+            return torch.addmm(w, b, a, alpha=scale, out=out)
+        torch.addmm(w.t(), a.t(), b.t(), alpha=scale, out=out.t())  # the input-major buffer itself
+        return out
 
 
 def _lora_layers(peft: Any, name: str) -> list[Any]:
@@ -104,8 +163,8 @@ class MergedWeights:
                 for layer in layers:
                     lin = layer.base_layer
                     w = lin.weight.data
-                    delta = layer.get_delta_weight(name).to(w.dtype)
-                    buf = self._buffers[id(layer)] = merged_sum(w, delta, out=self._buffers.get(id(layer)))
+                    buf = merged_weight(layer, name, w, out=self._buffers.get(id(layer)))
+                    self._buffers[id(layer)] = buf
                     originals.append((lin, w))
                     lin.weight.data = buf
             with peft.disable_adapter():
@@ -126,6 +185,8 @@ class _Kept:
     base: list[tuple[int, int]]
     """Per wrapped layer, the base weight's storage address and version counter."""
     buffers: list[torch.Tensor | None]
+    forwards: list[Any]
+    """Per wrapped layer, its ``forward`` on the packed copy of its buffer (:func:`_packed_forwards`)."""
 
 
 class MergeStore:
@@ -159,17 +220,17 @@ class MergeStore:
 
     def merged(
         self, name: str, layers: list[Any], originals: list[torch.Tensor], busy: Collection[str] = ()
-    ) -> list[torch.Tensor | None]:
+    ) -> _Kept:
         """``name`` merged into each of ``layers`` (their base weights ``originals``): the kept
         buffers if nothing they were merged from changed, else merged now into kept buffers (the
-        adapter's own, or the least recently used one's when the store is full). ``busy``: the
-        adapters whose buffers the caller is using now, never refilled."""
+        adapter's own, or the least recently used one's when the store is full), and packed.
+        ``busy``: the adapters whose buffers the caller is using now, never refilled."""
         lora = _lora_of(layers, name)
         base = [(w.untyped_storage().data_ptr(), w._version) for w in originals]
         kept = self._kept.pop(name, None)
         if kept is not None and kept.base == base and _same_lora(kept.lora, lora):
             self._kept[name] = kept
-            return kept.buffers
+            return kept
         if kept is None and len(self._kept) >= self.size:
             spare = next((n for n in self._kept if n not in busy), None)
             kept = None if spare is None else self._kept.pop(spare)
@@ -177,9 +238,9 @@ class MergeStore:
         buffers = _merge_into(layers, originals, name, outs)
         self.merges += 1
         snapshot = [None if x is None else (x[0].clone(), x[1].clone(), x[2]) for x in lora]
-        self._kept[name] = _Kept(snapshot, base, buffers)
+        kept = self._kept[name] = _Kept(snapshot, base, buffers, _packed_forwards(layers, buffers))
         self.trim(busy={*busy, name})
-        return buffers
+        return kept
 
     def touch(self, name: str) -> None:
         """Mark ``name`` the most recently used (:meth:`trim` drops the least recently used first)."""
@@ -222,14 +283,29 @@ def _same_lora(
 def _merge_into(
     layers: list[Any], originals: list[torch.Tensor], name: str, outs: list[torch.Tensor | None]
 ) -> list[torch.Tensor | None]:
-    """``name`` merged into each layer that has it (:func:`merged_sum`, into ``outs`` where they fit)."""
+    """``name`` merged into each layer that has it (:func:`merged_weight`, into ``outs`` where they
+    fit), in the base layout where the merge is to be packed."""
     with torch.no_grad():
         return [
-            merged_sum(w, m.get_delta_weight(name).to(w.dtype), out=o)
-            if name in getattr(m, "lora_A", {})
-            else None
+            merged_weight(m, name, w, out=o, plain=_packs(w)) if name in getattr(m, "lora_A", {}) else None
             for m, w, o in zip(layers, originals, outs, strict=True)
         ]
+
+
+def _packs(w: torch.Tensor) -> bool:
+    """Whether a merge of ``w`` runs packed (the module docstring's Packed)."""
+    return PACKED_LINEARS and w.numel() >= PACK_MIN_NUMEL and packed_head.packs(w)
+
+
+def _packed_forwards(layers: list[Any], buffers: list[torch.Tensor | None]) -> list[Any]:
+    """Per layer, a ``forward`` for its base layer on the packed copy of its merged weight; None
+    where it has no merge, or one that does not run packed."""
+    return [
+        packed_head.packed_forward(packed_head.pack(b), b, m.base_layer.bias)
+        if b is not None and b.is_contiguous() and _packs(b)
+        else None
+        for m, b in zip(layers, buffers, strict=True)
+    ]
 
 
 class MergedSet:
@@ -263,6 +339,8 @@ class MergedSet:
         self.layers = [m for m in peft.modules() if isinstance(m, LoraLayer)]
         self.originals = [m.base_layer.weight.data for m in self.layers]
         self.buffers: dict[str, list[torch.Tensor | None]] = {}
+        self.forwards: dict[str, list[Any]] = {}
+        """Per adapter merged, each layer's packed ``forward`` (None: ``F.linear`` on its buffer)."""
         self._disabled: Any = None
         self._stacks: dict[tuple[str, ...], list[_Stack | None]] = {}
         """Per set of adapters in use, each layer's :data:`_Stack` (None: the layer has none)."""
@@ -289,18 +367,26 @@ class MergedSet:
         if name is not None and name not in self.buffers:
             if self.store is not None:
                 before = self.store.merges
-                self.buffers[name] = self.store.merged(name, self.layers, self.originals, self.buffers)
+                kept = self.store.merged(name, self.layers, self.originals, self.buffers)
+                self.buffers[name], self.forwards[name] = kept.buffers, kept.forwards
                 self.merges += self.store.merges - before
             else:
-                self.buffers[name] = _merge_into(self.layers, self.originals, name, [None] * len(self.layers))
+                bufs = _merge_into(self.layers, self.originals, name, [None] * len(self.layers))
+                self.buffers[name], self.forwards[name] = bufs, _packed_forwards(self.layers, bufs)
                 self.merges += 1
         elif name is not None and self.store is not None:
             self.store.touch(name)
         bufs = self.buffers.get(name) if name is not None else None
+        forwards = self.forwards.get(name) if name is not None else None
         self._mixing = None
         for i, m in enumerate(self.layers):
             b = None if bufs is None else bufs[i]
             m.base_layer.weight.data = self.originals[i] if b is None else b
+            f = None if forwards is None else forwards[i]
+            if f is None:
+                m.base_layer.__dict__.pop("forward", None)
+            else:  # an instance attribute: ``nn.Module.__call__`` finds it first, hooks still run
+                m.base_layer.forward = f
 
     def mix(self, names: list[str | None], per_token: bool = False) -> None:
         """Run row ``i`` of the next forwards with adapter ``names[i]`` (``None``: the base), every
@@ -364,7 +450,9 @@ class MergedSet:
         self._stacks.clear()
         for m, w in zip(self.layers, self.originals, strict=True):
             m.base_layer.weight.data = w
+            m.base_layer.__dict__.pop("forward", None)
         self.buffers.clear()
+        self.forwards.clear()
         if self.store is not None:
             self.store.trim()
         if self._disabled is not None:

@@ -50,9 +50,11 @@ MIN_ROWS = 4
 
 def packable(head: Any) -> bool:
     """Whether ``head`` is a plain fp32 CPU ``nn.Linear`` and this torch has oneDNN's linear."""
-    if not PACKED_HEAD or type(head) is not torch.nn.Linear:
-        return False
-    w = head.weight
+    return PACKED_HEAD and type(head) is torch.nn.Linear and packs(head.weight)
+
+
+def packs(w: torch.Tensor) -> bool:
+    """Whether a linear weight ``w`` can run packed: fp32 on the CPU, and a torch with oneDNN's linear."""
     if w.device.type != "cpu" or w.dtype != torch.float32 or not torch.backends.mkldnn.is_available():
         return False
     try:
@@ -61,6 +63,26 @@ def packable(head: Any) -> bool:
     except (AttributeError, RuntimeError):
         return False
     return True
+
+
+def pack(w: torch.Tensor) -> torch.Tensor:
+    """``w`` (``[out, in]``, any strides) reordered into oneDNN's blocked layout, without autograd."""
+    with torch.no_grad():
+        return torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
+
+
+def packed_forward(packed: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> Any:
+    """A linear layer's ``forward`` on ``packed`` (:func:`pack` of ``weight``): oneDNN's product from
+    :data:`MIN_ROWS` rows on, ``F.linear`` on ``weight`` below."""
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])
+        if rows.shape[0] < MIN_ROWS:
+            return torch.nn.functional.linear(x, weight, bias)
+        y = torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+        return y.view(*x.shape[:-1], y.shape[-1])
+
+    return forward
 
 
 class PackedHead:
@@ -85,20 +107,11 @@ class PackedHead:
         w = head.weight
         of = (w.untyped_storage().data_ptr(), w._version, tuple(w.shape))
         if self._packed is None or self._of != of:
-            with torch.no_grad():
-                self._packed = torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
+            self._packed = pack(w)
             self._of = of
             self.packs += 1
-        packed, weight, bias = self._packed, head.weight, head.bias
-
-        def forward(x: torch.Tensor) -> torch.Tensor:
-            rows = x.reshape(-1, x.shape[-1])
-            if rows.shape[0] < MIN_ROWS:
-                return torch.nn.functional.linear(x, weight, bias)
-            y = torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
-            return y.view(*x.shape[:-1], y.shape[-1])
-
-        head.forward = forward  # an instance attribute: ``nn.Module.__call__`` finds it first
+        # an instance attribute: ``nn.Module.__call__`` finds it first
+        head.forward = packed_forward(self._packed, head.weight, head.bias)
         self._head = head
         return True
 

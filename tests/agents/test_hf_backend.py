@@ -4,6 +4,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agon_env.agents.engine import engine_for
 from agon_env.agents.hf_backend import BufferCache, HFBackend
@@ -277,6 +279,24 @@ def test_per_row_sampling_follows_the_distribution_and_skips_masked_tokens():
     freq = counts / counts.sum()
     assert freq[1] == 0 and freq[4] == 0
     assert torch.allclose(freq, probs[0], atol=0.02)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1.0, allow_subnormal=False), min_size=1, max_size=12).filter(any),
+    st.integers(0, 40),
+    st.integers(0, 2**31 - 1),
+)
+def test_a_per_row_draw_over_the_kept_columns_is_the_draw_over_the_padded_row(kept, zeros, seed):
+    """Per-row generators draw the same token from a nucleus's kept columns as from them padded
+    with the dropped columns' zeros (what ``_sample`` hands ``_multinomial`` for a shared generator)."""
+    from agon_env.agents.hf_backend import _multinomial
+
+    sp = torch.tensor([sorted(kept, reverse=True)] * 3)
+    whole = torch.nn.functional.pad(sp, (0, zeros))
+    short = _multinomial(sp, [torch.Generator().manual_seed(seed + i) for i in range(3)])
+    padded = _multinomial(whole, [torch.Generator().manual_seed(seed + i) for i in range(3)])
+    assert torch.equal(short, padded) and bool((sp.gather(-1, short) > 0).all())
 
 
 def test_stop_strings_wait_for_the_marker():

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agon_env.agents import HFBackend, LoraSpec, SamplingParams
+from agon_env.agents import HFBackend, LoraSpec, SamplingParams, packed_head
 from agon_env.agents import attention as A
 from agon_env.agents import merge as M
 from agon_env.agents.engine import engine_for
 from agon_env.vocabulary import REFERENCE
 
 PROMPTS = ["What is 17 + 25?", "Verify the draft.", "0 1 2"]
+needs_onednn = pytest.mark.skipif(
+    not packed_head.packs(torch.zeros(1)), reason="this torch has no oneDNN linear"
+)
 GREEDY = SamplingParams(max_new_tokens=10, temperature=0, stop=())
 SAMPLED = SamplingParams(max_new_tokens=10, temperature=1.0, stop=())
 
@@ -141,6 +144,35 @@ def test_a_merged_weight_is_laid_out_input_major_on_cpu_with_the_same_sums():
     assert torch.allclose(torch.nn.functional.linear(x, again), x @ (w - delta).t(), atol=1e-5)
 
 
+@pytest.mark.parametrize("input_major", [True, False])
+@pytest.mark.parametrize("adapter_dtype", [torch.float32, torch.float64])
+def test_merged_weight_is_the_base_plus_the_scaled_product_in_the_merged_layout(
+    tiny_pair, input_major, adapter_dtype, monkeypatch
+):
+    """``merged_weight``: every wrapped layer's merge is ``W + s · B A`` (peft's
+    ``get_delta_weight`` added to the base) to float round-off, in :func:`merged_sum`'s layout, into
+    a reused buffer in place; an adapter in another dtype than the base is merged peft's way,
+    bit for bit."""
+    monkeypatch.setattr(M, "INPUT_MAJOR", input_major)
+    layers = [m for m in tiny_pair._peft.modules() if hasattr(m, "lora_A") and "agent_a" in m.lora_A]
+    assert layers
+    for m in layers:
+        m.lora_B["agent_a"].weight.data.normal_(0, 0.1)  # a fresh adapter's B is zero: nothing to add
+        if adapter_dtype != torch.float32:
+            m.lora_A["agent_a"].to(adapter_dtype), m.lora_B["agent_a"].to(adapter_dtype)
+    for m in layers:
+        w = m.base_layer.weight.data
+        peft_way = w + m.get_delta_weight("agent_a").to(w.dtype)
+        merged = M.merged_weight(m, "agent_a", w)
+        assert merged.shape == w.shape and merged.t().is_contiguous() == input_major
+        if adapter_dtype == torch.float32:
+            torch.testing.assert_close(merged, peft_way, rtol=0, atol=1e-6)
+        else:
+            assert torch.equal(merged, peft_way)
+        again = M.merged_weight(m, "agent_a", w, out=merged)
+        assert again.data_ptr() == merged.data_ptr() and torch.equal(again, merged)
+
+
 def _logits(base, adapter, ids):
     with base.use(adapter), torch.inference_mode():
         return base.model(input_ids=ids).logits
@@ -155,11 +187,14 @@ def _logits(base, adapter, ids):
         [None, "agent_b", None],
     ],
 )
-def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows):
+@pytest.mark.parametrize("packed", [False, pytest.param(True, marks=needs_onednn)])
+def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows, packed, monkeypatch):
     """``MergedSet.mix``: one forward over rows of several adapters (and the base) gives each row
     what peft's forward with that row's adapter alone gives, up to float round-off: the adapter
     with the most rows merged in, each other row adding its own update and taking the anchor's
-    away."""
+    away. ``packed``: with the anchor's merged weights run packed."""
+    if packed:
+        monkeypatch.setattr(M, "PACK_MIN_NUMEL", 0)
     torch.manual_seed(0)
     ids = torch.randint(0, 100, (len(rows), 5))
     alone = torch.cat(
@@ -178,6 +213,58 @@ def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows):
     assert torch.allclose(mixed, alone, atol=1e-5)
     assert torch.allclose(merged, _logits(tiny_pair, "agent_a", ids), atol=1e-5)
     assert not any(m.base_layer._forward_hooks for m in weights.layers)  # closed: no hook left
+
+
+def _packed_calls(fn):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(e.count for e in prof.key_averages() if e.key == "mkldnn::_linear_pointwise")
+
+
+@needs_onednn
+def test_large_merged_weights_run_packed_while_open_and_give_the_merged_logits(tiny_pair, monkeypatch):
+    """With every merged weight large enough to pack (``PACK_MIN_NUMEL`` 0 on the tiny model), a
+    merged layer runs oneDNN's product on the packed copy of its own merge, in the base layout,
+    from ``MIN_ROWS`` rows on (``F.linear`` below); the base (``use(None)``) and a closed set run
+    the layers' own ``forward``."""
+    monkeypatch.setattr(M, "PACK_MIN_NUMEL", 0)
+    model, rows = tiny_pair.model, packed_head.MIN_ROWS
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (rows, 5))
+    want = _logits(tiny_pair, "agent_a", ids)
+    weights = M.MergedSet(tiny_pair._peft)
+    try:
+        with torch.inference_mode():
+            weights.use("agent_a")
+            assert all("forward" in m.base_layer.__dict__ for m in weights.layers)
+            assert all(m.base_layer.weight.is_contiguous() for m in weights.layers)
+            assert _packed_calls(lambda: model(input_ids=ids)) == len(weights.layers)
+            got = model(input_ids=ids).logits
+            assert _packed_calls(lambda: model(input_ids=ids[:1, :1])) == 0  # one row: F.linear
+            weights.use(None)
+            assert not any("forward" in m.base_layer.__dict__ for m in weights.layers)
+            assert _packed_calls(lambda: model(input_ids=ids)) == 0
+    finally:
+        weights.close()
+    assert not any("forward" in m.base_layer.__dict__ for m in weights.layers)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+
+
+@needs_onednn
+@pytest.mark.parametrize("params", [GREEDY, SAMPLED])
+def test_packed_merged_weights_sample_the_same_tokens(tiny_pair, params, monkeypatch):
+    """The engine with every merged weight packed samples what it samples with none packed, the
+    log-probs within round-off."""
+    monkeypatch.setattr(M, "PACK_MIN_NUMEL", 0)
+    prompts = PROMPTS * 2  # past MIN_ROWS rows, so decode steps run packed too
+    runs = []
+    for on in (True, False):
+        monkeypatch.setattr(M, "PACKED_LINEARS", on)
+        outs = HFBackend(tiny_pair).generate(prompts, params, adapter="agent_b", seeds=list(range(6)))
+        runs.append(outs)
+    assert [o.completion_ids for o in runs[0]] == [o.completion_ids for o in runs[1]]
+    for a, b in zip(*runs, strict=True):
+        torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), rtol=0, atol=1e-4)
 
 
 def test_mixing_leaves_base_and_adapters_bitwise_equal(tiny_pair):
@@ -214,8 +301,14 @@ def test_a_kept_merge_serves_later_calls_unchanged_and_gives_the_same_tokens(tin
     assert engine_for(kept).merges == 2 and engine_for(fresh).merges == 6
 
 
+@pytest.mark.parametrize("packed", [False, pytest.param(True, marks=needs_onednn)])
 @pytest.mark.parametrize("change", ["optimizer step", "data copy", "scale"])
-def test_a_kept_merge_is_merged_again_into_the_same_buffers_after_any_change(tiny_pair, change):
+def test_a_kept_merge_is_merged_again_into_the_same_buffers_after_any_change(
+    tiny_pair, change, packed, monkeypatch
+):
+    """``packed``: every merged weight runs packed, and is packed again after the change."""
+    if packed:
+        monkeypatch.setattr(M, "PACK_MIN_NUMEL", 0)
     kept = HFBackend(tiny_pair, keep_merged=2)
     kept.generate(PROMPTS[:1], GREEDY, adapter="agent_a")
     store = _engine_store(kept)
