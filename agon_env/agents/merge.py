@@ -23,10 +23,11 @@ bench saw the same tokens and log-probs within 3e-5 (``largest_logprob_differenc
 **The merge is one ``addmm`` per layer** (:func:`merged_weight`): the transposed base copied into
 the buffer and the rank-r product added onto it in place, ``W + s · B A`` with no ``[out, in]``
 temporaries (peft's ``get_delta_weight`` makes two, ``B A`` and its scaled copy, and then an add
-reads them back through the transposed view). A merge of SmolLM2-135M's adapter took 0.36 s this
-way against 0.65 s before, and gave the same bits (an exploratory script; the rollout bench weighs
-it: docs/benchmarks.md). An adapter whose weights are not in the base's dtype, or a layer that
-stores its weight transposed (``fan_in_fan_out``), is merged peft's way.
+reads them back through the transposed view). Merging SmolLM2-135M's adapter took 0.42 s this
+way against 0.52 s into kept buffers, 0.39 against 0.62 s into new ones, with the same bits
+(``benchmarks/merge_bench.py``, docs/benchmarks.md). An adapter whose weights are not in the
+base's dtype, or a layer that stores its weight transposed (``fan_in_fan_out``), is merged peft's
+way.
 
 **Packed.** While a :class:`MergedSet` is open, each merged weight of at least
 :data:`PACK_MIN_NUMEL` entries (the MLP's gate, up and down projections of SmolLM2) runs from a
@@ -35,10 +36,11 @@ head: at 8 rows MKL's ``F.linear`` read those weights at ~5 GB/s, oneDNN's produ
 (docs/benchmarks.md, "Packed merged weights", with its command). Such a weight is merged in the
 base layout, from which the reorder is twice as fast as from the input-major one, and is packed
 right after its merge; below :data:`~agon_env.agents.packed_head.MIN_ROWS` rows its layer runs
-``F.linear`` on the merged weight, as before. Smaller weights stay on ``F.linear``, which was the
-faster on them at every row count. The packed copies are more memory on top of the merged
-weights (~0.3 GB per adapter for SmolLM2-135M), held where the merged weights are
-(:class:`MergeStore`), and change the round-off like the packed head (log-probs within ~1e-4).
+``F.linear`` on the merged weight, as before. Smaller weights (the attention projections) stay on
+``F.linear``: packed, they gained little or lost (:data:`PACK_MIN_NUMEL`). The packed copies are
+more memory on top of the merged weights (~0.3 GB per adapter for SmolLM2-135M), held where the
+merged weights are (:class:`MergeStore`), and change the round-off like the packed head (log-probs
+by up to 4.6e-5 in ``benchmarks/decode_levers_bench.py``).
 
 Not merged, with a one-line warning, and sampled through peft as before: a base layer that
 is not a plain floating-point ``nn.Linear`` (a quantised base, whose merge would not be
