@@ -9,7 +9,9 @@ oneDNN's linear with the weight reordered once into its own blocked layout
 (``torch.ops.mkldnn._reorder_linear_weight``, the op inductor's CPU weight freezing uses) ran the
 same product 2.4× faster at 8 rows and 3.5× at 15 on this machine's cores. While the engine is
 busy, :class:`PackedHead` points the head's ``forward`` at that product; its figures, with their
-commands, are in docs/benchmarks.md ("The output head, packed").
+commands, are in docs/benchmarks.md ("The output head, packed"). :func:`pack` and
+:func:`packed_forward` run the MLP's merged weights the same way (:mod:`~agon_env.agents.merge`,
+"Packed").
 
 **Arithmetic.** oneDNN sums in another order than MKL at large hidden sizes: SmolLM2's logits
 moved by up to 1.5e-5 (``benchmarks/packed_head_bench.py``; the tiny test models' heads, 32-128
