@@ -44,7 +44,7 @@ by up to 4.6e-5 in ``benchmarks/decode_levers_bench.py``).
 
 Not merged, with a one-line warning, and sampled through peft as before: a base layer that
 is not a plain floating-point ``nn.Linear`` (a quantised base, whose merge would not be
-exact) or an adapter that is not plain LoRA (DoRA).
+exact) or an adapter that is not plain LoRA (DoRA, or peft's ``lora_bias``).
 """
 
 from __future__ import annotations
@@ -133,6 +133,8 @@ def unmergeable(layers: list[Any], name: str) -> str | None:
             return f"{base.weight.dtype} base weights"
         if getattr(layer, "use_dora", {}).get(name, False):
             return "a DoRA adapter"
+        if getattr(layer, "lora_bias", {}).get(name, False):  # B's bias: the merges add weights only
+            return "a LoRA bias"
     return None
 
 

@@ -49,11 +49,14 @@ def test_many_merge_cycles_leave_base_and_adapters_bitwise_equal(tiny_pair):
             assert not torch.allclose(adapted, model(input_ids=x).logits, atol=1e-4)
 
 
-def test_an_adapter_that_cannot_merge_exactly_samples_unmerged_with_a_warning(tiny_base):
-    tiny_base.add_adapter("dora", LoraSpec(init_seed=3, init_b_std=0.05, extra={"use_dora": True}))
-    ids, lp = _run(tiny_base, False, GREEDY, "dora")
-    with pytest.warns(UserWarning, match="cannot merge 'dora' exactly: a DoRA adapter"):
-        ids_m, lp_m = _run(tiny_base, True, GREEDY, "dora")
+@pytest.mark.parametrize(
+    ("extra", "reason"), [({"use_dora": True}, "a DoRA adapter"), ({"lora_bias": True}, "a LoRA bias")]
+)
+def test_an_adapter_that_cannot_merge_exactly_samples_unmerged_with_a_warning(tiny_base, extra, reason):
+    tiny_base.add_adapter("odd", LoraSpec(init_seed=3, init_b_std=0.05, extra=extra))
+    ids, lp = _run(tiny_base, False, GREEDY, "odd")
+    with pytest.warns(UserWarning, match=f"cannot merge 'odd' exactly: {reason}"):
+        ids_m, lp_m = _run(tiny_base, True, GREEDY, "odd")
     assert ids == ids_m and torch.equal(lp, lp_m)
 
 
