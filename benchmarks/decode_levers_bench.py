@@ -8,13 +8,14 @@ whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TR
 ``linears``: the large merged weights (the MLP's) run packed the same way
 (:data:`agon_env.agents.merge.PACKED_LINEARS`).
 Each rep runs every combination (none, each lever alone, all but each, all) on the same prompts
-and seed, in a rotating order so drift in a shared machine's load hits each alike; rep 0 warms up
-and is not counted. ``<lever>_over_none`` is the lever alone ÷ none; ``<lever>_in_all`` is all ÷
-all but the lever: what it buys in the library's default, where the others already shortened
-the step. The same rows are checked token for token against the run with every lever off
-(``same_tokens``: the nucleus is exact; the layout and the packed products change the round-off, so a token
-could in principle flip), and the largest log-prob difference over the rows that agree is
-reported (``largest_logprob_difference``).
+and seed, in a rotating order so drift in a shared machine's load hits each alike, after one
+warm-up call with every lever on (before 2026-12-07 evening the warm-up ran every combination:
+with four levers the bench then took 9 minutes, a quarter of them the warm-up). ``<lever>_over_none`` is the lever alone
+÷ none; ``<lever>_in_all`` is all ÷ all but the lever: what it buys in the library's default,
+where the others already shortened the step. The same rows are checked token for token against
+the run with every lever off (``same_tokens``: the nucleus is exact; the layout and the packed
+products change the round-off, so a token could in principle flip), and the largest log-prob
+difference over the rows that agree is reported (``largest_logprob_difference``).
 
     python benchmarks/decode_levers_bench.py [--batch 8] [--reps 3] [--max-new-tokens 96] [--threads 1]
 
@@ -75,16 +76,18 @@ def main() -> None:
     names = list(COMBINATIONS)
     for rep in range(args.reps + 1):
         params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.7, top_p=0.95, seed=rep)
+        if not rep:  # the warm-up: one call, every lever on (the kernels and the allocator warmed)
+            switch(tuple(LEVERS))
+            backend.generate(prompts, params, adapter="agent_a")
+            continue
         outs = {}
         turn = rep % len(names)
         for name in names[turn:] + names[:turn]:
             switch(COMBINATIONS[name])
             t0 = time.perf_counter()
             outs[name] = backend.generate(prompts, params, adapter="agent_a")
-            seconds = time.perf_counter() - t0
-            if rep:
-                totals[name][0] += sum(len(o.completion_ids) for o in outs[name])
-                totals[name][1] += seconds
+            totals[name][0] += sum(len(o.completion_ids) for o in outs[name])
+            totals[name][1] += time.perf_counter() - t0
         for name in names:
             for o, ref in zip(outs[name], outs["none"], strict=True):
                 same[name] &= o.completion_ids == ref.completion_ids
