@@ -10,12 +10,13 @@ whole vocabulary (:func:`agon_env.agents.logit_rules.nucleus`; off: ``NUCLEUS_TR
 Each rep runs every combination (none, each lever alone, all but each, all) on the same prompts
 and seed, in a rotating order so drift in a shared machine's load hits each alike, after one
 warm-up call with every lever on (before 2026-12-07 evening the warm-up ran every combination:
-with four levers the bench then took 9 minutes, a quarter of them the warm-up). ``<lever>_over_none`` is the lever alone
-÷ none; ``<lever>_in_all`` is all ÷ all but the lever: what it buys in the library's default,
-where the others already shortened the step. The same rows are checked token for token against
-the run with every lever off (``same_tokens``: the nucleus is exact; the layout and the packed
-products change the round-off, so a token could in principle flip), and the largest log-prob
-difference over the rows that agree is reported (``largest_logprob_difference``).
+with four levers the bench then took 9 minutes, a quarter of them the warm-up).
+``<lever>_over_none`` is the lever alone ÷ none; ``<lever>_in_all`` is all ÷ all but the lever:
+what it buys in the library's default, where the others already shortened the step. The same
+rows are checked token for token against the run with every lever off (``same_tokens``: the
+nucleus is exact; the layout and the packed products change the round-off, so a token could in
+principle flip), and the largest log-prob difference over the rows that agree is reported
+(``largest_logprob_difference``).
 
     python benchmarks/decode_levers_bench.py [--batch 8] [--reps 3] [--max-new-tokens 96] [--threads 1]
 
