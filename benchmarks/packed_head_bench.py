@@ -45,7 +45,7 @@ def main() -> None:
     head = SharedBase.from_source(args.model).base_model.get_output_embeddings()
     if not packed_head.packable(head):
         raise SystemExit(f"this head cannot be packed here: {head}")
-    packed = torch.ops.mkldnn._reorder_linear_weight(head.weight.detach(), packed_head.PACK_ROWS)
+    packed = packed_head.pack(head.weight)
     torch.manual_seed(0)
     x = torch.randn(max(args.rows), head.in_features)
     results, first = {}, []
@@ -53,15 +53,12 @@ def main() -> None:
         for n in args.rows:
             rows = x[:n]
             plain = torch.nn.functional.linear(rows, head.weight, head.bias)
-            fast = torch.ops.mkldnn._linear_pointwise(rows, packed, head.bias, "none", [], "")
+            fast = packed_head.product(rows, packed, head.bias)
             first.append(fast[0])
             ms_linear = timed(
                 lambda rows=rows: torch.nn.functional.linear(rows, head.weight, head.bias), args.reps
             )
-            ms_packed = timed(
-                lambda rows=rows: torch.ops.mkldnn._linear_pointwise(rows, packed, head.bias, "none", [], ""),
-                args.reps,
-            )
+            ms_packed = timed(lambda rows=rows: packed_head.product(rows, packed, head.bias), args.reps)
             results[str(n)] = {
                 "linear_ms": round(ms_linear, 2),
                 "packed_ms": round(ms_packed, 2),

@@ -73,6 +73,11 @@ def pack(w: torch.Tensor) -> torch.Tensor:
         return torch.ops.mkldnn._reorder_linear_weight(w.detach(), PACK_ROWS)
 
 
+def product(rows: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """oneDNN's linear of ``rows`` (``[n, in]``) on ``packed`` (:func:`pack`), at any row count."""
+    return torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+
+
 def packed_forward(packed: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> Any:
     """A linear layer's ``forward`` on ``packed`` (:func:`pack` of ``weight``): oneDNN's product from
     :data:`MIN_ROWS` rows on, ``F.linear`` on ``weight`` below."""
@@ -81,7 +86,7 @@ def packed_forward(packed: torch.Tensor, weight: torch.Tensor, bias: torch.Tenso
         rows = x.reshape(-1, x.shape[-1])
         if rows.shape[0] < MIN_ROWS:
             return torch.nn.functional.linear(x, weight, bias)
-        y = torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+        y = product(rows, packed, bias)
         return y.view(*x.shape[:-1], y.shape[-1])
 
     return forward
