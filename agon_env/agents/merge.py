@@ -73,6 +73,10 @@ PACK_MIN_NUMEL = 1 << 19
 20-54 % faster; at 1 to 4 rows the 576 × 576 one was the same or slower (exploratory timings):
 SmolLM2's attention projections stay, its MLP projections are packed."""
 
+_NOWHERE = object()
+"""What a :class:`MergedSet`'s layers point at before its first :meth:`~MergedSet.use` and after
+:meth:`~MergedSet.close`: neither an adapter nor the base (``None``)."""
+
 _Stack = tuple[torch.Tensor, torch.Tensor, tuple[str, ...]]
 """One layer's updates for :meth:`MergedSet.mix`: ``Aᵀ`` ``[in, R]`` and ``scale · Bᵀ`` ``[R, out]``
 of the adapters in use that the layer has, side by side, and the adapter of each rank column."""
@@ -350,6 +354,8 @@ class MergedSet:
         """Per set of adapters in use, each layer's :data:`_Stack` (None: the layer has none)."""
         self._mixing: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] | None = None
         """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the rows' signs ``[rows, R]``."""
+        self._pointed: object = _NOWHERE
+        """The adapter (None: the base) the layers' weights and ``forward`` point at now."""
         self._per_token = False
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
@@ -383,6 +389,9 @@ class MergedSet:
         bufs = self.buffers.get(name) if name is not None else None
         forwards = self.forwards.get(name) if name is not None else None
         self._mixing = None
+        if name == self._pointed:  # the engine asks at every forward: nothing to move
+            return
+        self._pointed = name
         for i, m in enumerate(self.layers):
             b = None if bufs is None else bufs[i]
             m.base_layer.weight.data = self.originals[i] if b is None else b
@@ -450,7 +459,7 @@ class MergedSet:
     def close(self) -> None:
         for h in self._hooks:
             h.remove()
-        self._hooks, self._mixing = [], None
+        self._hooks, self._mixing, self._pointed = [], None, _NOWHERE
         self._stacks.clear()
         for m, w in zip(self.layers, self.originals, strict=True):
             m.base_layer.weight.data = w
