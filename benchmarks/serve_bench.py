@@ -17,9 +17,10 @@ instead of all at once; ``batches`` and ``largest_batch``: how the server
 grouped the burst (its ``/health``). ``--threaded`` also runs the served shape without HTTP, in
 the raw run's process (``threaded``: each question its own ``Cascade.answer`` call in a thread of
 its own, sent as ``--spread-s`` says; ``threaded_over_raw``), so the engine's share of the
-served overhead and the server's can be told apart; on HF, ``raw`` and ``threaded`` carry the
-engine's counts over the call (decode steps, decode forwards and those over rows of several
-adapters, prefills and those that rode a decode forward). ``--ride-ab`` (with ``--threaded``, HF)
+served overhead and the server's can be told apart; on HF, ``raw``, ``threaded`` and ``served``
+(from the server's ``/health``) carry the engine's counts over the run (decode steps, decode
+forwards and those over rows of several adapters, prefills and those that rode a decode forward,
+and the seconds of each step phase). ``--ride-ab`` (with ``--threaded``, HF)
 runs the threaded shape once more with every arrival prefilled in a forward of its own
 (``engine.RIDE`` off): ``threaded_separate`` and ``ride_over_separate``, the lever weighed in one
 process. The raw run comes first, in
@@ -106,28 +107,16 @@ def raw(
     return out
 
 
-PHASES = ("weights", "prefill", "join", "forward", "sample", "drop")
-"""The HF engine's step phases (``Engine.seconds``) the engine counts carry."""
-
-
 def _engine_counts(cascade: Any) -> dict[str, float]:
-    """The HF engine's counters so far: decode steps, decode forwards (and those over rows of
-    several adapters), prefills, adapter merges, and the seconds each phase of its steps took
-    (``Engine.seconds``: ``seconds_prefill`` and so on)."""
+    """The HF engine's counters so far (``Engine.counts``: decode steps, decode forwards and those
+    over rows of several adapters, prefills, adapter merges, the seconds of each step phase)."""
     from agon_env.agents.engine import engine_for
 
-    backend = next(iter(cascade.agents.values())).backend
-    engine = engine_for(backend)
-    forwards = engine.forwards
-    return {
-        "steps": engine.steps,
-        "forwards": forwards.total(),
-        "mixed_forwards": sum(n for k, n in forwards.items() if k > 1),
-        "prefills": engine.prefills.total(),
-        "rode": engine.rode.total(),
-        "merges": engine.merges,
-        **{f"seconds_{phase}": engine.seconds[phase] for phase in PHASES},
-    }
+    return engine_for(next(iter(cascade.agents.values())).backend).counts()
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: round(after[k] - before[k], 3) for k in after}
 
 
 def _counted(cascade: Any, engine: str, call: Any) -> dict[str, Any]:
@@ -138,7 +127,7 @@ def _counted(cascade: Any, engine: str, call: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"seconds": time.perf_counter() - t0, "completion_tokens": tokens}
     if engine == "hf":
         after = _engine_counts(cascade)
-        out["engine"] = {k: round(after[k] - before[k], 3) for k in after}
+        out["engine"] = _delta(before, after)
     return out
 
 
@@ -278,6 +267,7 @@ def served(
         return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
     tokens = sum(r["tokens"] for r in results)
+    counts = after.get("engine_counts")
     return {
         "seconds": seconds,
         "completion_tokens": tokens,
@@ -290,6 +280,8 @@ def served(
         # how the server grouped the burst (on vLLM one per request: the engine batches itself)
         "batches": after["batches"] - before["batches"],
         "largest_batch": after["largest_batch"],
+        # the server's engine over the run, as raw's and threaded's (HF; vLLM counts none)
+        **({"engine": _delta(before["engine_counts"], counts)} if counts else {}),
     }
 
 

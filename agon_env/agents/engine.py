@@ -87,6 +87,9 @@ RIDE = True
 """Prefill an arrival in the running batch's decode forward where it can (:meth:`Engine._ride`,
 :mod:`~agon_env.agents.packed_forward`); off: every prefill is a forward of its own."""
 
+PHASES = ("weights", "prefill", "join", "forward", "sample", "drop")
+"""The phases of a step :attr:`Engine.seconds` times (its docstring says what each covers)."""
+
 MIXED = "*"
 """The key of the batch whose rows may be of any adapter (:meth:`Engine._key`)."""
 
@@ -225,6 +228,25 @@ class Engine:
         """Requests waiting or generating: the engine's real queue depth."""
         with self._cv:
             return len(self.running) + sum(len(g) for g in self.waiting)
+
+    def counts(self) -> dict[str, float]:
+        """What its steps so far did, as numbers (``/health``'s ``engine_counts``, serve_bench's
+        ``engine``): decode ``steps``; decode ``forwards``, ``mixed_forwards`` (over rows of several
+        adapters) and those a prefill ``rode``; ``prefills``; adapter ``merges``; and the wall
+        seconds of each of :data:`PHASES` (``seconds_prefill`` and so on). Safe to call while
+        another thread steps (each counter is copied at once)."""
+        forwards, prefills, rode, seconds = (
+            dict(c) for c in (self.forwards, self.prefills, self.rode, self.seconds)
+        )
+        return {
+            "steps": self.steps,
+            "forwards": sum(forwards.values()),
+            "mixed_forwards": sum(n for k, n in forwards.items() if k > 1),
+            "prefills": sum(prefills.values()),
+            "rode": sum(rode.values()),
+            "merges": self.merges,
+            **{f"seconds_{phase}": seconds.get(phase, 0.0) for phase in PHASES},
+        }
 
     def submit(self, group: Sequence[Request]) -> None:
         """Queue ``group`` (rows prefilled together, admitted at the next step they fit in)."""

@@ -306,8 +306,8 @@ def _packs(w: torch.Tensor) -> bool:
 
 
 def _packed_forwards(layers: list[Any], buffers: list[torch.Tensor | None]) -> list[Any]:
-    """Per layer, a ``forward`` for its base layer on the packed copy of its merged weight; None
-    where it has no merge, or one that does not run packed."""
+    """Per layer, a ``forward`` for it on the packed copy of its merged weight; None where it has
+    no merge, or one that does not run packed."""
     return [
         packed_head.packed_forward(packed_head.pack(b), b, m.base_layer.bias)
         if b is not None and b.is_contiguous() and _packs(b)
@@ -334,6 +334,13 @@ class MergedSet:
     (``x (W + B_a A_a) + x (B_b A_b − B_a A_a)`` against ``x (W + B_b A_b)``), so a row sampled
     among another adapter's rows may differ from one sampled alone by that much.
 
+    **Direct.** While it is open, each wrapped layer around a plain ``nn.Linear`` runs its product
+    itself: :meth:`use` sets the LoRA layer's ``forward`` to the packed product (the module
+    docstring's Packed) or to ``F.linear`` on the weight the layer points at. peft's own ``forward``,
+    with the adapters off, would check its arguments and state and then call the base layer as a
+    module of its own for the same product: Python that every layer ran at every forward (210 per
+    decode step for SmolLM2). :meth:`mix`'s updates are forward hooks on the LoRA layers.
+
     Adapters must not change while it is open (the engine opens it while busy, and updates run
     between generation calls); :meth:`close` restores the base weights, bitwise."""
 
@@ -356,6 +363,9 @@ class MergedSet:
         """While mixing, per layer: ``Aᵀ``, ``scale · Bᵀ`` and the rows' signs ``[rows, R]``."""
         self._pointed: object = _NOWHERE
         """The adapter (None: the base) the layers' weights and ``forward`` point at now."""
+        self._direct = [type(m.base_layer) is torch.nn.Linear for m in self.layers]
+        """Per layer, whether :meth:`use` runs it straight on its weight (the class docstring's
+        Direct); a layer around anything but a plain ``nn.Linear`` runs peft's ``forward``."""
         self._per_token = False
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
@@ -395,11 +405,10 @@ class MergedSet:
         for i, m in enumerate(self.layers):
             b = None if bufs is None else bufs[i]
             m.base_layer.weight.data = self.originals[i] if b is None else b
-            f = None if forwards is None else forwards[i]
-            if f is None:
-                m.base_layer.__dict__.pop("forward", None)
-            else:  # an instance attribute: ``nn.Module.__call__`` finds it first, hooks still run
-                m.base_layer.forward = f
+            if self._direct[i]:
+                f = None if forwards is None else forwards[i]
+                # an instance attribute: ``nn.Module.__call__`` finds it first, hooks still run
+                m.forward = f if f is not None else _plain_forward(m.base_layer)
 
     def mix(self, names: list[str | None], per_token: bool = False) -> None:
         """Run row ``i`` of the next forwards with adapter ``names[i]`` (``None``: the base), every
@@ -413,9 +422,7 @@ class MergedSet:
         if used not in self._stacks:
             self._stacks[used] = [self._stack(m, used) for m in self.layers]
         if not self._hooks:
-            self._hooks = [
-                m.base_layer.register_forward_hook(self._hook(i)) for i, m in enumerate(self.layers)
-            ]
+            self._hooks = [m.register_forward_hook(self._hook(i)) for i, m in enumerate(self.layers)]
         masks: dict[tuple[str, ...], torch.Tensor] = {}
         mixing: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None] = []
         for stack in self._stacks[used]:
@@ -463,7 +470,7 @@ class MergedSet:
         self._stacks.clear()
         for m, w in zip(self.layers, self.originals, strict=True):
             m.base_layer.weight.data = w
-            m.base_layer.__dict__.pop("forward", None)
+            m.__dict__.pop("forward", None)
         self.buffers.clear()
         self.forwards.clear()
         if self.store is not None:
@@ -471,6 +478,15 @@ class MergedSet:
         if self._disabled is not None:
             self._disabled.__exit__(None, None, None)
             self._disabled = None
+
+
+def _plain_forward(lin: torch.nn.Linear) -> Any:
+    """``lin``'s own product as a wrapping layer's ``forward``: on whatever its weight points at."""
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.linear(x, lin.weight, lin.bias)
+
+    return forward
 
 
 def _row_signs(

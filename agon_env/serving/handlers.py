@@ -78,6 +78,7 @@ class Handlers:
                 "requests": self.batcher.requests,
                 "largest_batch": max(sizes, default=0),
                 "queue_depth": self.batcher.pending,
+                "engine_counts": self.batcher.engine_counts(),
             }
         )
 

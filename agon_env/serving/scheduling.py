@@ -91,15 +91,28 @@ class Batcher:
         """The batches requests joined (``/health``), as a count per batch size: on HF, the engine's
         prefills (the requests admitted at one step together; a cascade's request is two stages, so
         two prefills at least); else one batch of one per request sent."""
+        engines = self._engines()
+        if not engines:
+            return collections.Counter({1: self.requests} if self.requests else {})
+        return sum((e.prefills for e in engines), collections.Counter())
+
+    def engine_counts(self) -> dict[str, float] | None:
+        """The HF engine's :meth:`~agon_env.agents.engine.Engine.counts` (summed where the agents
+        have engines of their own; ``/health``); None on an engine that counts none (vLLM)."""
+        engines = self._engines()
+        if not engines:
+            return None
+        each = [e.counts() for e in engines]
+        return {k: sum(c[k] for c in each) for k in each[0]}
+
+    def _engines(self) -> list[Any]:
         engines = {
             id(e): e
             for agent in getattr(self.cascade, "agents", {}).values()
             if isinstance(getattr(agent, "backend", None), HFBackend)
             for e in [engine_for(agent.backend)]
         }
-        if not engines:
-            return collections.Counter({1: self.requests} if self.requests else {})
-        return sum((e.prefills for e in engines.values()), collections.Counter())
+        return list(engines.values())
 
     async def start(self) -> None:
         self.queue = True  # marks the scheduler started

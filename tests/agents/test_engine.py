@@ -192,6 +192,12 @@ def test_arrivals_ride_the_decode_forward_and_answer_as_they_would_alone(tiny_pa
     while engine.backlog:
         engine.step()
     hook.remove()
+    counts = engine.counts()  # what /health and serve_bench report
+    assert counts["steps"] == engine.steps and counts["rode"] == engine.rode.total()
+    assert counts["forwards"] == engine.forwards.total() and counts["prefills"] == engine.prefills.total()
+    assert counts["mixed_forwards"] == sum(n for k, n in engine.forwards.items() if k > 1) > 0
+    assert all(counts[f"seconds_{p}"] == engine.seconds[p] for p in E.PHASES)
+    assert counts["seconds_forward"] > 0
     for a, b in zip(alone, burst, strict=True):
         assert a.out_ids == b.out_ids
         assert torch.allclose(torch.tensor(a.out_lp), torch.tensor(b.out_lp), atol=1e-4)

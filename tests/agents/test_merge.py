@@ -215,7 +215,7 @@ def test_mixed_rows_get_each_their_own_adapter_in_one_forward(tiny_pair, rows, p
         weights.close()
     assert torch.allclose(mixed, alone, atol=1e-5)
     assert torch.allclose(merged, _logits(tiny_pair, "agent_a", ids), atol=1e-5)
-    assert not any(m.base_layer._forward_hooks for m in weights.layers)  # closed: no hook left
+    assert not any(m._forward_hooks for m in weights.layers)  # closed: no hook left
 
 
 def _packed_calls(fn):
@@ -228,8 +228,8 @@ def _packed_calls(fn):
 def test_large_merged_weights_run_packed_while_open_and_give_the_merged_logits(tiny_pair, monkeypatch):
     """With every merged weight large enough to pack (``PACK_MIN_NUMEL`` 0 on the tiny model), a
     merged layer runs oneDNN's product on the packed copy of its own merge, in the base layout,
-    from ``MIN_ROWS`` rows on (``F.linear`` below); the base (``use(None)``) and a closed set run
-    the layers' own ``forward``."""
+    from ``MIN_ROWS`` rows on (``F.linear`` below); the base (``use(None)``) runs ``F.linear`` on
+    the base weights, and a closed set gives every layer peft's own ``forward`` back."""
     monkeypatch.setattr(M, "PACK_MIN_NUMEL", 0)
     model, rows = tiny_pair.model, packed_head.MIN_ROWS
     torch.manual_seed(0)
@@ -239,18 +239,67 @@ def test_large_merged_weights_run_packed_while_open_and_give_the_merged_logits(t
     try:
         with torch.inference_mode():
             weights.use("agent_a")
-            assert all("forward" in m.base_layer.__dict__ for m in weights.layers)
+            assert all("forward" in m.__dict__ for m in weights.layers)
             assert all(m.base_layer.weight.is_contiguous() for m in weights.layers)
             assert _packed_calls(lambda: model(input_ids=ids)) == len(weights.layers)
             got = model(input_ids=ids).logits
             assert _packed_calls(lambda: model(input_ids=ids[:1, :1])) == 0  # one row: F.linear
             weights.use(None)
-            assert not any("forward" in m.base_layer.__dict__ for m in weights.layers)
             assert _packed_calls(lambda: model(input_ids=ids)) == 0
+            base = model(input_ids=ids).logits
     finally:
         weights.close()
-    assert not any("forward" in m.base_layer.__dict__ for m in weights.layers)
+    assert not any("forward" in m.__dict__ for m in weights.layers)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    with torch.inference_mode(), tiny_pair._peft.disable_adapter():
+        assert torch.equal(base, model(input_ids=ids).logits)  # peft's forward, adapters off: the same bits
+
+
+def test_open_layers_run_straight_on_their_weights_with_the_same_bits(tiny_pair, monkeypatch):
+    """While open, a wrapped ``nn.Linear`` runs its product without peft's ``forward`` (the class
+    docstring's Direct): the logits of each adapter and of the base are bitwise those of a
+    :class:`MergedWeights` block (peft's forward, adapters off, on the same merged weights)."""
+    monkeypatch.setattr(M, "PACKED_LINEARS", False)  # F.linear on both sides: bitwise comparable
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (3, 6))
+    calls: list[str] = []
+    monkeypatch.setattr(type(weights_layer(tiny_pair)), "forward", _counting(calls))
+    want = {}
+    for name in ("agent_a", "agent_b"):
+        with torch.inference_mode(), M.MergedWeights().merged(tiny_pair._peft, name) as merged:
+            assert merged
+            want[name] = tiny_pair.model(input_ids=ids).logits
+    with torch.inference_mode(), tiny_pair._peft.disable_adapter():
+        want[None] = tiny_pair.model(input_ids=ids).logits
+    assert calls  # peft's forward ran for those
+    calls.clear()
+    weights = M.MergedSet(tiny_pair._peft)
+    try:
+        with torch.inference_mode():
+            for name in ("agent_a", None, "agent_b", "agent_a"):
+                weights.use(name)
+                assert torch.equal(tiny_pair.model(input_ids=ids).logits, want[name]), name
+    finally:
+        weights.close()
+    assert not calls  # ... and never while the set was open
+
+
+def weights_layer(pair):
+    from peft.tuners.lora import LoraLayer
+
+    return next(m for m in pair._peft.modules() if isinstance(m, LoraLayer))
+
+
+def _counting(calls):
+    from peft.tuners.lora import Linear
+
+    own = Linear.forward
+
+    def forward(self, x, *args, **kwargs):
+        calls.append("peft")
+        return own(self, x, *args, **kwargs)
+
+    return forward
 
 
 @needs_onednn

@@ -19,6 +19,8 @@ def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine()
     # stages, each stage one prefill that arrivals may share: 2 to 8 prefills, none over 4 requests
     # (on a loaded machine the four drafts can arrive one step apart, so the count varies from 2 to 8)
     assert 2 <= served["batches"] <= 4 * 2 and 1 <= served["largest_batch"] <= 4
+    # ... and the server's engine counted the same prefills, with decode steps of its own
+    assert served["engine"]["prefills"] == served["batches"] and served["engine"]["steps"] > 0
 
 
 def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine_counts() -> None:

@@ -146,6 +146,9 @@ def test_a_burst_of_32_is_batched_and_a_malformed_request_disturbs_none(server):
     after = httpx.get(f"{server}/health").json()
     assert after["requests"] - before["requests"] == 32
     assert after["batches"] - before["batches"] < 32 and after["largest_batch"] > 1  # batched, not serialised
+    counts, was = after["engine_counts"], before["engine_counts"]  # the HF engine's own, over the burst
+    assert counts["prefills"] - was["prefills"] == after["batches"] - before["batches"]
+    assert counts["steps"] > was["steps"] and counts["seconds_forward"] > was["seconds_forward"]
 
 
 def test_the_openai_client_streams_the_draft_then_the_answer(server):
