@@ -50,6 +50,7 @@ exact) or an adapter that is not plain LoRA (DoRA, or peft's ``lora_bias``).
 from __future__ import annotations
 
 import collections
+import contextlib
 import warnings
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -339,7 +340,11 @@ class MergedSet:
     docstring's Packed) or to ``F.linear`` on the weight the layer points at. peft's own ``forward``,
     with the adapters off, would check its arguments and state and then call the base layer as a
     module of its own for the same product: Python that every layer ran at every forward (210 per
-    decode step for SmolLM2). :meth:`mix`'s updates are forward hooks on the LoRA layers.
+    decode step for SmolLM2). :meth:`mix`'s updates are forward hooks on the LoRA layers. Where every
+    peft module of the model runs this way, peft's adapters are not switched off either: peft's
+    ``disable_adapter()`` surveys every layer's status first, 35 ms on SmolLM2 at every busy spell
+    (entered and left, timed alone; a ``benchmarks/rollout_bench.py`` call takes ~5 s), for layers
+    it would not run.
 
     Adapters must not change while it is open (the engine opens it while busy, and updates run
     between generation calls); :meth:`close` restores the base weights, bitwise."""
@@ -366,6 +371,9 @@ class MergedSet:
         self._direct = [type(m.base_layer) is torch.nn.Linear for m in self.layers]
         """Per layer, whether :meth:`use` runs it straight on its weight (the class docstring's
         Direct); a layer around anything but a plain ``nn.Linear`` runs peft's ``forward``."""
+        self._peft_runs = _peft_runs(peft, [m for m, d in zip(self.layers, self._direct, strict=True) if d])
+        """Whether some module still runs peft's own ``forward`` while open, so peft's adapters must
+        be switched off (the class docstring's Direct)."""
         self._per_token = False
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
@@ -382,7 +390,7 @@ class MergedSet:
     def use(self, name: str | None) -> None:
         """Point the layers at ``name`` merged (``None``: the base weights), peft's adapters off."""
         if self._disabled is None:
-            self._disabled = self.peft.disable_adapter()
+            self._disabled = self.peft.disable_adapter() if self._peft_runs else contextlib.nullcontext()
             self._disabled.__enter__()
         if name is not None and name not in self.buffers:
             if self.store is not None:
@@ -478,6 +486,17 @@ class MergedSet:
         if self._disabled is not None:
             self._disabled.__exit__(None, None, None)
             self._disabled = None
+
+
+def _peft_runs(peft: Any, direct: list[Any]) -> bool:
+    """Whether a module of ``peft`` other than the ``direct`` layers would run an adapter through
+    peft (a LoRA layer around another kind of module, a ``modules_to_save`` copy, trainable tokens)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+    from peft.utils import other
+
+    wrappers = (BaseTunerLayer, getattr(other, "AuxiliaryTrainingWrapper", other.ModulesToSaveWrapper))
+    skipped = {id(m) for m in direct}
+    return any(isinstance(m, wrappers) and id(m) not in skipped for m in peft.modules())
 
 
 def _plain_forward(lin: torch.nn.Linear) -> Any:

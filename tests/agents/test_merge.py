@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -282,6 +284,61 @@ def test_open_layers_run_straight_on_their_weights_with_the_same_bits(tiny_pair,
     finally:
         weights.close()
     assert not calls  # ... and never while the set was open
+
+
+def _disables(monkeypatch, peft) -> list[int]:
+    calls: list[int] = []
+    own = type(peft).disable_adapter
+    monkeypatch.setattr(type(peft), "disable_adapter", lambda self: calls.append(1) or own(self))
+    return calls
+
+
+def test_peft_is_not_asked_to_switch_adapters_off_when_no_module_runs_through_it(tiny_pair, monkeypatch):
+    """Every LoRA layer of the pair wraps an ``nn.Linear``, so none runs peft's forward while the
+    set is open: peft's ``disable_adapter`` (a survey of every layer) is not called, and peft's
+    adapters are on again, untouched, once closed."""
+    calls = _disables(monkeypatch, tiny_pair._peft)
+    weights = M.MergedSet(tiny_pair._peft)
+    try:
+        with torch.inference_mode():
+            weights.use("agent_a")
+            weights.use(None)
+    finally:
+        weights.close()
+    assert not calls
+    assert not any(m.disable_adapters for m in weights.layers)
+
+
+def test_a_module_that_runs_through_peft_has_its_adapters_switched_off(tiny_pair, monkeypatch):
+    """An adapter on the embeddings (a LoRA layer around an ``nn.Embedding``, run by peft) would add
+    peft's active adapter to a merged forward: with one in the model, the set switches peft's
+    adapters off, and ``agent_a`` merged gives what it gives without that adapter's layer."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (3, 6))
+    with torch.inference_mode(), M.MergedWeights().merged(tiny_pair._peft, "agent_a") as merged:
+        assert merged
+        want = tiny_pair.model(input_ids=ids).logits
+    with warnings.catch_warnings():  # the tiny model ties its head to the embeddings: peft warns
+        warnings.simplefilter("ignore")
+        tiny_pair.add_adapter("embeds", LoraSpec(init_seed=5, target_modules=["embed_tokens"]))
+    with torch.no_grad():  # peft starts an embedding's update at zero: give it some size
+        for m in tiny_pair._peft.modules():
+            if "embeds" in getattr(m, "lora_embedding_A", {}):
+                m.lora_embedding_A["embeds"].normal_(0, 0.5)
+                m.lora_embedding_B["embeds"].normal_(0, 0.5)
+    tiny_pair._peft.set_adapter("embeds")  # peft's active adapter: would run in the embeddings
+    with torch.inference_mode():
+        assert not torch.allclose(tiny_pair.model(input_ids=ids).logits, want, atol=1e-3)  # it would show
+    calls = _disables(monkeypatch, tiny_pair._peft)
+    weights = M.MergedSet(tiny_pair._peft)
+    try:
+        with torch.inference_mode():
+            weights.use("agent_a")
+            got = tiny_pair.model(input_ids=ids).logits
+    finally:
+        weights.close()
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    assert calls == [1]
 
 
 def weights_layer(pair):
