@@ -388,7 +388,8 @@ class MergedSet:
         return self._mergeable[name]
 
     def use(self, name: str | None) -> None:
-        """Point the layers at ``name`` merged (``None``: the base weights), peft's adapters off."""
+        """Point the layers at ``name`` merged (``None``: the base weights), peft's adapters off
+        where a module still runs through peft (the class docstring's Direct)."""
         if self._disabled is None:
             self._disabled = self.peft.disable_adapter() if self._peft_runs else contextlib.nullcontext()
             self._disabled.__enter__()
