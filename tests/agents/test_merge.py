@@ -265,7 +265,7 @@ def test_open_layers_run_straight_on_their_weights_with_the_same_bits(tiny_pair,
     torch.manual_seed(0)
     ids = torch.randint(0, 100, (3, 6))
     calls: list[str] = []
-    monkeypatch.setattr(type(weights_layer(tiny_pair)), "forward", _counting(calls))
+    monkeypatch.setattr(type(_a_lora_layer(tiny_pair)), "forward", _counting(calls))
     want = {}
     for name in ("agent_a", "agent_b"):
         with torch.inference_mode(), M.MergedWeights().merged(tiny_pair._peft, name) as merged:
@@ -341,7 +341,7 @@ def test_a_module_that_runs_through_peft_has_its_adapters_switched_off(tiny_pair
     assert calls == [1]
 
 
-def weights_layer(pair):
+def _a_lora_layer(pair):
     from peft.tuners.lora import LoraLayer
 
     return next(m for m in pair._peft.modules() if isinstance(m, LoraLayer))
