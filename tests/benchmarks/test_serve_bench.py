@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from bench_run import last_json
 
 
@@ -25,7 +26,7 @@ def test_serve_bench_reports_latency_ttft_and_the_overhead_over_the_raw_engine()
 
 def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine_counts() -> None:
     flags = ["--model", "tiny", "--requests", "4", "--max-new-tokens", "8", "--threads", "1"]
-    result = last_json("serve_bench.py", *flags, "--threaded", "--spread-s", "0.2", "--ride-ab")
+    result = last_json("serve_bench.py", *flags, "--threaded", "--spread-s", "0.2", "--ride-ab", "--alone")
     raw, threaded, separate = result["raw"], result["threaded"], result["threaded_separate"]
     assert result["threaded_over_raw"] == threaded["seconds"] / raw["seconds"] > 0
     for counts in (raw["engine"], threaded["engine"]):
@@ -38,3 +39,10 @@ def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine
     assert raw["engine"]["rode"] == 0 == separate["engine"]["rode"] <= threaded["engine"]["rode"]
     assert threaded["engine"]["rode"] <= threaded["engine"]["prefills"]
     assert result["ride_over_separate"] == threaded["seconds"] / separate["seconds"] > 0
+    # --alone: each question alone, and the latest a request sent 0.2 s apart could end at that pace
+    alone = result["alone"]
+    assert len(alone["seconds"]) == 4 and all(t > 0 for t in alone["seconds"])
+    want = max(i * 0.2 / 3 + t for i, t in enumerate(alone["seconds"]))
+    assert alone["bound_s"] == pytest.approx(want) and alone["bound_s"] >= max(alone["seconds"])
+    assert result["alone_bound_over_raw"] == alone["bound_s"] / raw["seconds"]
+    assert "alone" not in raw
