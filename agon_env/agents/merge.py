@@ -371,9 +371,6 @@ class MergedSet:
         self._direct = [type(m.base_layer) is torch.nn.Linear for m in self.layers]
         """Per layer, whether :meth:`use` runs it straight on its weight (the class docstring's
         Direct); a layer around anything but a plain ``nn.Linear`` runs peft's ``forward``."""
-        self._peft_runs = _peft_runs(peft, [m for m, d in zip(self.layers, self._direct, strict=True) if d])
-        """Whether some module still runs peft's own ``forward`` while open, so peft's adapters must
-        be switched off (the class docstring's Direct)."""
         self._per_token = False
         self._hooks: list[Any] = []
         self._mergeable: dict[str, bool] = {}
@@ -391,7 +388,10 @@ class MergedSet:
         """Point the layers at ``name`` merged (``None``: the base weights), peft's adapters off
         where a module still runs through peft (the class docstring's Direct)."""
         if self._disabled is None:
-            self._disabled = self.peft.disable_adapter() if self._peft_runs else contextlib.nullcontext()
+            # looked at here, not at construction: the engine builds sets only to ask ``mergeable``
+            direct = [m for m, d in zip(self.layers, self._direct, strict=True) if d]
+            runs = _peft_runs(self.peft, direct)
+            self._disabled = self.peft.disable_adapter() if runs else contextlib.nullcontext()
             self._disabled.__enter__()
         if name is not None and name not in self.buffers:
             if self.store is not None:
@@ -491,7 +491,8 @@ class MergedSet:
 
 def _peft_runs(peft: Any, direct: list[Any]) -> bool:
     """Whether a module of ``peft`` other than the ``direct`` layers would run an adapter through
-    peft (a LoRA layer around another kind of module, a ``modules_to_save`` copy, trainable tokens)."""
+    peft (a LoRA layer around another kind of module, a ``modules_to_save`` copy, trainable tokens),
+    so peft's adapters must be switched off while a set is open (:class:`MergedSet`'s Direct)."""
     from peft.tuners.tuners_utils import BaseTunerLayer
     from peft.utils import other
 
