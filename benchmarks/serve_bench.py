@@ -115,11 +115,17 @@ def raw(
     return out
 
 
+def _gap(spread_s: float, n: int) -> float:
+    """Seconds between two of ``n`` requests sent evenly over ``spread_s`` (the first at 0, the last
+    at ``spread_s``): the one schedule the served and threaded runs send by and the bound assumes."""
+    return spread_s / max(n - 1, 1)
+
+
 def alone_bound(cascade: Any, asked: list[str], spread_s: float) -> dict[str, Any]:
     """Each question's cascade asked alone, one after another, and the least a run of them sent
     over ``spread_s`` could take with no request slower than alone: the latest of ``i·gap +
     alone_i``. What the arrivals themselves cost, whatever the engine does."""
-    gap = spread_s / max(len(asked) - 1, 1)
+    gap = _gap(spread_s, len(asked))
     seconds = []
     for q in asked:
         t0 = time.perf_counter()
@@ -156,7 +162,7 @@ def threaded(cascade: Any, asked: list[str], engine: str, spread_s: float) -> di
     """The served run's shape without HTTP: every question its own ``Cascade.answer`` call in a
     thread of its own (sent as ``--spread-s`` says), in this process: the engine alone."""
     answers: list[Any] = [None] * len(asked)
-    gap = spread_s / max(len(asked) - 1, 1)
+    gap = _gap(spread_s, len(asked))
 
     def one(i: int) -> None:
         time.sleep(i * gap)
@@ -263,7 +269,7 @@ def served(
         client = httpx.Client(timeout=900, limits=limits)
         _stream(client, url, key, asked[0], {})  # warm-up, as raw's
         results: list[dict[str, Any]] = [{} for _ in asked]
-        gap = spread_s / max(len(asked) - 1, 1)
+        gap = _gap(spread_s, len(asked))
         workers = [
             threading.Thread(target=_stream, args=(client, url, key, q, r, i * gap))
             for i, (q, r) in enumerate(zip(asked, results, strict=True))
