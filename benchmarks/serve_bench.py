@@ -334,6 +334,11 @@ class Server:
         }
 
 
+def _median(xs: list[float]) -> float | None:
+    """The median, or None where no run had the figure (no request streamed text)."""
+    return statistics.median(xs) if xs else None
+
+
 def _pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
@@ -414,6 +419,8 @@ def main() -> None:
     )
     ap.add_argument("--raw-out", default=None, help=argparse.SUPPRESS)  # the child of main() writes here
     args = ap.parse_args()
+    if args.reps < 1:
+        ap.error(f"--reps is a count of pairs, at least 1, not {args.reps}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.raw_out:  # a file, not stdout: vLLM logs to stdout
         spread = args.spread_s if args.threaded else None
@@ -497,8 +504,8 @@ def main() -> None:
             "served_over_raw": statistics.median(p["served_over_raw"] for p in pairs),
             "served_over_raw_per_token": statistics.median(p["served_over_raw_per_token"] for p in pairs),
             "p95_over_p50": statistics.median(y["latency_p95"] / y["latency_p50"] for y in serveds),
-            "ttft_p95_over_latency_p50": statistics.median(
-                y["ttft_p95"] / y["latency_p50"] for y in serveds if y["ttft_p95"] is not None
+            "ttft_p95_over_latency_p50": _median(
+                [y["ttft_p95"] / y["latency_p50"] for y in serveds if y["ttft_p95"] is not None]
             ),
         }
     print(json.dumps(result))
