@@ -143,26 +143,21 @@ def alone_bound(cascade: Any, asked: list[str], spread_s: float) -> dict[str, An
     return {"seconds": seconds, "bound_s": max(i * gap + t for i, t in enumerate(seconds))}
 
 
-def _engine_counts(cascade: Any) -> dict[str, float]:
-    """The HF engine's counters so far (``Engine.counts``: decode steps, decode forwards and those
-    over rows of several adapters, prefills, adapter merges, the seconds of each step phase)."""
-    from agon_env.agents.engine import engine_for
-
-    return engine_for(next(iter(cascade.agents.values())).backend).counts()
-
-
 def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {k: round(after[k] - before[k], 3) for k in after}
 
 
 def _counted(cascade: Any, engine: str, call: Any) -> dict[str, Any]:
-    """``call()`` timed, with the engine's counters over it (HF only)."""
-    before = _engine_counts(cascade) if engine == "hf" else {}
+    """``call()`` timed, with the engine's counters over it (HF only: the counts ``/health``
+    reports, :func:`~agon_env.serving.scheduling.engine_counts`)."""
+    from agon_env.serving.scheduling import engine_counts
+
+    before = engine_counts(cascade) if engine == "hf" else None
     t0 = time.perf_counter()
     tokens = call()
     out: dict[str, Any] = {"seconds": time.perf_counter() - t0, "completion_tokens": tokens}
-    if engine == "hf":
-        after = _engine_counts(cascade)
+    after = engine_counts(cascade) if engine == "hf" else None
+    if before is not None and after is not None:
         out["engine"] = _delta(before, after)
     return out
 
@@ -371,6 +366,11 @@ def _raw_child(args: argparse.Namespace, run: Path, out: Path, extras: bool) -> 
     return json.loads(out.read_text())
 
 
+def _raw_only(result: dict[str, Any]) -> dict[str, Any]:
+    """A raw child's result without the extras it ran after the raw call (reported apart)."""
+    return {k: v for k, v in result.items() if not k.startswith("threaded") and k != "alone"}
+
+
 def _pair(raw: dict[str, Any], served: dict[str, Any]) -> dict[str, float]:
     """One raw run and one served run's ratios: served ÷ raw (wall, and per completion token)."""
     return {
@@ -466,7 +466,7 @@ def main() -> None:
         "spread_s": args.spread_s,
         "max_new_tokens": args.max_new_tokens,
         "reps": args.reps,
-        "raw": {k: v for k, v in r.items() if not k.startswith("threaded") and k != "alone"},
+        "raw": _raw_only(r),
         "served": s,
         **pairs[0],
         # without HTTP: what the engine alone costs over the raw call (--threaded)
@@ -493,7 +493,7 @@ def main() -> None:
         result["runs"] = [
             {
                 "order": order,
-                "raw": {k: v for k, v in x.items() if not k.startswith("threaded") and k != "alone"},
+                "raw": _raw_only(x),
                 "served": y,
                 **pair,
             }

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agon_env.agents.aborting import Abort, aborting
-from agon_env.agents.engine import engine_for
+from agon_env.agents.engine import Engine, engine_for
 from agon_env.agents.hf_backend import HFBackend
 from agon_env.serving.cascade import Cascade
 
@@ -91,28 +91,14 @@ class Batcher:
         """The batches requests joined (``/health``), as a count per batch size: on HF, the engine's
         prefills (the requests admitted at one step together; a cascade's request is two stages, so
         two prefills at least); else one batch of one per request sent."""
-        engines = self._engines()
+        engines = hf_engines(self.cascade)
         if not engines:
             return collections.Counter({1: self.requests} if self.requests else {})
         return sum((e.prefills for e in engines), collections.Counter())
 
     def engine_counts(self) -> dict[str, float] | None:
-        """The HF engine's :meth:`~agon_env.agents.engine.Engine.counts` (summed where the agents
-        have engines of their own; ``/health``); None on an engine that counts none (vLLM)."""
-        engines = self._engines()
-        if not engines:
-            return None
-        each = [e.counts() for e in engines]
-        return {k: sum(c[k] for c in each) for k in each[0]}
-
-    def _engines(self) -> list[Any]:
-        engines = {
-            id(e): e
-            for agent in getattr(self.cascade, "agents", {}).values()
-            if isinstance(getattr(agent, "backend", None), HFBackend)
-            for e in [engine_for(agent.backend)]
-        }
-        return list(engines.values())
+        """:func:`engine_counts` of the cascade it serves (``/health``)."""
+        return engine_counts(self.cascade)
 
     async def start(self) -> None:
         self.queue = True  # marks the scheduler started
@@ -180,6 +166,28 @@ class Batcher:
             return
         if not job.future.done():  # a client that went away cancelled its future
             job.future.set_result(results[0])
+
+
+def hf_engines(cascade: Any) -> list[Engine]:
+    """The HF generation engines ``cascade``'s agents run on, each once (none on vLLM)."""
+    engines = {
+        id(e): e
+        for agent in getattr(cascade, "agents", {}).values()
+        if isinstance(getattr(agent, "backend", None), HFBackend)
+        for e in [engine_for(agent.backend)]
+    }
+    return list(engines.values())
+
+
+def engine_counts(cascade: Any) -> dict[str, float] | None:
+    """The HF engine's :meth:`~agon_env.agents.engine.Engine.counts` under ``cascade`` (summed where
+    the agents have engines of their own); None on an engine that counts none (vLLM). What
+    ``/health`` reports and ``benchmarks/serve_bench.py`` reads in-process."""
+    engines = hf_engines(cascade)
+    if not engines:
+        return None
+    each = [e.counts() for e in engines]
+    return {k: sum(c[k] for c in each) for k in each[0]}
 
 
 class Direct(Batcher):
